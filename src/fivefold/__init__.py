@@ -1,0 +1,80 @@
+"""fivefold: a long-term memory engine for AI agents.
+
+Every recall fans out to five retrievers (semantic, lexical, graph, temporal, type), fuses their
+ranked lists with score-weighted reciprocal rank fusion, and returns the few memories that answer
+the question. The embedded default is one SQLite file::
+
+    import fivefold
+    with fivefold.Memory.open("memory.db") as mem:
+        mem.remember("Priya recommended Postgres for Project Kestrel")
+        res = mem.recall("what database did Priya recommend for Kestrel?")
+"""
+
+from fivefold.config import Config
+from fivefold.embed import Embedder, HashingEmbedder, MiniLMEmbedder
+from fivefold.errors import (
+    ConfigError,
+    EmbedderError,
+    EmbeddingModelMismatch,
+    FivefoldError,
+    InvalidInput,
+    NotAFivefoldStore,
+    NotFound,
+    StoreError,
+    UnsupportedBackend,
+)
+from fivefold.memory import Memory
+from fivefold.model import (
+    Budget,
+    Edge,
+    EdgeKind,
+    Entity,
+    EntityRef,
+    Explanation,
+    Hit,
+    MemoryRecord,
+    MemoryType,
+    ParsedQuery,
+    Plan,
+    PlanName,
+    RecallResult,
+    RetrieverName,
+    Scope,
+    TimeWindow,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Budget",
+    "Config",
+    "ConfigError",
+    "Edge",
+    "EdgeKind",
+    "Embedder",
+    "EmbedderError",
+    "EmbeddingModelMismatch",
+    "Entity",
+    "EntityRef",
+    "Explanation",
+    "FivefoldError",
+    "HashingEmbedder",
+    "Hit",
+    "InvalidInput",
+    "Memory",
+    "MemoryRecord",
+    "MemoryType",
+    "MiniLMEmbedder",
+    "NotAFivefoldStore",
+    "NotFound",
+    "ParsedQuery",
+    "Plan",
+    "PlanName",
+    "RecallResult",
+    "RetrieverName",
+    "Scope",
+    "StoreError",
+    "TimeWindow",
+    "UnsupportedBackend",
+    "__version__",
+]

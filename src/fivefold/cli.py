@@ -1,0 +1,257 @@
+"""The ``fivefold`` command line. Errors of the library become one line on stderr and an exit
+code (2 bad input, 3 not found, 4 store problem, 1 anything else of ours); never a traceback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from functools import wraps
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import click
+from rich.console import Console
+
+from fivefold import errors
+from fivefold.cli_render import (
+    explanation_json,
+    print_explanation,
+    print_hits,
+    print_stats,
+    result_json,
+)
+from fivefold.memory import Memory
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+EXIT_CODES: tuple[tuple[type[errors.FivefoldError], int], ...] = (
+    (errors.InvalidInput, 2),
+    (errors.NotFound, 3),
+    (errors.StoreError, 4),
+    (errors.FivefoldError, 1),
+)
+
+
+def _friendly(command: Callable[P, R]) -> Callable[P, R]:
+    @wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except errors.FivefoldError as exc:
+            click.echo(f"error: {exc}", err=True)
+            code = next(code for kind, code in EXIT_CODES if isinstance(exc, kind))
+            sys.exit(code)
+
+    return wrapper
+
+
+@contextmanager
+def _open(ctx: click.Context) -> Iterator[Memory]:
+    with Memory.open(ctx.obj["db"]) as mem:
+        yield mem
+
+
+def _scope_options(command: Callable[P, R]) -> Callable[P, R]:
+    command = click.option("--agent", "agent_id", default=None, help="Agent id scope.")(command)
+    command = click.option("--user", "user_id", default=None, help="User id scope.")(command)
+    return click.option("--namespace", "-n", default="default", show_default=True)(command)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    envvar="FIVEFOLD_DB",
+    default=None,
+    help="Store path or URL (env FIVEFOLD_DB); default: memory.db in the user data directory.",
+)
+@click.version_option(package_name="fivefold")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None) -> None:
+    """fivefold: long-term memory for AI agents (remember, relate, recall)."""
+    ctx.obj = {"db": db}
+
+
+@cli.command()
+@click.argument("content")
+@click.option("--type", "mtype", type=click.Choice(["fact", "preference", "event", "entity"]))
+@click.option("--predicate", help='Short structured phrase, e.g. "badge ID is 47821".')
+@click.option("--event-at", help="When it happened (ISO 8601).")
+@click.option("--entity", "entities", multiple=True, help="An entity named (repeatable).")
+@click.option("--importance", type=float, help="Prior in [0, 1].")
+@click.option("--session", "session_id", help="Conversation session id.")
+@click.option("--metadata", help="A JSON object stored with the memory.")
+@_scope_options
+@click.pass_context
+@_friendly
+def remember(ctx: click.Context, /, content: str, mtype: str | None, **opts: Any) -> None:
+    """Store one memory; print its id and what was inferred."""
+    metadata = _json_object(opts.pop("metadata"))
+    entities = list(opts.pop("entities")) or None
+    with _open(ctx) as mem:
+        rec = mem.remember(content, type=mtype, metadata=metadata, entities=entities, **opts)
+    click.echo(
+        json.dumps(
+            {
+                "id": rec.id,
+                "type": rec.type.value,
+                "predicate": rec.predicate,
+                "event_at": rec.event_at.isoformat() if rec.event_at else None,
+                "entities": list(rec.entities),
+            }
+        )
+    )
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", default=10, show_default=True, help="Number of memories to return.")
+@click.option("--now", help="Reference time for 'yesterday', 'last week' (ISO 8601).")
+@click.option("--type", "types", multiple=True, help="Force a type filter (repeatable).")
+@click.option("--budget", type=click.Choice(["low", "mid", "high"]), default="mid")
+@click.option("--session", "session_id", help="Current session (for 'since we last talked').")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--explain", is_flag=True, help="Show each retriever's list and the fusion terms.")
+@_scope_options
+@click.pass_context
+@_friendly
+def recall(
+    ctx: click.Context,
+    /,
+    query: str,
+    types: tuple[str, ...],
+    as_json: bool,
+    explain: bool,
+    **opts: Any,
+) -> None:
+    """Recall the memories that answer QUERY."""
+    with _open(ctx) as mem:
+        if explain:
+            explanation = mem.explain(query, types=list(types) or None, **opts)
+            if as_json:
+                click.echo(json.dumps(explanation_json(explanation), indent=2))
+            else:
+                print_explanation(Console(), explanation)
+            return
+        result = mem.recall(query, types=list(types) or None, **opts)
+    if as_json:
+        click.echo(json.dumps(result_json(result), indent=2))
+    else:
+        print_hits(Console(), result)
+
+
+@cli.command()
+@click.argument("source")
+@click.argument("relation")
+@click.argument("target")
+@click.option(
+    "--kind", type=click.Choice(["structural", "semantic", "lifecycle"]), default="structural"
+)
+@click.option("--confidence", type=float, default=1.0, show_default=True)
+@click.option("--valid-from", help="ISO 8601 start of validity.")
+@click.option("--valid-to", help="ISO 8601 end of validity (lifecycle edges fade after it).")
+@click.option("--no-record", is_flag=True, help="Add the edge only; store no fact memory.")
+@_scope_options
+@click.pass_context
+@_friendly
+def relate(ctx: click.Context, /, no_record: bool, **opts: Any) -> None:
+    """Add a typed edge SOURCE -RELATION-> TARGET between two entities."""
+    with _open(ctx) as mem:
+        edge = mem.relate(record=not no_record, **opts)
+    click.echo(json.dumps({"id": edge.id, "memory_id": edge.memory_id}))
+
+
+@cli.command()
+@click.argument("name")
+@click.argument("alias")
+@click.option("--namespace", "-n", default="default", show_default=True)
+@click.pass_context
+@_friendly
+def alias(ctx: click.Context, /, name: str, alias: str, namespace: str) -> None:
+    """Make ALIAS another name of the entity NAME."""
+    with _open(ctx) as mem:
+        entity = mem.alias(name, alias, namespace=namespace)
+    click.echo(json.dumps({"entity": entity.name, "aliases": list(entity.aliases)}))
+
+
+@cli.command()
+@click.argument("memory_id", type=int)
+@click.option("--namespace", "-n", default=None, help="Only if the memory is in this namespace.")
+@click.pass_context
+@_friendly
+def forget(ctx: click.Context, /, memory_id: int, namespace: str | None) -> None:
+    """Delete memory MEMORY_ID and everything derived from it."""
+    with _open(ctx) as mem:
+        mem.forget(memory_id, namespace=namespace)
+    click.echo(f"forgot {memory_id}")
+
+
+@cli.command(name="import")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "jsonl", "locomo"]),
+    default="auto",
+    show_default=True,
+)
+@click.option(
+    "--namespace", "-n", default=None, help="Namespace (default: per record / per conversation)."
+)
+@click.option("--batch-size", default=256, show_default=True)
+@click.pass_context
+@_friendly
+def import_(
+    ctx: click.Context, /, path: Path, fmt: str, namespace: str | None, batch_size: int
+) -> None:
+    """Import memories from a JSONL file (one remember() record per line) or LoCoMo JSON."""
+    from fivefold.importers import import_file
+
+    with _open(ctx) as mem:
+        count = import_file(mem, path, fmt=fmt, namespace=namespace, batch_size=batch_size)
+    click.echo(f"imported {count} memories from {path}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+@_friendly
+def stats(ctx: click.Context, /, as_json: bool) -> None:
+    """Counts, namespaces, types, embedding model and size of the store."""
+    with _open(ctx) as mem:
+        store_stats = mem.stats()
+    if as_json:
+        click.echo(json.dumps(asdict(store_stats), indent=2, default=dict))
+    else:
+        print_stats(Console(), store_stats)
+
+
+@cli.command()
+@click.option("-k", default=3, show_default=True, help="Hits shown per query.")
+@_friendly
+def demo(k: int) -> None:
+    """Load the bundled sample of a fictional engineer's memories into a throwaway store and
+    run queries of every kind, showing plan and top hits."""
+    from fivefold.cli_demo import run_demo
+
+    # Misses are part of what the demo shows, not a failure of the command.
+    run_demo(Console(), k=k)
+
+
+def _json_object(raw: str | None) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise errors.InvalidInput(f"--metadata is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise errors.InvalidInput("--metadata must be a JSON object")
+    return value
+
+
+def main() -> None:
+    cli(prog_name="fivefold")

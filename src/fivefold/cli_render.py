@@ -1,0 +1,176 @@
+"""How the CLI shows results: rich tables for people, plain dicts for ``--json``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from fivefold.model import Explanation, MemoryRecord, ParsedQuery, Plan, RecallResult
+from fivefold.store.base import StoreStats
+
+
+def record_json(record: MemoryRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "content": record.content,
+        "type": record.type.value,
+        "predicate": record.predicate,
+        "event_at": record.event_at.isoformat() if record.event_at else None,
+        "created_at": record.created_at.isoformat(),
+        "entities": list(record.entities),
+        "importance": record.importance,
+        "namespace": record.namespace,
+        "user_id": record.user_id,
+        "agent_id": record.agent_id,
+        "session_id": record.session_id,
+        "metadata": dict(record.metadata),
+    }
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    return {
+        "name": plan.name.value,
+        "retrievers": [r.value for r in plan.retrievers],
+        "weights": {r.value: w for r, w in plan.weights.items()},
+        "rerank": plan.rerank,
+        "mmr": plan.mmr,
+        "reasons": list(plan.reasons),
+    }
+
+
+def query_json(query: ParsedQuery) -> dict[str, Any]:
+    window = query.temporal_window
+    return {
+        "original": query.original,
+        "terms": list(query.terms),
+        "rewrites": list(query.rewrites),
+        "entity_refs": [
+            {"text": r.text, "name": r.name, "confidence": r.confidence, "how": r.resolution.value}
+            for r in query.entity_refs
+        ],
+        "temporal_window": None
+        if window is None
+        else {
+            "start": window.start.isoformat(),
+            "end": window.end.isoformat(),
+            "expression": window.expression,
+        },
+        "predicate_hints": list(query.predicate_hints),
+        "type_hints": [t.value for t in query.type_hints],
+        "negations": list(query.negations),
+        "specificity": query.specificity,
+    }
+
+
+def result_json(result: RecallResult) -> dict[str, Any]:
+    return {
+        "hits": [
+            {"score": h.score, "sources": dict(h.sources), "memory": record_json(h.memory)}
+            for h in result.hits
+        ],
+        "plan": plan_json(result.plan),
+        "query": query_json(result.query),
+        "timings_ms": dict(result.timings),
+        "cached": result.cached,
+    }
+
+
+def explanation_json(explanation: Explanation) -> dict[str, Any]:
+    return {
+        "query": query_json(explanation.query),
+        "features": dict(explanation.features),
+        "plan": plan_json(explanation.plan),
+        "retrievers": {
+            run.name.value: {
+                "elapsed_ms": run.elapsed_ms,
+                "notes": list(run.notes),
+                "items": [{"id": s.id, "confidence": s.confidence} for s in run.items],
+            }
+            for run in explanation.runs
+        },
+        "hits": [
+            {**asdict(h), "terms": [{**asdict(t), "retriever": t.retriever.value} for t in h.terms]}
+            for h in explanation.hits
+        ],
+        "timings_ms": dict(explanation.timings),
+    }
+
+
+def print_plan(console: Console, plan: Plan) -> None:
+    names = ", ".join(f"{r.value} x{plan.weights.get(r, 1.0):g}" for r in plan.retrievers)
+    console.print(f"[bold]plan[/bold] {plan.name.value}: {names}")
+    for reason in plan.reasons:
+        console.print(f"  [dim]{reason}[/dim]")
+
+
+def print_hits(console: Console, result: RecallResult) -> None:
+    print_plan(console, result.plan)
+    table = Table(show_lines=False)
+    for column in ("#", "score", "id", "type", "memory", "sources"):
+        table.add_column(column)
+    for rank, hit in enumerate(result.hits, start=1):
+        sources = " ".join(f"{name}:{r}" for name, r in hit.sources.items())
+        table.add_row(
+            str(rank),
+            f"{hit.score:.4f}",
+            str(hit.memory.id),
+            hit.memory.type.value,
+            hit.memory.content,
+            sources,
+        )
+    console.print(table)
+    total = result.timings.get("total", 0.0)
+    console.print(f"[dim]{len(result.hits)} hits in {total:.1f} ms[/dim]")
+
+
+def print_explanation(console: Console, explanation: Explanation) -> None:
+    query = query_json(explanation.query)
+    console.print(f"[bold]query[/bold] {query['original']!r}")
+    for key in ("terms", "entity_refs", "temporal_window", "predicate_hints", "negations"):
+        console.print(f"  {key}: {query[key]}")
+    print_plan(console, explanation.plan)
+    for run in explanation.runs:
+        table = Table(title=f"{run.name.value} ({run.elapsed_ms:.1f} ms) {' '.join(run.notes)}")
+        table.add_column("rank")
+        table.add_column("id")
+        table.add_column("confidence")
+        for rank, item in enumerate(run.items[:10], start=1):
+            table.add_row(str(rank), str(item.id), f"{item.confidence:.3f}")
+        console.print(table)
+    fusion = Table(title="fusion: w * sqrt(c) / (k + rank), then x (0.7 + 0.3 x importance)")
+    for column in ("id", "memory", "terms", "fused", "importance", "final"):
+        fusion.add_column(column)
+    for hit in explanation.hits:
+        terms = "\n".join(
+            f"{t.retriever.value}: {t.weight:g}*sqrt({t.confidence:.2f})/(k+{t.rank})"
+            f" = {t.contribution:.4f}"
+            for t in hit.terms
+        )
+        fusion.add_row(
+            str(hit.id),
+            hit.content + (" [demoted]" if hit.demoted else ""),
+            terms,
+            f"{hit.fused:.4f}",
+            f"{hit.importance:.2f}",
+            f"{hit.final:.4f}",
+        )
+    console.print(fusion)
+
+
+def print_stats(console: Console, stats: StoreStats) -> None:
+    table = Table(title=f"fivefold store {stats.location}")
+    table.add_column("what")
+    table.add_column("value")
+    table.add_row("memories", str(stats.memories))
+    table.add_row("entities", str(stats.entities))
+    table.add_row("edges", str(stats.edges))
+    table.add_row("embedding model", stats.embedding_model)
+    table.add_row("size on disk", f"{stats.size_bytes / 1e6:.1f} MB")
+    for namespace, count in stats.namespaces.items():
+        table.add_row(f"namespace {namespace}", str(count))
+    for mtype, count in stats.types.items():
+        table.add_row(f"type {mtype}", str(count))
+    console.print(table)

@@ -1,0 +1,54 @@
+"""One exception tree. Every error the library raises on purpose is a ``FivefoldError``; driver
+errors are translated into it at the store boundary (``raise ... from exc``), so callers never
+need to catch ``sqlite3`` or ``onnxruntime`` exceptions."""
+
+from __future__ import annotations
+
+
+class FivefoldError(Exception):
+    """Base of every error fivefold raises on purpose. Messages say what to do next."""
+
+
+class InvalidInput(FivefoldError, ValueError):
+    """An argument is of the wrong type, out of range or unparseable."""
+
+
+class NotFound(FivefoldError, LookupError):
+    """An id or name does not exist in the scope it was asked for."""
+
+
+class StoreError(FivefoldError):
+    """The store cannot be opened, read or written."""
+
+
+class NotAFivefoldStore(StoreError):
+    """The file exists but is not a fivefold store (another SQLite database, or not SQLite)."""
+
+
+class EmbeddingModelMismatch(StoreError):
+    """The store was built with one embedding model and is being opened with another."""
+
+
+class UnsupportedBackend(StoreError):
+    """The store URL names a backend this installation cannot open."""
+
+
+class EmbedderError(FivefoldError):
+    """The embedding model could not be loaded or run."""
+
+
+class ConfigError(FivefoldError):
+    """A configuration file or value is invalid."""
+
+
+__all__ = [
+    "ConfigError",
+    "EmbedderError",
+    "EmbeddingModelMismatch",
+    "FivefoldError",
+    "InvalidInput",
+    "NotAFivefoldStore",
+    "NotFound",
+    "StoreError",
+    "UnsupportedBackend",
+]

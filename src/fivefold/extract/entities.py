@@ -1,0 +1,146 @@
+"""A rule-based entity extractor: capitalized name sequences, codenames and known names.
+
+It runs offline on every write that leaves ``entities`` out. It favours recall over precision in
+one way only: a known entity or alias of the namespace is always found, in any case. Unknown
+names must look like names (capitalized, not a common sentence opener, not a weekday).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from fivefold.text import STOP_WORDS, normalize_name
+
+# Capitalized words that open sentences or name times; never entities on their own.
+_COMMON = frozenset(
+    """
+    i im ive id ill hey hi hello thanks thank yes yeah yep no nope oh ok okay wow sure well
+    so great cool nice awesome sorry please also and but or then today yesterday tomorrow
+    tonight monday tuesday wednesday thursday friday saturday sunday january february march
+    april may june july august september october november december morning evening night
+    week weekend month year user users met went had got finished started talked called asked
+    told said bought visited moved booked reviewed shipped merged fixed wrote decided agreed
+    planned prefer prefers like likes love loves need needs want wants remember remind
+    reminder note notes just really definitely maybe perhaps actually always never usually
+    sometimes still after before during since until while when where what which who why how
+    this that these those there here it its my our your their his her we they he she you me
+    us them mom dad lunch dinner breakfast coffee meeting call update todo done good bad new
+    old first last next every each some any all many much more most other another such own
+    same favorite
+    """.split()
+)
+# Generic acronyms: naming them would put half the corpus one hop apart.
+_GENERIC_ACRONYMS = frozenset(
+    """
+    api apis url urls pdf ceo cto cfo vp id ids pr prs mvp faq eta tbd fyi asap it hr ui ux
+    qa sdk am pm ok tv usa us uk eu ai ml db
+    """.split()
+)
+_WORD = r"[A-Z][\w'’\-]*[\w]|[A-Z]"
+_CONNECTOR = r"(?:of|de|da|del|van|von|der|la|le|the|and|&)"
+_NAME_SEQ = re.compile(rf"(?:{_WORD})(?:\s+(?:{_CONNECTOR}\s+)?(?:{_WORD}))*")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“(]\s*)$")
+_CODENAME = re.compile(r"\b(?:[a-z]+[A-Z]\w*|[A-Za-z]+\d+[A-Za-z\d]*)\b")
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def extract_entities(text: str, known: Mapping[str, str] | None = None) -> list[str]:
+    """Entity names in ``text``, first-seen order, deduplicated by normalized form.
+
+    ``known`` maps normalized names and aliases of the namespace to canonical names; a match
+    returns the canonical name, so "Priya" becomes "Priya Patel" once that alias exists.
+    """
+    known = known or {}
+    found: dict[str, str] = {}
+    for name in _known_names(text, known):
+        found.setdefault(normalize_name(name), name)
+    for name in _capitalized_names(text):
+        key = normalize_name(name)
+        canonical = known.get(key, name)
+        found.setdefault(normalize_name(canonical), canonical)
+    for match in _CODENAME.finditer(text):
+        word = match.group(0)
+        if not word.isdigit() and not re.fullmatch(r"[A-Za-z]\d*|\d+[A-Za-z]{0,2}", word):
+            canonical = known.get(normalize_name(word), word)
+            found.setdefault(normalize_name(canonical), canonical)
+    return [name for key, name in found.items() if key]
+
+
+def _known_names(text: str, known: Mapping[str, str]) -> Iterable[str]:
+    if not known:
+        return []
+    words = [(m.group(0), m.start()) for m in re.finditer(r"[^\W_]+", text)]
+    keys = [normalize_name(w) for w, _ in words]
+    out = []
+    for size in (4, 3, 2, 1):
+        for i in range(len(keys) - size + 1):
+            key = " ".join(keys[i : i + size])
+            canonical = known.get(key)
+            if canonical is None:
+                continue
+            original = words[i][0]
+            # A single lowercase common word ("may", "will") is not a mention of the entity
+            # that happens to share its spelling; a capitalized one or a codename is.
+            if size == 1 and (key in STOP_WORDS or key in _COMMON) and not original[0].isupper():
+                continue
+            # A short lowercase word ("tom", "ana") may be an ordinary word, not the name.
+            plain = original.islower() and not any(c.isdigit() for c in original)
+            if size == 1 and plain and len(key) < 4 and not canonical.islower():
+                continue
+            out.append(canonical)
+    return out
+
+
+def _capitalized_names(text: str) -> Iterable[str]:
+    for match in _NAME_SEQ.finditer(text):
+        words = match.group(0).split()
+        at_start = bool(_SENTENCE_START.search(text[: match.start()]))
+        following = text[match.end() : match.end() + 2]
+        trimmed = _trim(words, at_start)
+        if not trimmed:
+            continue
+        # A lone capitalized word opening a sentence is usually just capitalization ("Set up
+        # the build"); it counts only as a speaker ("Caroline: ...") or a possessor
+        # ("Priya's"), or when it looks like a codename.
+        alone_at_start = at_start and len(words) == 1
+        if alone_at_start and not _looks_named(words[0], following):
+            continue
+        yield " ".join(trimmed)
+
+
+def _looks_named(word: str, following: str) -> bool:
+    if following.startswith(":") or _POSSESSIVE.search(word):
+        return True
+    return any(c.isdigit() for c in word) or any(c.isupper() for c in word[1:])
+
+
+def _trim(words: list[str], at_start: bool) -> list[str]:
+    words = [_POSSESSIVE.sub("", w) for w in words]
+    # Drop common words and connectors from both ends ("Met the Sarah Chen" -> "Sarah Chen").
+    while words and (_is_common(words[0], at_start) or words[0].lower() in _CONNECTORS):
+        words = words[1:]
+        at_start = False
+    while words and (_is_common(words[-1], False) or words[-1].lower() in _CONNECTORS):
+        words = words[:-1]
+    if len(words) == 1:
+        word = words[0]
+        if word.isupper() and word.lower() in _GENERIC_ACRONYMS:
+            return []
+        if len(word) < 2:
+            return []
+    return words
+
+
+_CONNECTORS = frozenset(
+    {"of", "de", "da", "del", "van", "von", "der", "la", "le", "the", "and", "&"}
+)
+
+
+def _is_common(word: str, at_start: bool) -> bool:
+    low = word.lower().replace("’", "'").split("'")[0]
+    if low in _COMMON:
+        return True
+    # Mid-sentence, a capitalized stop word ("The Hague") is part of a name; at the start of a
+    # sentence it is just capitalization.
+    return at_start and low in STOP_WORDS

@@ -1,0 +1,84 @@
+"""Turn one ``remember`` call (or one item of ``remember_many``) into a fully resolved
+``NewMemory``: validate every field, then infer what the caller left out (DESIGN §3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from fivefold import validate
+from fivefold.errors import InvalidInput
+from fivefold.extract.entities import extract_entities
+from fivefold.extract.infer import infer_predicate, infer_type
+from fivefold.model import MemoryType
+from fivefold.parse.temporal import infer_event_at
+from fivefold.store.base import NewMemory
+
+FIELDS = frozenset(
+    {
+        "content",
+        "type",
+        "predicate",
+        "event_at",
+        "entities",
+        "importance",
+        "namespace",
+        "user_id",
+        "agent_id",
+        "session_id",
+        "metadata",
+        "created_at",
+    }
+)
+MAX_PREDICATE_CHARS = 500
+
+
+def prepare(
+    item: Mapping[str, Any],
+    *,
+    known: Mapping[str, str],
+    now: datetime,
+    default_importance: float,
+) -> NewMemory:
+    unknown = set(item) - FIELDS
+    if unknown:
+        raise InvalidInput(f"unknown field(s) {sorted(unknown)}; accepted: {sorted(FIELDS)}")
+    content = validate.text(item.get("content"), "content").strip()
+    created = validate.when(item.get("created_at"), "created_at") or now
+    given_event = validate.when(item.get("event_at"), "event_at")
+    given_type = validate.memory_type(item.get("type"))
+    predicate = validate.optional_text(
+        item.get("predicate"), "predicate", max_chars=MAX_PREDICATE_CHARS
+    )
+    importance = item.get("importance")
+    entities = validate.names(item.get("entities"), "entities")
+
+    inferred_event = given_event or infer_event_at(content, reference=created)
+    mtype = given_type or infer_type(content, has_event_date=inferred_event is not None)
+    event_at = given_event
+    if mtype is MemoryType.EVENT and event_at is None:
+        # An event with no date in it happened when it was said (a conversation turn).
+        event_at = inferred_event or created
+    if predicate is None:
+        predicate = infer_predicate(content)
+    if entities is None:
+        entities = tuple(extract_entities(f"{content}\n{predicate or ''}", known))
+    return NewMemory(
+        content=content,
+        type=mtype,
+        predicate=predicate,
+        event_at=event_at,
+        created_at=created,
+        entities=entities,
+        importance=(
+            default_importance
+            if importance is None
+            else validate.unit_interval(importance, "importance")
+        ),
+        scope=validate.scope(
+            item.get("namespace", "default"), item.get("user_id"), item.get("agent_id")
+        ),
+        session_id=validate.optional_text(item.get("session_id"), "session_id"),
+        metadata=validate.metadata(item.get("metadata")),
+    )

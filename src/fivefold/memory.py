@@ -1,0 +1,440 @@
+"""The facade: ``Memory.open``, remember, relate, recall, explain, get, forget (DESIGN §1)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Any
+
+import numpy as np
+
+from fivefold import validate
+from fivefold.config import Config
+from fivefold.embed.base import Embedder
+from fivefold.errors import InvalidInput, NotFound
+from fivefold.extract.entities import extract_entities
+from fivefold.extract.prepare import prepare
+from fivefold.model import (
+    Edge,
+    Entity,
+    ExplainedHit,
+    Explanation,
+    Hit,
+    MemoryRecord,
+    MemoryType,
+    ParsedQuery,
+    Plan,
+    RecallResult,
+    Scope,
+)
+from fivefold.parse.entities import EntityResolver
+from fivefold.parse.query import parse_query
+from fivefold.pipeline import ReadPipeline, Retrieval
+from fivefold.plan import balanced_plan
+from fivefold.store import Store, open_store
+from fivefold.store.base import NewEdge, NewMemory, StoreStats
+from fivefold.text import normalize_name
+
+VECTOR_FIELD = "vector"
+
+
+class Memory:
+    """A memory store plus the engine that reads and writes it. Thread-safe; a context manager."""
+
+    def __init__(self, store: Store, embedder: Embedder, config: Config) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._config = config
+        self._pipeline = ReadPipeline(store, embedder, config)
+        self._resolvers: dict[str, tuple[int, EntityResolver]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls,
+        target: str | Path | None = None,
+        *,
+        embedder: Embedder | None = None,
+        config: Config | None = None,
+    ) -> Memory:
+        """Open (or create) a store: a file path, ``":memory:"``, ``sqlite:///path``; ``None``
+        for the default file in the user data directory."""
+        if embedder is None:
+            from fivefold.embed.minilm import MiniLMEmbedder
+
+            embedder = MiniLMEmbedder()
+        config = config or Config()
+        store = open_store(target, embedding_model=embedder.name, dim=embedder.dim, config=config)
+        return cls(store, embedder, config)
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._store.close()
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def config(self) -> Config:
+        return self._config
+
+    # -- writes ---------------------------------------------------------------------------------
+    def remember(
+        self,
+        content: str,
+        *,
+        type: str | None = None,
+        predicate: str | None = None,
+        event_at: datetime | str | None = None,
+        entities: Sequence[str] | None = None,
+        importance: float | None = None,
+        namespace: str = "default",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryRecord:
+        item = {
+            "content": content,
+            "type": type,
+            "predicate": predicate,
+            "event_at": event_at,
+            "entities": entities,
+            "importance": importance,
+            "namespace": namespace,
+            "user_id": user_id,
+            "agent_id": agent_id,
+            "session_id": session_id,
+            "metadata": metadata,
+        }
+        return self.remember_many([{k: v for k, v in item.items() if v is not None}])[0]
+
+    def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
+        """Store many memories in one transaction with one batched embedding call. An item may
+        carry a precomputed ``vector`` (same model and dimension as the store's)."""
+        batch = list(items)
+        if not batch:
+            return []
+        now = datetime.now(UTC)
+        prepared: list[NewMemory] = []
+        given: dict[int, Any] = {}
+        known: dict[str, dict[str, str]] = {}
+        for position, item in enumerate(batch):
+            if not isinstance(item, Mapping):
+                raise InvalidInput(f"item {position} is a {type(item).__name__}, not a dict")
+            fields = dict(item)
+            if VECTOR_FIELD in fields:
+                given[position] = fields.pop(VECTOR_FIELD)
+            try:
+                prepared.append(self._prepare(fields, now, known))
+            except InvalidInput as exc:
+                raise InvalidInput(f"item {position}: {exc}") from exc
+        prepared = _share_batch_names(prepared, batch, known)
+        vectors = self._vectors(prepared, given)
+        ids = self._store.insert_memories(prepared, vectors)
+        records = self._store.get_memories(ids)
+        return [records[i] for i in ids]
+
+    def _prepare(
+        self, fields: Mapping[str, Any], now: datetime, known: dict[str, dict[str, str]]
+    ) -> NewMemory:
+        namespace = validate.text(fields.get("namespace", "default"), "namespace")
+        if namespace not in known:
+            known[namespace] = self._known_names(namespace)
+        return prepare(
+            fields,
+            known=known[namespace],
+            now=now,
+            default_importance=self._config.default_importance,
+        )
+
+    def _vectors(self, prepared: Sequence[NewMemory], given: Mapping[int, Any]) -> np.ndarray:
+        dim = self._embedder.dim
+        out = np.zeros((len(prepared), dim), dtype=np.float32)
+        missing = [i for i in range(len(prepared)) if i not in given]
+        if missing:
+            out[missing] = self._embedder.embed([_embed_text(prepared[i]) for i in missing])
+        for position, raw in given.items():
+            vector = np.asarray(raw, dtype=np.float32).reshape(-1)
+            if vector.shape != (dim,) or not np.all(np.isfinite(vector)):
+                raise InvalidInput(f"item {position}: vector must be {dim} finite numbers")
+            norm = float(np.linalg.norm(vector))
+            if norm == 0.0:
+                raise InvalidInput(f"item {position}: vector is all zeros")
+            out[position] = vector / norm
+        return out
+
+    def relate(
+        self,
+        source: str,
+        relation: str,
+        target: str,
+        *,
+        kind: str = "structural",
+        confidence: float = 1.0,
+        valid_from: datetime | str | None = None,
+        valid_to: datetime | str | None = None,
+        namespace: str = "default",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        record: bool = True,
+    ) -> Edge:
+        """Add a typed edge between two entities (created if new). With ``record`` (default) the
+        relation is also stored as a fact memory, so recall can return it as evidence."""
+        source = validate.text(source, "source", max_chars=validate.MAX_SCOPE_CHARS).strip()
+        target = validate.text(target, "target", max_chars=validate.MAX_SCOPE_CHARS).strip()
+        relation = validate.text(relation, "relation", max_chars=validate.MAX_SCOPE_CHARS).strip()
+        start = validate.when(valid_from, "valid_from")
+        end = validate.when(valid_to, "valid_to")
+        if start is not None and end is not None and end < start:
+            raise InvalidInput("valid_to is before valid_from")
+        scope = validate.scope(namespace, user_id, agent_id)
+        memory_id = None
+        if record:
+            memory_id = self.remember(
+                _relation_sentence(source, relation, target, end),
+                type="fact",
+                predicate=f"{source} {relation.replace('_', ' ')} {target}",
+                entities=[source, target],
+                namespace=scope.namespace,
+                user_id=scope.user_id,
+                agent_id=scope.agent_id,
+            ).id
+        return self._store.add_edge(
+            NewEdge(
+                source=source,
+                relation=relation,
+                target=target,
+                kind=validate.edge_kind(kind),
+                confidence=validate.unit_interval(confidence, "confidence"),
+                valid_from=start,
+                valid_to=end,
+                scope=scope,
+                memory_id=memory_id,
+            )
+        )
+
+    def alias(self, name: str, alias: str, *, namespace: str = "default") -> Entity:
+        """Make ``alias`` another name of the entity ``name`` (created if new)."""
+        return self._store.add_alias(
+            validate.text(namespace, "namespace", max_chars=validate.MAX_SCOPE_CHARS),
+            validate.text(name, "name", max_chars=validate.MAX_SCOPE_CHARS),
+            validate.text(alias, "alias", max_chars=validate.MAX_SCOPE_CHARS),
+        )
+
+    def forget(self, memory_id: int, *, namespace: str | None = None) -> None:
+        """Delete a memory and everything derived from it. Raises ``NotFound`` if it does not
+        exist (in ``namespace``, when given)."""
+        if not self._store.delete_memory(validate.memory_id(memory_id), namespace):
+            raise NotFound(f"no memory with id {memory_id}" + _in(namespace))
+
+    def get(self, memory_id: int, *, namespace: str | None = None) -> MemoryRecord:
+        record = self._store.get_memories([validate.memory_id(memory_id)]).get(memory_id)
+        if record is None or (namespace is not None and record.namespace != namespace):
+            raise NotFound(f"no memory with id {memory_id}" + _in(namespace))
+        return record
+
+    def stats(self) -> StoreStats:
+        return self._store.stats()
+
+    # -- reads ----------------------------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        namespace: str = "default",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        now: datetime | str | None = None,
+        types: Sequence[str] | str | None = None,
+        budget: str = "mid",
+        session_id: str | None = None,
+    ) -> RecallResult:
+        started = time.perf_counter()
+        request = self._request(
+            query, k, namespace, user_id, agent_id, now, types, budget, session_id
+        )
+        retrieval = self._retrieve(request)
+        top = retrieval.ranked[: request.k]
+        records = self._store.get_memories([f.id for f in top])
+        hits = tuple(
+            Hit(
+                memory=records[f.id],
+                score=f.score,
+                sources=MappingProxyType({t.retriever.value: t.rank for t in f.terms}),
+            )
+            for f in top
+            if f.id in records
+        )
+        timings = {**request.timings, **retrieval.timings}
+        timings["total"] = (time.perf_counter() - started) * 1000.0
+        return RecallResult(hits, request.plan, request.parsed, MappingProxyType(timings))
+
+    def explain(self, query: str, k: int = 10, **kwargs: Any) -> Explanation:
+        """Everything recall decided: the parse, the plan, each retriever's list, fusion terms."""
+        request = self._request(
+            query,
+            k,
+            kwargs.pop("namespace", "default"),
+            kwargs.pop("user_id", None),
+            kwargs.pop("agent_id", None),
+            kwargs.pop("now", None),
+            kwargs.pop("types", None),
+            kwargs.pop("budget", "mid"),
+            kwargs.pop("session_id", None),
+        )
+        if kwargs:
+            raise InvalidInput(f"unknown argument(s) {sorted(kwargs)}")
+        retrieval = self._retrieve(request)
+        top = retrieval.ranked[: request.k]
+        records = self._store.get_memories([f.id for f in top])
+        hits = tuple(
+            ExplainedHit(
+                id=f.id,
+                content=records[f.id].content if f.id in records else "",
+                fused=sum(t.contribution for t in f.terms),
+                importance=retrieval.attributes[f.id].importance
+                if f.id in retrieval.attributes
+                else self._config.default_importance,
+                final=f.score,
+                demoted=f.id in retrieval.demoted,
+                terms=f.terms,
+            )
+            for f in top
+        )
+        return Explanation(
+            query=request.parsed,
+            features=MappingProxyType({}),
+            plan=request.plan,
+            runs=retrieval.runs,
+            hits=hits,
+            timings=MappingProxyType({**request.timings, **retrieval.timings}),
+        )
+
+    def _request(
+        self,
+        query: object,
+        k: object,
+        namespace: object,
+        user_id: object,
+        agent_id: object,
+        now: object,
+        types: object,
+        budget: object,
+        session_id: object,
+    ) -> _Request:
+        text = validate.text(query, "query")
+        top_k = validate.top_k(k)
+        scope = validate.scope(namespace, user_id, agent_id)
+        when = validate.when(now, "now") or datetime.now(UTC)
+        forced = validate.memory_types(types)
+        depth = self._config.retrieval.depth[validate.budget(budget)]
+        session = validate.optional_text(session_id, "session_id")
+        start = time.perf_counter()
+        parsed = parse_query(
+            text,
+            now=when,
+            resolver=self._resolver(scope.namespace),
+            temporal=self._config.temporal_for(scope.namespace),
+            last_session_end=self._store.last_session_end(scope, session),
+        )
+        parse_ms = (time.perf_counter() - start) * 1000.0
+        start = time.perf_counter()
+        plan = balanced_plan(parsed, self._config.fusion, forced_types=forced)
+        plan_ms = (time.perf_counter() - start) * 1000.0
+        return _Request(
+            parsed, plan, scope, top_k, depth, when, forced, {"parse": parse_ms, "plan": plan_ms}
+        )
+
+    def _retrieve(self, request: _Request) -> Retrieval:
+        return self._pipeline.run(
+            request.parsed,
+            request.plan,
+            request.scope,
+            depth=max(request.depth, request.k),
+            now=request.now,
+            forced_types=request.forced,
+        )
+
+    def _resolver(self, namespace: str) -> EntityResolver:
+        generation = self._store.namespace_generation(namespace)
+        with self._lock:
+            cached = self._resolvers.get(namespace)
+            if cached is not None and cached[0] == generation:
+                return cached[1]
+        resolver = EntityResolver(self._store.catalog(namespace))
+        with self._lock:
+            self._resolvers[namespace] = (generation, resolver)
+        return resolver
+
+    def _known_names(self, namespace: str) -> dict[str, str]:
+        entries = self._store.catalog(namespace)
+        canonical = {e.entity_id: e.name for e in entries if not e.is_alias}
+        return {e.key: canonical.get(e.entity_id, e.name) for e in entries}
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    parsed: ParsedQuery
+    plan: Plan
+    scope: Scope
+    k: int
+    depth: int
+    now: datetime
+    forced: tuple[MemoryType, ...]
+    timings: dict[str, float]
+
+
+def _share_batch_names(
+    prepared: list[NewMemory],
+    batch: Sequence[Mapping[str, Any]],
+    known: Mapping[str, Mapping[str, str]],
+) -> list[NewMemory]:
+    """Extract entities again with the names found anywhere in the batch, so that a bulk
+    import links "the OAuth PR" in memory 300 to the "OAuth PR" first named in memory 12, as
+    one-by-one writes would have."""
+    names: dict[str, dict[str, str]] = {}
+    for memory in prepared:
+        extra = names.setdefault(memory.scope.namespace, {})
+        for name in memory.entities:
+            extra.setdefault(normalize_name(name), name)
+    out = []
+    for memory, item in zip(prepared, batch, strict=True):
+        if item.get("entities") is not None:
+            out.append(memory)
+            continue
+        merged = {**names[memory.scope.namespace], **known.get(memory.scope.namespace, {})}
+        text = f"{memory.content}\n{memory.predicate or ''}"
+        out.append(replace(memory, entities=tuple(extract_entities(text, merged))))
+    return out
+
+
+def _embed_text(memory: NewMemory) -> str:
+    if memory.predicate and memory.predicate not in memory.content:
+        return f"{memory.content}\n{memory.predicate}"
+    return memory.content
+
+
+def _relation_sentence(source: str, relation: str, target: str, until: datetime | None) -> str:
+    sentence = f"{source} {relation.replace('_', ' ')} {target}"
+    if until is not None:
+        sentence += f" (until {until.date().isoformat()})"
+    return sentence + "."
+
+
+def _in(namespace: str | None) -> str:
+    return "" if namespace is None else f" in namespace {namespace!r}"

@@ -1,0 +1,233 @@
+"""Value types shared by every layer: frozen, slotted dataclasses and string enums.
+
+Nothing in here does I/O. Layers pass these objects to each other instead of dicts, so a field
+renamed in one place is a type error everywhere else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class MemoryType(StrEnum):
+    FACT = "fact"
+    PREFERENCE = "preference"
+    EVENT = "event"
+    ENTITY = "entity"
+
+
+class RetrieverName(StrEnum):
+    SEMANTIC = "semantic"
+    LEXICAL = "lexical"
+    GRAPH = "graph"
+    TEMPORAL = "temporal"
+    TYPE = "type"
+
+
+class PlanName(StrEnum):
+    PRECISE = "precise"
+    ENTITY_CENTRIC = "entity_centric"
+    TEMPORAL = "temporal"
+    PRECISION = "precision"
+    EXPLORATORY = "exploratory"
+    BALANCED = "balanced"
+
+
+class EdgeKind(StrEnum):
+    """Structural edges are org charts and memberships; semantic edges are co-mentions and
+    inferred associations; lifecycle edges end (``valid_to``) and fade once they have."""
+
+    STRUCTURAL = "structural"
+    SEMANTIC = "semantic"
+    LIFECYCLE = "lifecycle"
+
+
+class Budget(StrEnum):
+    LOW = "low"
+    MID = "mid"
+    HIGH = "high"
+
+
+class Resolution(StrEnum):
+    """How a name in a query was matched to an entity, strongest first."""
+
+    EXACT = "exact"
+    ALIAS = "alias"
+    PARTIAL = "partial"
+    FUZZY = "fuzzy"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Who may see a memory. ``namespace`` is the tenant wall; ``user_id`` and ``agent_id``
+    narrow it when set. ``None`` in a recall scope means "do not filter on this field"."""
+
+    namespace: str = "default"
+    user_id: str | None = None
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    id: int
+    content: str
+    type: MemoryType
+    predicate: str | None
+    event_at: datetime | None
+    created_at: datetime
+    entities: tuple[str, ...]
+    importance: float
+    namespace: str
+    user_id: str | None
+    agent_id: str | None
+    session_id: str | None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    id: int
+    namespace: str
+    name: str
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    id: int
+    namespace: str
+    source: str
+    relation: str
+    target: str
+    kind: EdgeKind
+    confidence: float
+    valid_from: datetime | None
+    valid_to: datetime | None
+    memory_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """A closed interval ``[start, end]`` of timezone-aware datetimes parsed from text.
+
+    ``precision`` says how narrow the expression was (1.0 a single day, lower for weeks,
+    months, years and fuzzy phrases); the optimizer reads it as the temporal feature.
+    """
+
+    start: datetime
+    end: datetime
+    expression: str
+    precision: float
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRef:
+    """A name in the query resolved to an entity of the store, with how sure we are."""
+
+    text: str
+    entity_id: int
+    name: str
+    confidence: float
+    resolution: Resolution
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedQuery:
+    """Stage 1's reading of a query. ``focus`` is the text with negated clauses removed (what
+    the embedding sees); ``terms`` are its BM25 terms; ``type_hints`` and ``specificity`` are
+    filled by the optimizer, never by the parser."""
+
+    original: str
+    focus: str = ""
+    terms: tuple[str, ...] = ()
+    rewrites: tuple[str, ...] = ()
+    entity_refs: tuple[EntityRef, ...] = ()
+    temporal_window: TimeWindow | None = None
+    predicate_hints: tuple[str, ...] = ()
+    type_hints: tuple[MemoryType, ...] = ()
+    negations: tuple[str, ...] = ()
+    specificity: float = 0.0
+    multi_hop: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """One entry of a retriever's ranked list: the currency every retriever pays in.
+
+    ``hops`` is set by the graph retriever only (0 for a memory that names a query entity);
+    fusion weighs direct and multi-hop graph evidence differently.
+    """
+
+    id: int
+    confidence: float
+    hops: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetrieverRun:
+    name: RetrieverName
+    items: tuple[Scored, ...]
+    elapsed_ms: float
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    name: PlanName
+    retrievers: tuple[RetrieverName, ...]
+    weights: Mapping[RetrieverName, float]
+    rerank: bool = False
+    mmr: bool = False
+    rewrites: bool = False
+    temporal_post_filter: bool = False
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FusionTerm:
+    retriever: RetrieverName
+    rank: int
+    confidence: float
+    weight: float
+    contribution: float
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    memory: MemoryRecord
+    score: float
+    sources: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    hits: tuple[Hit, ...]
+    plan: Plan
+    query: ParsedQuery
+    timings: Mapping[str, float]
+    cached: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainedHit:
+    id: int
+    content: str
+    fused: float
+    importance: float
+    final: float
+    demoted: bool
+    terms: tuple[FusionTerm, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    query: ParsedQuery
+    features: Mapping[str, float]
+    plan: Plan
+    runs: tuple[RetrieverRun, ...]
+    hits: tuple[ExplainedHit, ...]
+    timings: Mapping[str, float]

@@ -1,0 +1,130 @@
+"""Query-side entity resolution: the cascade exact name -> alias -> partial name -> trigram fuzzy.
+
+Confidences: an exact canonical name 1.0, an alias 0.95, one word of a longer name 0.9 when it
+names a single entity (split evenly when it names several, so an ambiguous "Sarah" falls below
+the 0.7 line and the graph traverses from every candidate), a fuzzy match 0.8 x similarity (so a
+typo never reaches the 0.85 the entity-centric plan requires).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fivefold.model import EntityRef, Resolution
+from fivefold.store.base import CatalogEntry
+from fivefold.text import STOP_WORDS, fold_accents, trigram_similarity, trigrams
+
+EXACT, ALIAS, PARTIAL, FUZZY_SCALE = 1.0, 0.95, 0.9, 0.8
+FUZZY_MIN_SIMILARITY = 0.45
+MAX_SPAN = 4
+# A word shared by this many entity names ("project", "team") is a category, not a name.
+GENERIC_WORD_ENTITIES = 3
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True, slots=True)
+class _Word:
+    key: str
+    capitalized: bool
+    start: int
+    end: int
+
+
+class EntityResolver:
+    """Built once per catalog snapshot; resolving a query is then dictionary lookups."""
+
+    def __init__(self, entries: Sequence[CatalogEntry]) -> None:
+        self._exact: dict[str, list[CatalogEntry]] = defaultdict(list)
+        self._alias: dict[str, list[CatalogEntry]] = defaultdict(list)
+        self._parts: dict[str, set[int]] = defaultdict(set)
+        self._names: dict[int, str] = {}
+        self._grams: dict[str, set[int]] = defaultdict(set)
+        self._keys: list[CatalogEntry] = list(entries)
+        for index, entry in enumerate(entries):
+            (self._alias if entry.is_alias else self._exact)[entry.key].append(entry)
+            if not entry.is_alias:
+                self._names[entry.entity_id] = entry.name
+            words = entry.key.split()
+            if len(words) > 1:
+                for word in words:
+                    if word not in STOP_WORDS and len(word) >= 3:
+                        self._parts[word].add(entry.entity_id)
+            for gram in trigrams(entry.key):
+                self._grams[gram].add(index)
+
+    def resolve(self, query: str) -> list[EntityRef]:
+        words = [
+            _Word(fold_accents(m.group(0)).casefold(), m.group(0)[0].isupper(), m.start(), m.end())
+            for m in _WORD.finditer(query)
+        ]
+        used = [False] * len(words)
+        refs: dict[int, EntityRef] = {}
+        for size in range(MAX_SPAN, 0, -1):
+            for i in range(len(words) - size + 1):
+                if any(used[i : i + size]):
+                    continue
+                span = words[i : i + size]
+                found = self._lookup(span, query)
+                if found:
+                    used[i : i + size] = [True] * size
+                    for ref in found:
+                        if (
+                            ref.entity_id not in refs
+                            or refs[ref.entity_id].confidence < ref.confidence
+                        ):
+                            refs[ref.entity_id] = ref
+        return sorted(refs.values(), key=lambda r: (-r.confidence, r.entity_id))
+
+    def _lookup(self, span: Sequence[_Word], query: str) -> list[EntityRef]:
+        key = " ".join(w.key for w in span)
+        text = query[span[0].start : span[-1].end]
+        if len(span) == 1 and key in STOP_WORDS and not span[0].capitalized:
+            return []
+        if key in self._exact:
+            return [self._ref(text, e.entity_id, EXACT, Resolution.EXACT) for e in self._exact[key]]
+        if key in self._alias:
+            return [self._ref(text, e.entity_id, ALIAS, Resolution.ALIAS) for e in self._alias[key]]
+        if len(span) == 1:
+            return self._partial_or_fuzzy(span[0], text)
+        return []
+
+    def _partial_or_fuzzy(self, word: _Word, text: str) -> list[EntityRef]:
+        owners = self._parts.get(word.key, set())
+        if owners and len(owners) < GENERIC_WORD_ENTITIES:
+            confidence = PARTIAL / len(owners)
+            return [
+                self._ref(text, entity_id, confidence, Resolution.PARTIAL)
+                for entity_id in sorted(owners)
+            ]
+        if owners or not word.capitalized or len(word.key) < 4 or word.key in STOP_WORDS:
+            return []
+        return self._fuzzy(word.key, text)
+
+    def _fuzzy(self, key: str, text: str) -> list[EntityRef]:
+        counts: dict[int, int] = defaultdict(int)
+        for gram in trigrams(key):
+            for index in self._grams.get(gram, ()):
+                counts[index] += 1
+        best: tuple[float, int] | None = None
+        for index, _shared in sorted(counts.items(), key=lambda kv: -kv[1])[:20]:
+            entry = self._keys[index]
+            candidates = [entry.key, *entry.key.split()]
+            similarity = max(trigram_similarity(key, c) for c in candidates)
+            if best is None or similarity > best[0]:
+                best = (similarity, entry.entity_id)
+        if best is None or best[0] < FUZZY_MIN_SIMILARITY:
+            return []
+        return [self._ref(text, best[1], FUZZY_SCALE * best[0], Resolution.FUZZY)]
+
+    def _ref(self, text: str, entity_id: int, confidence: float, how: Resolution) -> EntityRef:
+        return EntityRef(
+            text=text,
+            entity_id=entity_id,
+            name=self._names.get(entity_id, text),
+            confidence=round(confidence, 4),
+            resolution=how,
+        )

@@ -1,0 +1,52 @@
+"""Negations in a query ("not X", "wasn't related to X", "except X"): the terms whose memories
+are demoted after fusion (seed 004), and the query text with those clauses removed, so neither
+BM25 nor the embedding goes looking *for* what the user ruled out."""
+
+from __future__ import annotations
+
+import re
+
+from fivefold.text import STOP_WORDS, content_terms
+
+_CUE = (
+    r"(?:\bnot\b|\bn't\b|n['’]t\b|\bnever\b|\bexcept(?:\s+for)?\b|\bexcluding\b|\bother\s+than\b|"
+    r"\bapart\s+from\b|\bwithout\b|\bbut\s+not\b)"
+)
+_LINK = r"(?:\s+(?:be|been|being|is|are|was|were|related|relating|connected|about|to|involve|"
+_LINK += r"involving|involved|with|in|on|for|any|anything|the|a|an|my|our|do|doing|done))*"
+_OBJECT = r"\s+(?P<object>[^\W\d_][\w\-]*(?:\s+[^\W\d_][\w\-]*){0,3})"
+_NEGATION = re.compile(_CUE + _LINK + _OBJECT, re.IGNORECASE)
+_STOP_AT = re.compile(r"\b(?:and|or|but|that|which|who|when|where|because|so|then)\b", re.I)
+
+
+def find_negations(text: str) -> tuple[list[str], str]:
+    """Return the negated phrases and ``text`` without the negation clauses."""
+    negated: list[str] = []
+    kept = text
+    for match in _NEGATION.finditer(text):
+        phrase = _STOP_AT.split(match.group("object"))[0]
+        terms = [t for t in content_terms(phrase) if t not in STOP_WORDS]
+        if not terms:
+            continue
+        # Verbs right after the cue ("didn't finish") negate an action, not a topic: only
+        # phrases reached through a linking word, or after except/without/other than, count.
+        cue_to_object = text[match.start() : match.start("object")].lower()
+        before = text[: match.start()].rstrip().lower()
+        topical = phrase[:1].isupper() or before.endswith((",", "but", "and"))
+        if not topical and _is_bare_verb_negation(cue_to_object):
+            continue
+        negated.append(" ".join(terms))
+        clause_end = match.start("object") + len(phrase)
+        kept = kept.replace(text[match.start() : clause_end], " ")
+    return negated, re.sub(r"\s+", " ", kept).strip()
+
+
+def _is_bare_verb_negation(cue_to_object: str) -> bool:
+    words = re.findall(r"[a-z']+", cue_to_object.replace("’", "'"))
+    if not words:
+        return False
+    strong = {"except", "excluding", "other", "apart", "without", "for", "than", "from"}
+    if strong & set(words):
+        return False
+    linking = {"related", "relating", "connected", "about", "involving", "involve", "involved"}
+    return not linking & set(words)

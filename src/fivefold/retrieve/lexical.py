@@ -1,0 +1,71 @@
+"""Lexical retriever: BM25 over predicate (weighted 4x) and content, stop words dropped.
+
+BM25 is unbounded, so fusion and negation see it through a documented monotone map:
+
+    c = s / (s + 0.5 * S_q)        S_q = sum of the query terms' IDFs
+
+``S_q`` is roughly what one memory of average length scores when it holds every query term
+once in its content, so such a memory gets c ~ 0.67; a predicate hit (4x) ~ 0.89; a single
+term buried in a long text falls below 0.5. For one query the map is strictly increasing in
+``s``, so it never reorders the BM25 list; it only makes scores of different queries
+comparable enough for one threshold (negation's 0.6).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from fivefold.model import MemoryType, Scope, Scored
+from fivefold.retrieve.ranking import ranked
+from fivefold.store.base import Store
+
+HALF_SATURATION = 0.5
+
+
+def idf(total: int, frequency: int) -> float:
+    """BM25's IDF as FTS5 computes it, floored so a ubiquitous term weighs a little, not < 0."""
+    return max(math.log((total - frequency + 0.5) / (frequency + 0.5)), 1e-6)
+
+
+def query_weight(store: Store, terms: Sequence[str]) -> float:
+    total, frequencies = store.term_document_frequencies(terms)
+    return sum(idf(total, frequencies.get(t, 0)) for t in terms)
+
+
+def squash(score: float, weight: float) -> float:
+    if score <= 0.0 or weight <= 0.0:
+        return 0.0
+    return score / (score + HALF_SATURATION * weight)
+
+
+def lexical_search(
+    store: Store,
+    scope: Scope,
+    terms: Sequence[str],
+    *,
+    hint_terms: Sequence[str] = (),
+    depth: int,
+    types: Sequence[MemoryType] = (),
+) -> tuple[Scored, ...]:
+    """``hint_terms`` (from predicate hints) are sent twice: FTS5 scores each OR-ed phrase on
+    its own, so a repeated term counts double."""
+    if not terms:
+        return ()
+    query_terms = [*terms, *(t for t in hint_terms if t in terms)]
+    hits = store.lexical_search(scope, query_terms, depth, types)
+    if not hits:
+        return ()
+    weight = query_weight(store, query_terms)
+    return ranked(Scored(i, squash(s, weight)) for i, s in hits)
+
+
+def match_confidence(
+    store: Store, scope: Scope, terms: Sequence[str], within: Sequence[int]
+) -> dict[int, float]:
+    """Squashed BM25 of each memory in ``within`` against ``terms`` (for negation demotion)."""
+    if not terms or not within:
+        return {}
+    hits = store.lexical_search(scope, terms, len(within), (), within)
+    weight = query_weight(store, terms)
+    return {i: squash(s, weight) for i, s in hits}

@@ -1,0 +1,202 @@
+"""The ``Store`` protocol: everything the engine asks of a backend.
+
+Retrievers keep their scoring rules (hop scores, squashing, widening) to themselves and ask the
+store only for data: nearest vectors, BM25 scores, edges, mentions, events in a range. A second
+backend (PostgreSQL) implements the same protocol and passes the same contract tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from fivefold.embed.base import Vectors
+from fivefold.model import Edge, EdgeKind, Entity, MemoryRecord, MemoryType, Scope
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """A memory with every field resolved (inference already done), ready to be written."""
+
+    content: str
+    type: MemoryType
+    predicate: str | None
+    event_at: datetime | None
+    created_at: datetime
+    entities: tuple[str, ...]
+    importance: float
+    scope: Scope
+    session_id: str | None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NewEdge:
+    source: str
+    relation: str
+    target: str
+    kind: EdgeKind
+    confidence: float
+    valid_from: datetime | None
+    valid_to: datetime | None
+    scope: Scope
+    memory_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeHop:
+    """One traversable edge as the graph retriever sees it (direction does not matter)."""
+
+    source_id: int
+    target_id: int
+    kind: EdgeKind
+    confidence: float
+    valid_to: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class MentionHit:
+    """A memory reached from scored entities: the best entity score and tie-break evidence."""
+
+    memory_id: int
+    score: float
+    hops: int
+    touched: int
+    rarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class EntityScore:
+    entity_id: int
+    score: float
+    hops: int
+    rarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryAttributes:
+    importance: float
+    type: MemoryType
+    event_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """A name (canonical or alias) that resolves to an entity, with its normalized key."""
+
+    entity_id: int
+    name: str
+    key: str
+    is_alias: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    memories: int
+    entities: int
+    edges: int
+    namespaces: Mapping[str, int]
+    types: Mapping[str, int]
+    embedding_model: str
+    size_bytes: int
+    location: str
+
+
+class Store(Protocol):
+    @property
+    def embedding_model(self) -> str: ...
+
+    @property
+    def location(self) -> str: ...
+
+    def close(self) -> None: ...
+
+    # -- writes ------------------------------------------------------------------------------
+    def insert_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
+        """Write all memories (with embeddings, index entries, mentions, co-mention edges and
+        session log) in one transaction; return their ids in order."""
+        ...
+
+    def delete_memory(self, memory_id: int, namespace: str | None = None) -> bool: ...
+
+    def add_edge(self, edge: NewEdge) -> Edge: ...
+
+    def add_alias(self, namespace: str, name: str, alias: str) -> Entity: ...
+
+    # -- reads -------------------------------------------------------------------------------
+    def get_memories(self, ids: Sequence[int]) -> dict[int, MemoryRecord]: ...
+
+    def attributes(self, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
+        """What fusion and post-filters need of each candidate, without loading its text."""
+        ...
+
+    def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
+        """Every entity name and alias of a namespace, for query-side resolution."""
+        ...
+
+    def entity_frequencies(self, entity_ids: Sequence[int]) -> dict[int, int]:
+        """How many memories mention each entity (its document frequency)."""
+        ...
+
+    def memory_count(self, namespace: str) -> int: ...
+
+    def namespace_generation(self, namespace: str) -> int:
+        """A counter bumped by every write in the namespace (caches key on it)."""
+        ...
+
+    def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """Total indexed memories and, per (stemmed-as-indexed) term, how many contain it."""
+        ...
+
+    def vector_search(
+        self,
+        scope: Scope,
+        queries: Vectors,
+        k: int,
+        types: Sequence[MemoryType] = (),
+    ) -> list[list[tuple[int, float]]]:
+        """Per query vector, the ``k`` nearest memories in scope by cosine, best first."""
+        ...
+
+    def vectors(self, ids: Sequence[int]) -> dict[int, Vectors]: ...
+
+    def lexical_search(
+        self,
+        scope: Scope,
+        terms: Sequence[str],
+        k: int,
+        types: Sequence[MemoryType] = (),
+        within: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """BM25 (positive, higher is better) over predicate and content, best first. ``terms``
+        are plain words; the store escapes them, so query syntax never reaches the engine."""
+        ...
+
+    def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]: ...
+
+    def mentions(
+        self,
+        scope: Scope,
+        entities: Sequence[EntityScore],
+        k: int,
+        types: Sequence[MemoryType] = (),
+    ) -> list[MentionHit]:
+        """Memories in scope that mention any of the scored entities, ranked by best entity
+        score, then by how many of them they touch, then by their summed rarity, then by id."""
+        ...
+
+    def events_between(
+        self,
+        scope: Scope,
+        start: datetime,
+        end: datetime,
+        k: int,
+    ) -> list[tuple[int, datetime]]:
+        """Event memories in scope with ``start <= event_at <= end``, most recent first."""
+        ...
+
+    def last_session_end(self, scope: Scope, exclude_session: str | None) -> datetime | None: ...
+
+    def stats(self) -> StoreStats: ...

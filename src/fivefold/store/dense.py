@@ -1,0 +1,239 @@
+"""The dense index: an in-memory copy of one namespace's vectors, derived from SQLite.
+
+SQLite holds the vectors (the source of truth); this index is rebuilt from it whenever it is
+missing or stale, so a crash can cost time but never data. Below ``hnsw_threshold`` vectors the
+search is exact (one matrix product); above it an HNSW graph (usearch) answers, with an exact
+fallback when a scope or type filter leaves too few of its candidates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from fivefold.config import IndexConfig
+from fivefold.embed.base import Vectors
+
+Ids = npt.NDArray[np.int64]
+
+
+class _Codes:
+    """Small integer codes for scope strings, so filters are vectorized comparisons."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {}
+
+    def code(self, value: str) -> int:
+        return self._codes.setdefault(value, len(self._codes))
+
+    def lookup(self, value: str) -> int:
+        return self._codes.get(value, -1)
+
+
+class NamespaceIndex:
+    def __init__(self, dim: int, config: IndexConfig, generation: int = 0) -> None:
+        self.dim = dim
+        self.config = config
+        self.generation = generation
+        self._n = 0
+        self._ids: Ids = np.zeros(0, dtype=np.int64)
+        self._vecs: Vectors = np.zeros((0, dim), dtype=np.float32)
+        self._user: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self._agent: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self._type: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self._alive = np.zeros(0, dtype=bool)
+        self._pos: dict[int, int] = {}
+        self._users, self._agents, self._types = _Codes(), _Codes(), _Codes()
+        self._hnsw: object | None = None
+        self.hnsw_dirty = False
+
+    def __len__(self) -> int:
+        return len(self._pos)
+
+    @property
+    def uses_hnsw(self) -> bool:
+        return self._hnsw is not None
+
+    def add(
+        self,
+        ids: Sequence[int],
+        vectors: Vectors,
+        users: Sequence[str],
+        agents: Sequence[str],
+        types: Sequence[str],
+        *,
+        auto_hnsw: bool = True,
+    ) -> None:
+        count = len(ids)
+        if count == 0:
+            return
+        self._reserve(self._n + count)
+        sl = slice(self._n, self._n + count)
+        self._ids[sl] = np.asarray(ids, dtype=np.int64)
+        self._vecs[sl] = vectors
+        self._user[sl] = [self._users.code(u) for u in users]
+        self._agent[sl] = [self._agents.code(a) for a in agents]
+        self._type[sl] = [self._types.code(t) for t in types]
+        self._alive[sl] = True
+        for offset, memory_id in enumerate(ids):
+            self._pos[int(memory_id)] = self._n + offset
+        self._n += count
+        if self._hnsw is not None:
+            self._hnsw_add(np.asarray(ids, dtype=np.uint64), vectors)
+        elif auto_hnsw and len(self._pos) >= self.config.hnsw_threshold:
+            self.build_hnsw()
+
+    def remove(self, memory_id: int) -> bool:
+        pos = self._pos.pop(memory_id, None)
+        if pos is None:
+            return False
+        self._alive[pos] = False
+        if self._hnsw is not None:
+            self._hnsw.remove(memory_id)  # type: ignore[attr-defined]
+            self.hnsw_dirty = True
+        return True
+
+    def _reserve(self, size: int) -> None:
+        if size <= len(self._ids):
+            return
+        capacity = max(size, 2 * len(self._ids), 1024)
+        self._ids = _grow(self._ids, capacity)
+        self._vecs = _grow(self._vecs, capacity)
+        self._user = _grow(self._user, capacity)
+        self._agent = _grow(self._agent, capacity)
+        self._type = _grow(self._type, capacity)
+        self._alive = _grow(self._alive, capacity)
+
+    # -- HNSW ----------------------------------------------------------------------------------
+    def build_hnsw(self) -> None:
+        from usearch.index import Index
+
+        cfg = self.config
+        self._hnsw = Index(
+            ndim=self.dim,
+            metric="ip",
+            dtype="f16",
+            connectivity=cfg.hnsw_connectivity,
+            expansion_add=cfg.hnsw_expansion_add,
+            expansion_search=cfg.hnsw_expansion_search,
+        )
+        live = np.nonzero(self._alive[: self._n])[0]
+        if len(live):
+            self._hnsw_add(self._ids[live].astype(np.uint64), self._vecs[live])
+
+    def _hnsw_add(self, keys: npt.NDArray[np.uint64], vectors: Vectors) -> None:
+        self._hnsw.add(keys, vectors)  # type: ignore[union-attr]
+        self.hnsw_dirty = True
+
+    def save_hnsw(self, path: Path) -> None:
+        if self._hnsw is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._hnsw.save(str(path))  # type: ignore[attr-defined]
+        meta = {"generation": self.generation, "count": len(self._pos)}
+        path.with_suffix(".json").write_text(json.dumps(meta), encoding="utf-8")
+        self.hnsw_dirty = False
+
+    def load_hnsw(self, path: Path) -> bool:
+        """Adopt a saved HNSW graph if it was saved at this index's generation."""
+        meta_path = path.with_suffix(".json")
+        if not (path.is_file() and meta_path.is_file()):
+            return False
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            if meta.get("generation") != self.generation or meta.get("count") != len(self._pos):
+                return False
+            from usearch.index import Index
+
+            self._hnsw = Index.restore(str(path))
+        except (OSError, ValueError, RuntimeError):
+            return False
+        return self._hnsw is not None
+
+    # -- search --------------------------------------------------------------------------------
+    def search(
+        self,
+        queries: Vectors,
+        k: int,
+        *,
+        user: str | None,
+        agent: str | None,
+        types: Sequence[str] = (),
+    ) -> list[list[tuple[int, float]]]:
+        if self._n == 0 or k <= 0:
+            return [[] for _ in range(len(queries))]
+        mask = self._mask(user, agent, types)
+        filtered = user is not None or agent is not None or bool(types)
+        if self._hnsw is not None:
+            return [self._search_hnsw(q, k, mask, filtered) for q in queries]
+        return self._search_exact(queries, k, mask)
+
+    def _mask(
+        self, user: str | None, agent: str | None, types: Sequence[str]
+    ) -> npt.NDArray[np.bool_]:
+        mask = self._alive[: self._n].copy()
+        if user is not None:
+            mask &= self._user[: self._n] == self._users.lookup(user)
+        if agent is not None:
+            mask &= self._agent[: self._n] == self._agents.lookup(agent)
+        if types:
+            codes = [self._types.lookup(t) for t in types]
+            mask &= np.isin(self._type[: self._n], codes)
+        return mask
+
+    def _search_exact(
+        self, queries: Vectors, k: int, mask: npt.NDArray[np.bool_]
+    ) -> list[list[tuple[int, float]]]:
+        rows = np.nonzero(mask)[0]
+        if len(rows) == 0:
+            return [[] for _ in range(len(queries))]
+        # A full-matrix product is faster than gathering rows unless the filter is selective.
+        if len(rows) * 2 < self._n:
+            sims = self._vecs[rows] @ queries.T
+            ids = self._ids[rows]
+        else:
+            sims = self._vecs[: self._n] @ queries.T
+            sims[~mask] = -np.inf
+            ids = self._ids[: self._n]
+        return [_top_k(ids, sims[:, j], min(k, len(rows))) for j in range(len(queries))]
+
+    def _search_hnsw(
+        self, query: Vectors, k: int, mask: npt.NDArray[np.bool_], filtered: bool
+    ) -> list[tuple[int, float]]:
+        wanted = min(len(self._pos), k * 4 if filtered else k)
+        matches = self._hnsw.search(query, wanted)  # type: ignore[union-attr]
+        out: list[tuple[int, float]] = []
+        for key, distance in zip(matches.keys, matches.distances, strict=True):
+            pos = self._pos.get(int(key))
+            if pos is not None and mask[pos]:
+                out.append((int(key), 1.0 - float(distance)))
+        if len(out) >= k or not filtered:
+            return out[:k]
+        # The filter removed most of HNSW's candidates: the filtered subset is small enough
+        # that an exact scan of it is both correct and cheap.
+        return self._search_exact(query[None, :], k, mask)[0]
+
+
+def _top_k(ids: Ids, sims: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+    if k <= 0:
+        return []
+    part = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+    # Sort by similarity descending, then id ascending, so equal scores are deterministic.
+    order = np.lexsort((ids[part], -sims[part]))
+    chosen = part[order]
+    return [(int(ids[i]), float(sims[i])) for i in chosen if np.isfinite(sims[i])]
+
+
+G = TypeVar("G", bound=np.generic)
+
+
+def _grow(array: npt.NDArray[G], capacity: int) -> npt.NDArray[G]:
+    shape = (capacity, *array.shape[1:])
+    grown = np.zeros(shape, dtype=array.dtype)
+    grown[: len(array)] = array
+    return grown

@@ -1,0 +1,179 @@
+"""The SQLite schema and every SQL statement the embedded store runs, defined once.
+
+Scope columns (``user_id``, ``agent_id``) hold ``''`` for "none" rather than NULL: NULLs are
+distinct in UNIQUE constraints and need ``IS`` instead of ``=`` in filters, and both would make
+the scope checks easier to get wrong.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+DDL = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memories (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace   TEXT NOT NULL,
+    user_id     TEXT NOT NULL DEFAULT '',
+    agent_id    TEXT NOT NULL DEFAULT '',
+    session_id  TEXT,
+    content     TEXT NOT NULL,
+    predicate   TEXT,
+    type        TEXT NOT NULL,
+    event_at    REAL,
+    created_at  REAL NOT NULL,
+    importance  REAL NOT NULL,
+    metadata    TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS memories_scope ON memories(namespace, user_id, agent_id);
+CREATE INDEX IF NOT EXISTS memories_event_at ON memories(namespace, type, event_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    predicate, content,
+    content='memories', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS vectors (
+    memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+    embedding BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS entities (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace  TEXT NOT NULL,
+    name       TEXT NOT NULL,
+    norm       TEXT NOT NULL,
+    mentions   INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    UNIQUE (namespace, norm)
+);
+CREATE TABLE IF NOT EXISTS aliases (
+    namespace TEXT NOT NULL,
+    norm      TEXT NOT NULL,
+    alias     TEXT NOT NULL,
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    PRIMARY KEY (namespace, norm, entity_id)
+);
+CREATE TABLE IF NOT EXISTS mentions (
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    PRIMARY KEY (entity_id, memory_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS mentions_memory ON mentions(memory_id, entity_id);
+CREATE TABLE IF NOT EXISTS edges (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace  TEXT NOT NULL,
+    user_id    TEXT NOT NULL DEFAULT '',
+    agent_id   TEXT NOT NULL DEFAULT '',
+    source_id  INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    target_id  INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    relation   TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    confidence REAL NOT NULL,
+    support    INTEGER NOT NULL DEFAULT 1,
+    valid_from REAL,
+    valid_to   REAL,
+    memory_id  INTEGER REFERENCES memories(id) ON DELETE CASCADE,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS edges_source ON edges(source_id);
+CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id);
+CREATE UNIQUE INDEX IF NOT EXISTS edges_comention
+    ON edges(namespace, user_id, agent_id, source_id, target_id) WHERE relation = 'co_mentioned';
+CREATE TABLE IF NOT EXISTS sessions (
+    namespace    TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    agent_id     TEXT NOT NULL,
+    session_id   TEXT NOT NULL,
+    started_at   REAL NOT NULL,
+    last_seen_at REAL NOT NULL,
+    PRIMARY KEY (namespace, user_id, agent_id, session_id)
+);
+CREATE TABLE IF NOT EXISTS namespaces (
+    namespace         TEXT PRIMARY KEY,
+    memories          INTEGER NOT NULL DEFAULT 0,
+    generation        INTEGER NOT NULL DEFAULT 0,
+    vector_generation INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+COMENTION = "co_mentioned"
+
+INSERT_MEMORY = """
+INSERT INTO memories (namespace, user_id, agent_id, session_id, content, predicate, type,
+                      event_at, created_at, importance, metadata)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+INSERT_FTS = "INSERT INTO memories_fts (rowid, predicate, content) VALUES (?, ?, ?)"
+DELETE_FTS = (
+    "INSERT INTO memories_fts (memories_fts, rowid, predicate, content) VALUES ('delete', ?, ?, ?)"
+)
+INSERT_VECTOR = "INSERT INTO vectors (memory_id, embedding) VALUES (?, ?)"
+
+FIND_ALIAS = "SELECT entity_id FROM aliases WHERE namespace = ? AND norm = ? ORDER BY entity_id"
+UPSERT_ENTITY = """
+INSERT INTO entities (namespace, name, norm, mentions, created_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (namespace, norm) DO UPDATE SET mentions = mentions + excluded.mentions
+RETURNING id
+"""
+BUMP_ENTITY_MENTIONS = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
+INSERT_MENTION = "INSERT OR IGNORE INTO mentions (entity_id, memory_id) VALUES (?, ?)"
+UPSERT_COMENTION = f"""
+INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation, kind,
+                   confidence, support, created_at)
+VALUES (?, ?, ?, ?, ?, '{COMENTION}', 'semantic', 1.0, 1, ?)
+ON CONFLICT (namespace, user_id, agent_id, source_id, target_id) WHERE relation = '{COMENTION}'
+DO UPDATE SET support = support + 1
+"""
+DROP_COMENTION = f"""
+UPDATE edges SET support = support - 1
+WHERE namespace = ? AND user_id = ? AND agent_id = ? AND source_id = ? AND target_id = ?
+  AND relation = '{COMENTION}'
+"""
+PRUNE_COMENTIONS = f"DELETE FROM edges WHERE relation = '{COMENTION}' AND support <= 0"
+INSERT_EDGE = """
+INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation, kind,
+                   confidence, valid_from, valid_to, memory_id, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+INSERT_ALIAS = (
+    "INSERT OR IGNORE INTO aliases (namespace, norm, alias, entity_id) VALUES (?, ?, ?, ?)"
+)
+UPSERT_SESSION = """
+INSERT INTO sessions (namespace, user_id, agent_id, session_id, started_at, last_seen_at)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (namespace, user_id, agent_id, session_id) DO UPDATE SET
+    started_at = min(started_at, excluded.started_at),
+    last_seen_at = max(last_seen_at, excluded.last_seen_at)
+"""
+BUMP_NAMESPACE = """
+INSERT INTO namespaces (namespace, memories, generation, vector_generation) VALUES (?, ?, 1, ?)
+ON CONFLICT (namespace) DO UPDATE SET
+    memories = memories + excluded.memories,
+    generation = generation + 1,
+    vector_generation = vector_generation + excluded.vector_generation
+"""
+NAMESPACE_STATE = (
+    "SELECT memories, generation, vector_generation FROM namespaces WHERE namespace = ?"
+)
+
+SELECT_MEMORY_COLUMNS = """
+SELECT id, namespace, user_id, agent_id, session_id, content, predicate, type, event_at,
+       created_at, importance, metadata
+FROM memories
+"""
+SELECT_MEMORY_ENTITIES = """
+SELECT mn.memory_id, e.name FROM mentions mn JOIN entities e ON e.id = mn.entity_id
+WHERE mn.memory_id IN (SELECT value FROM json_each(?)) ORDER BY e.id
+"""
+SELECT_NAMESPACE_VECTORS = """
+SELECT m.id, v.embedding, m.user_id, m.agent_id, m.type
+FROM memories m JOIN vectors v ON v.memory_id = m.id
+WHERE m.namespace = ? ORDER BY m.id
+"""
+SELECT_CATALOG = """
+SELECT id, name, norm, 0 FROM entities WHERE namespace = ?
+UNION ALL
+SELECT entity_id, alias, norm, 1 FROM aliases WHERE namespace = ?
+"""

@@ -1,0 +1,502 @@
+"""The embedded store: one SQLite file (WAL), FTS5 for BM25, a B-tree on ``event_at``, entity
+and edge tables, and the dense index derived from the vectors it holds.
+
+All SQL of the embedded backend runs here; statements live in ``schema.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fivefold.config import Config
+from fivefold.embed.base import Vectors
+from fivefold.errors import (
+    EmbeddingModelMismatch,
+    InvalidInput,
+    NotAFivefoldStore,
+    StoreError,
+)
+from fivefold.model import Edge, Entity, MemoryRecord, MemoryType, Scope
+from fivefold.store import schema
+from fivefold.store.base import (
+    CatalogEntry,
+    EdgeHop,
+    EntityScore,
+    MemoryAttributes,
+    MentionHit,
+    NewEdge,
+    NewMemory,
+    StoreStats,
+)
+from fivefold.store.dense import NamespaceIndex
+from fivefold.store.sqlite_read import ReadQueries
+from fivefold.store.timeconv import to_ts
+from fivefold.text import normalize_name
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class SQLiteStore:
+    """Thread-safe: one connection, serialized by a lock (SQLite would serialize writes anyway)."""
+
+    def __init__(self, path: str, *, embedding_model: str, dim: int, config: Config) -> None:
+        self._path = path
+        self._config = config
+        self._model = embedding_model
+        self._dim = dim
+        self._lock = threading.RLock()
+        self._conn = _connect(path)
+        try:
+            self._init_schema(embedding_model, dim)
+        except BaseException:
+            self._conn.close()
+            raise
+        self._reads = ReadQueries(self._conn, config)
+        self._dense: dict[str, NamespaceIndex] = {}
+        self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    @property
+    def embedding_model(self) -> str:
+        return self._model
+
+    @property
+    def location(self) -> str:
+        return self._path
+
+    def close(self) -> None:
+        with self._lock:
+            for namespace, index in self._dense.items():
+                path = self._hnsw_path(namespace)
+                if path is not None and index.uses_hnsw and index.hnsw_dirty:
+                    index.save_hnsw(path)
+            self._conn.close()
+
+    def _init_schema(self, embedding_model: str, dim: int) -> None:
+        tables = {r[0] for r in self._execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if tables and "meta" not in tables:
+            raise NotAFivefoldStore(
+                f"{self._path} is an SQLite database but not a fivefold store "
+                f"(it has tables {sorted(tables)[:5]}); pick another path"
+            )
+        if not tables:
+            with self._transaction():
+                for statement in schema.DDL.split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                self._conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [
+                        ("schema_version", str(schema.SCHEMA_VERSION)),
+                        ("embedding_model", embedding_model),
+                        ("embedding_dim", str(dim)),
+                    ],
+                )
+            return
+        meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
+            raise NotAFivefoldStore(
+                f"{self._path} has fivefold schema version {meta.get('schema_version')}; this "
+                f"version of fivefold reads version {schema.SCHEMA_VERSION}"
+            )
+        stored = meta.get("embedding_model", "?")
+        if stored != embedding_model or meta.get("embedding_dim") != str(dim):
+            raise EmbeddingModelMismatch(
+                f"{self._path} was built with embedding model {stored!r} "
+                f"({meta.get('embedding_dim')}-d) but is being opened with {embedding_model!r} "
+                f"({dim}-d); open it with the model it was built with, or re-import into a "
+                "new store"
+            )
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        try:
+            return self._conn.execute(sql, params)
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc, self._path) from exc
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                yield
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.DatabaseError):
+                    raise _translate(exc, self._path) from exc
+                raise
+
+    # -- writes ---------------------------------------------------------------------------------
+    def insert_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
+        if len(memories) != len(vectors):
+            raise InvalidInput("one vector per memory is required")
+        if len(vectors) and vectors.shape[1] != self._dim:
+            raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
+        ids: list[int] = []
+        with self._transaction():
+            for memory, vector in zip(memories, vectors, strict=True):
+                ids.append(self._insert_one(memory, vector))
+            counts: dict[str, int] = {}
+            for memory in memories:
+                counts[memory.scope.namespace] = counts.get(memory.scope.namespace, 0) + 1
+            for namespace, count in counts.items():
+                self._conn.execute(schema.BUMP_NAMESPACE, (namespace, count, 1))
+        self._after_insert(memories, vectors, ids)
+        return ids
+
+    def _insert_one(self, memory: NewMemory, vector: Vectors) -> int:
+        scope = memory.scope
+        user, agent = scope.user_id or "", scope.agent_id or ""
+        created = to_ts(memory.created_at)
+        cur = self._conn.execute(
+            schema.INSERT_MEMORY,
+            (
+                scope.namespace,
+                user,
+                agent,
+                memory.session_id,
+                memory.content,
+                memory.predicate,
+                memory.type.value,
+                None if memory.event_at is None else to_ts(memory.event_at),
+                created,
+                memory.importance,
+                json.dumps(dict(memory.metadata)),
+            ),
+        )
+        memory_id = int(cur.lastrowid or 0)
+        self._conn.execute(schema.INSERT_FTS, (memory_id, memory.predicate or "", memory.content))
+        self._conn.execute(
+            schema.INSERT_VECTOR, (memory_id, np.asarray(vector, np.float32).tobytes())
+        )
+        entity_ids = sorted(
+            {self._entity_id(scope.namespace, n, created, 1) for n in memory.entities}
+        )
+        for entity_id in entity_ids:
+            self._conn.execute(schema.INSERT_MENTION, (entity_id, memory_id))
+        for i, a in enumerate(entity_ids):
+            for b in entity_ids[i + 1 :]:
+                self._conn.execute(
+                    schema.UPSERT_COMENTION, (scope.namespace, user, agent, a, b, created)
+                )
+        if memory.session_id:
+            self._conn.execute(
+                schema.UPSERT_SESSION,
+                (scope.namespace, user, agent, memory.session_id, created, created),
+            )
+        return memory_id
+
+    def _entity_id(self, namespace: str, name: str, created: float, mentions: int) -> int:
+        """Resolve a name to an entity (an alias wins over creating a new one)."""
+        norm = normalize_name(name)
+        if not norm:
+            raise InvalidInput(f"entity name {name!r} has no letters or digits")
+        alias = self._conn.execute(schema.FIND_ALIAS, (namespace, norm)).fetchone()
+        if alias is not None:
+            if mentions:
+                self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (mentions, alias[0]))
+            return int(alias[0])
+        row = self._conn.execute(
+            schema.UPSERT_ENTITY, (namespace, name.strip(), norm, mentions, created)
+        ).fetchone()
+        return int(row[0])
+
+    def _after_insert(
+        self, memories: Sequence[NewMemory], vectors: Vectors, ids: list[int]
+    ) -> None:
+        """Keep already-loaded dense indexes current without a rebuild."""
+        with self._lock:
+            by_namespace: dict[str, list[int]] = {}
+            for row, memory in enumerate(memories):
+                by_namespace.setdefault(memory.scope.namespace, []).append(row)
+            for namespace, rows in by_namespace.items():
+                index = self._dense.get(namespace)
+                if index is None:
+                    continue
+                if index.generation + 1 != self._namespace_state(namespace)[2]:
+                    del self._dense[namespace]  # another process wrote too: rebuild on next read
+                    continue
+                index.add(
+                    [ids[r] for r in rows],
+                    vectors[rows],
+                    [memories[r].scope.user_id or "" for r in rows],
+                    [memories[r].scope.agent_id or "" for r in rows],
+                    [memories[r].type.value for r in rows],
+                )
+                index.generation += 1
+
+    def delete_memory(self, memory_id: int, namespace: str | None = None) -> bool:
+        with self._transaction():
+            row = self._conn.execute(
+                "SELECT namespace, user_id, agent_id, predicate, content FROM memories "
+                "WHERE id = ?",
+                (memory_id,),
+            ).fetchone()
+            if row is None or (namespace is not None and row[0] != namespace):
+                return False
+            ns, user, agent, predicate, content = row
+            entity_ids = [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT entity_id FROM mentions WHERE memory_id = ? ORDER BY entity_id",
+                    (memory_id,),
+                )
+            ]
+            for i, a in enumerate(entity_ids):
+                self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (-1, a))
+                for b in entity_ids[i + 1 :]:
+                    self._conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
+            self._conn.execute(schema.PRUNE_COMENTIONS)
+            self._conn.execute(schema.DELETE_FTS, (memory_id, predicate or "", content))
+            self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            self._conn.execute(schema.BUMP_NAMESPACE, (ns, -1, 1))
+        with self._lock:
+            index = self._dense.get(ns)
+            if index is not None:
+                index.remove(memory_id)
+                index.generation += 1
+        return True
+
+    def add_edge(self, edge: NewEdge) -> Edge:
+        scope = edge.scope
+        now = to_ts(datetime.now().astimezone())
+        with self._transaction():
+            source = self._entity_id(scope.namespace, edge.source, now, 0)
+            target = self._entity_id(scope.namespace, edge.target, now, 0)
+            cur = self._conn.execute(
+                schema.INSERT_EDGE,
+                (
+                    scope.namespace,
+                    scope.user_id or "",
+                    scope.agent_id or "",
+                    source,
+                    target,
+                    edge.relation,
+                    edge.kind.value,
+                    edge.confidence,
+                    None if edge.valid_from is None else to_ts(edge.valid_from),
+                    None if edge.valid_to is None else to_ts(edge.valid_to),
+                    edge.memory_id,
+                    now,
+                ),
+            )
+            self._conn.execute(schema.BUMP_NAMESPACE, (scope.namespace, 0, 0))
+        return Edge(
+            id=int(cur.lastrowid or 0),
+            namespace=scope.namespace,
+            source=edge.source,
+            relation=edge.relation,
+            target=edge.target,
+            kind=edge.kind,
+            confidence=edge.confidence,
+            valid_from=edge.valid_from,
+            valid_to=edge.valid_to,
+            memory_id=edge.memory_id,
+        )
+
+    def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
+        alias_norm = normalize_name(alias)
+        if not alias_norm:
+            raise InvalidInput(f"alias {alias!r} has no letters or digits")
+        with self._transaction():
+            entity_id = self._entity_id(namespace, name, to_ts(datetime.now().astimezone()), 0)
+            self._conn.execute(
+                schema.INSERT_ALIAS, (namespace, alias_norm, alias.strip(), entity_id)
+            )
+            self._conn.execute(schema.BUMP_NAMESPACE, (namespace, 0, 0))
+            canonical = self._conn.execute(
+                "SELECT name FROM entities WHERE id = ?", (entity_id,)
+            ).fetchone()[0]
+            aliases = [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT alias FROM aliases WHERE entity_id = ? ORDER BY alias", (entity_id,)
+                )
+            ]
+        return Entity(id=entity_id, namespace=namespace, name=canonical, aliases=tuple(aliases))
+
+    # -- reads ----------------------------------------------------------------------------------
+    def _namespace_state(self, namespace: str) -> tuple[int, int, int]:
+        row = self._execute(schema.NAMESPACE_STATE, (namespace,)).fetchone()
+        return (0, 0, 0) if row is None else (int(row[0]), int(row[1]), int(row[2]))
+
+    def namespace_generation(self, namespace: str) -> int:
+        with self._lock:
+            return self._namespace_state(namespace)[1]
+
+    def memory_count(self, namespace: str) -> int:
+        with self._lock:
+            return self._namespace_state(namespace)[0]
+
+    def get_memories(self, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        with self._lock:
+            return self._reads.memories(ids)
+
+    def attributes(self, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
+        with self._lock:
+            return self._reads.attributes(ids)
+
+    def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
+        with self._lock:
+            generation = self._namespace_state(namespace)[1]
+            cached = self._catalogs.get(namespace)
+            if cached is not None and cached[0] == generation:
+                return cached[1]
+            entries = self._reads.catalog(namespace)
+            self._catalogs[namespace] = (generation, entries)
+            return entries
+
+    def entity_frequencies(self, entity_ids: Sequence[int]) -> dict[int, int]:
+        with self._lock:
+            return self._reads.entity_frequencies(entity_ids)
+
+    def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        with self._lock:
+            return self._reads.term_document_frequencies(terms)
+
+    def lexical_search(
+        self,
+        scope: Scope,
+        terms: Sequence[str],
+        k: int,
+        types: Sequence[MemoryType] = (),
+        within: Sequence[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        with self._lock:
+            return self._reads.lexical(scope, terms, k, types, within)
+
+    def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
+        with self._lock:
+            return self._reads.edges_touching(scope, entity_ids)
+
+    def mentions(
+        self,
+        scope: Scope,
+        entities: Sequence[EntityScore],
+        k: int,
+        types: Sequence[MemoryType] = (),
+    ) -> list[MentionHit]:
+        with self._lock:
+            return self._reads.mentions(scope, entities, k, types)
+
+    def events_between(
+        self, scope: Scope, start: datetime, end: datetime, k: int
+    ) -> list[tuple[int, datetime]]:
+        with self._lock:
+            return self._reads.events_between(scope, start, end, k)
+
+    def last_session_end(self, scope: Scope, exclude_session: str | None) -> datetime | None:
+        with self._lock:
+            return self._reads.last_session_end(scope, exclude_session)
+
+    def vectors(self, ids: Sequence[int]) -> dict[int, Vectors]:
+        with self._lock:
+            return self._reads.vectors(ids, self._dim)
+
+    def vector_search(
+        self,
+        scope: Scope,
+        queries: Vectors,
+        k: int,
+        types: Sequence[MemoryType] = (),
+    ) -> list[list[tuple[int, float]]]:
+        with self._lock:
+            index = self._dense_index(scope.namespace)
+            return index.search(
+                np.asarray(queries, dtype=np.float32),
+                k,
+                user=scope.user_id,
+                agent=scope.agent_id,
+                types=[t.value for t in types],
+            )
+
+    def _dense_index(self, namespace: str) -> NamespaceIndex:
+        vector_generation = self._namespace_state(namespace)[2]
+        index = self._dense.get(namespace)
+        if index is not None and index.generation == vector_generation:
+            return index
+        index = NamespaceIndex(self._dim, self._config.index, vector_generation)
+        ids, users, agents, types, blobs = [], [], [], [], []
+        for memory_id, blob, user, agent, mtype in self._execute(
+            schema.SELECT_NAMESPACE_VECTORS, (namespace,)
+        ):
+            ids.append(memory_id)
+            blobs.append(blob)
+            users.append(user)
+            agents.append(agent)
+            types.append(mtype)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), self._dim)
+        index.add(ids, matrix, users, agents, types, auto_hnsw=False)
+        if len(ids) >= self._config.index.hnsw_threshold:
+            # Adopt the saved HNSW graph when it matches this generation; else build and save.
+            path = self._hnsw_path(namespace)
+            if path is None or not index.load_hnsw(path):
+                index.build_hnsw()
+                if path is not None:
+                    index.save_hnsw(path)
+        self._dense[namespace] = index
+        return index
+
+    def _hnsw_path(self, namespace: str) -> Path | None:
+        if self._path == ":memory:":
+            return None
+        digest = _stable_name(namespace)
+        return Path(self._path + ".vindex") / f"{digest}.usearch"
+
+    def stats(self) -> StoreStats:
+        with self._lock:
+            return self._reads.stats(self._model, self._path)
+
+
+def _stable_name(namespace: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(namespace.encode()).hexdigest()[:24]
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    if path != ":memory:":
+        file = Path(path)
+        if file.is_dir():
+            raise NotAFivefoldStore(f"{path} is a directory; give the path of a store file")
+        if file.exists() and file.stat().st_size > 0:
+            with file.open("rb") as handle:
+                if handle.read(16) != _SQLITE_MAGIC:
+                    raise NotAFivefoldStore(f"{path} is not a fivefold store (not an SQLite file)")
+        elif not file.parent.exists():
+            file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        conn.execute("PRAGMA foreign_keys = ON")
+        if path != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.DatabaseError as exc:
+        raise _translate(exc, path) from exc
+    return conn
+
+
+def _translate(exc: sqlite3.DatabaseError, path: str) -> StoreError:
+    message = str(exc)
+    if "file is not a database" in message or "malformed" in message:
+        return NotAFivefoldStore(f"{path} is not a readable fivefold store: {message}")
+    if "locked" in message or "busy" in message:
+        return StoreError(f"{path} is locked by another writer; retry later ({message})")
+    if "readonly" in message:
+        return StoreError(f"{path} is read-only; open a writable copy ({message})")
+    return StoreError(f"{path}: {message}")
+
+
+__all__ = ["SQLiteStore"]

@@ -1,0 +1,296 @@
+"""Read queries of the embedded store. Every query that returns memories applies the scope here,
+in SQL, so no retriever can forget to."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from fivefold.config import Config
+from fivefold.embed.base import Vectors
+from fivefold.model import EdgeKind, MemoryRecord, MemoryType, Scope
+from fivefold.store import schema
+from fivefold.store.base import (
+    CatalogEntry,
+    EdgeHop,
+    EntityScore,
+    MemoryAttributes,
+    MentionHit,
+    StoreStats,
+)
+from fivefold.store.timeconv import from_ts, to_ts
+
+
+def scope_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
+    """``namespace = ?`` always; ``user_id``/``agent_id`` only when the scope sets them."""
+    clauses, params = [f"{alias}.namespace = ?"], [scope.namespace]
+    if scope.user_id is not None:
+        clauses.append(f"{alias}.user_id = ?")
+        params.append(scope.user_id)
+    if scope.agent_id is not None:
+        clauses.append(f"{alias}.agent_id = ?")
+        params.append(scope.agent_id)
+    return " AND ".join(clauses), params
+
+
+def types_sql(types: Sequence[MemoryType], alias: str = "m") -> tuple[str, list[Any]]:
+    if not types:
+        return "", []
+    return f" AND {alias}.type IN (SELECT value FROM json_each(?))", [
+        json.dumps([t.value for t in types])
+    ]
+
+
+def fts_query(terms: Sequence[str]) -> str:
+    """An FTS5 OR-query in which every term is a quoted string: user text is data, never syntax
+    (``"``, ``*``, ``NEAR``, ``AND``, ``(``, ``^``, ``:``, ``-`` all lose their meaning)."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if t)
+
+
+class ReadQueries:
+    def __init__(self, conn: sqlite3.Connection, config: Config) -> None:
+        self._conn = conn
+        self._config = config
+
+    def memories(self, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        if not ids:
+            return {}
+        id_json = json.dumps([int(i) for i in ids])
+        entities: dict[int, list[str]] = {}
+        for memory_id, name in self._conn.execute(schema.SELECT_MEMORY_ENTITIES, (id_json,)):
+            entities.setdefault(memory_id, []).append(name)
+        rows = self._conn.execute(
+            schema.SELECT_MEMORY_COLUMNS + " WHERE id IN (SELECT value FROM json_each(?))",
+            (id_json,),
+        )
+        return {row[0]: _record(row, entities.get(row[0], [])) for row in rows}
+
+    def attributes(self, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
+        if not ids:
+            return {}
+        rows = self._conn.execute(
+            "SELECT id, importance, type, event_at FROM memories "
+            "WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps([int(i) for i in ids]),),
+        )
+        return {
+            int(i): MemoryAttributes(float(v), MemoryType(t), None if e is None else from_ts(e))
+            for i, v, t, e in rows
+        }
+
+    def catalog(self, namespace: str) -> list[CatalogEntry]:
+        rows = self._conn.execute(schema.SELECT_CATALOG, (namespace, namespace))
+        return [CatalogEntry(int(i), name, norm, bool(a)) for i, name, norm, a in rows]
+
+    def entity_frequencies(self, entity_ids: Sequence[int]) -> dict[int, int]:
+        if not entity_ids:
+            return {}
+        rows = self._conn.execute(
+            "SELECT id, mentions FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps([int(i) for i in entity_ids]),),
+        )
+        return {int(i): int(n) for i, n in rows}
+
+    def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        total = self._conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+        frequencies: dict[str, int] = {}
+        for term in terms:
+            # MATCH runs the index's own tokenizer (porter stemming) over the term, so the
+            # count is the document frequency BM25 itself uses.
+            row = self._conn.execute(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (fts_query([term]),)
+            ).fetchone()
+            frequencies[term] = int(row[0])
+        return int(total), frequencies
+
+    def lexical(
+        self,
+        scope: Scope,
+        terms: Sequence[str],
+        k: int,
+        types: Sequence[MemoryType],
+        within: Sequence[int] | None,
+    ) -> list[tuple[int, float]]:
+        query = fts_query(terms)
+        if not query or k <= 0:
+            return []
+        where, params = scope_sql(scope)
+        type_clause, type_params = types_sql(types)
+        within_clause, within_params = "", []
+        if within is not None:
+            within_clause = " AND m.id IN (SELECT value FROM json_each(?))"
+            within_params = [json.dumps([int(i) for i in within])]
+        lex = self._config.lexical
+        sql = (
+            "SELECT m.id, -bm25(memories_fts, ?, ?) AS score FROM memories_fts "
+            "JOIN memories m ON m.id = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {where}{type_clause}{within_clause} "
+            "ORDER BY score DESC, m.id LIMIT ?"
+        )
+        args = [lex.predicate_weight, lex.content_weight, query, *params, *type_params]
+        rows = self._conn.execute(sql, [*args, *within_params, k])
+        return [(int(i), float(s)) for i, s in rows]
+
+    def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
+        if not entity_ids:
+            return []
+        # Namespace-wide edges ('' scope, e.g. an org chart) are visible to every user of the
+        # namespace; edges written in a user's or agent's scope only to that scope.
+        clauses, params = ["namespace = ?"], [scope.namespace]
+        if scope.user_id is not None:
+            clauses.append("user_id IN ('', ?)")
+            params.append(scope.user_id)
+        if scope.agent_id is not None:
+            clauses.append("agent_id IN ('', ?)")
+            params.append(scope.agent_id)
+        ids = json.dumps([int(i) for i in entity_ids])
+        sql = (
+            "SELECT source_id, target_id, kind, confidence, support, relation, valid_to FROM edges "
+            f"WHERE {' AND '.join(clauses)} AND (source_id IN (SELECT value FROM json_each(?)) "
+            "OR target_id IN (SELECT value FROM json_each(?)))"
+        )
+        out = []
+        for source, target, kind, confidence, support, relation, valid_to in self._conn.execute(
+            sql, [*params, ids, ids]
+        ):
+            if relation == schema.COMENTION:
+                # Each co-mention halves the remaining doubt: 1 -> 0.5, 2 -> 0.75, 3 -> 0.875.
+                confidence = 1.0 - 0.5 ** max(int(support), 1)
+            out.append(
+                EdgeHop(
+                    int(source),
+                    int(target),
+                    EdgeKind(kind),
+                    float(confidence),
+                    None if valid_to is None else from_ts(valid_to),
+                )
+            )
+        return out
+
+    def mentions(
+        self, scope: Scope, entities: Sequence[EntityScore], k: int, types: Sequence[MemoryType]
+    ) -> list[MentionHit]:
+        if not entities or k <= 0:
+            return []
+        where, params = scope_sql(scope)
+        type_clause, type_params = types_sql(types)
+        scores = json.dumps([[e.entity_id, e.score, e.hops, e.rarity] for e in entities])
+        # SQLite returns the bare column ``es.hops`` from the row that holds max(es.score).
+        sql = f"""
+            WITH es(eid, score, hops, rarity) AS (
+                SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),
+                       json_extract(value, '$[2]'), json_extract(value, '$[3]')
+                FROM json_each(?)
+            )
+            SELECT mn.memory_id, max(es.score) AS best, es.hops,
+                   sum(es.hops = 0) AS touched,
+                   sum(CASE WHEN es.hops = 0 THEN es.rarity ELSE 0 END) AS rarity
+            FROM es JOIN mentions mn ON mn.entity_id = es.eid
+            JOIN memories m ON m.id = mn.memory_id
+            WHERE {where}{type_clause}
+            GROUP BY mn.memory_id
+            ORDER BY best DESC, touched DESC, rarity DESC, mn.memory_id
+            LIMIT ?
+        """
+        rows = self._conn.execute(sql, [scores, *params, *type_params, k])
+        return [
+            MentionHit(int(i), float(best), int(hops), int(touched), float(rarity))
+            for i, best, hops, touched, rarity in rows
+        ]
+
+    def events_between(
+        self, scope: Scope, start: datetime, end: datetime, k: int
+    ) -> list[tuple[int, datetime]]:
+        where, params = scope_sql(scope)
+        sql = (
+            "SELECT m.id, m.event_at FROM memories m "
+            f"WHERE {where} AND m.type = 'event' AND m.event_at BETWEEN ? AND ? "
+            "ORDER BY m.event_at DESC, m.id LIMIT ?"
+        )
+        rows = self._conn.execute(sql, [*params, to_ts(start), to_ts(end), k])
+        return [(int(i), from_ts(t)) for i, t in rows]
+
+    def last_session_end(self, scope: Scope, exclude_session: str | None) -> datetime | None:
+        where, params = scope_sql(scope, alias="s")
+        sql = f"SELECT max(s.last_seen_at) FROM sessions s WHERE {where}"
+        if exclude_session is not None:
+            sql += " AND s.session_id != ?"
+            params.append(exclude_session)
+        row = self._conn.execute(sql, params).fetchone()
+        return None if row is None or row[0] is None else from_ts(row[0])
+
+    def vectors(self, ids: Sequence[int], dim: int) -> dict[int, Vectors]:
+        if not ids:
+            return {}
+        rows = self._conn.execute(
+            "SELECT memory_id, embedding FROM vectors WHERE memory_id IN "
+            "(SELECT value FROM json_each(?))",
+            (json.dumps([int(i) for i in ids]),),
+        )
+        return {int(i): np.frombuffer(blob, dtype=np.float32).reshape(dim) for i, blob in rows}
+
+    def stats(self, model: str, location: str) -> StoreStats:
+        one = self._conn.execute
+        namespaces = dict(one("SELECT namespace, memories FROM namespaces ORDER BY namespace"))
+        types = dict(one("SELECT type, count(*) FROM memories GROUP BY type ORDER BY type"))
+        size = 0
+        if location != ":memory:":
+            size = sum(
+                os.path.getsize(p)
+                for p in (location, location + "-wal", location + "-shm")
+                if os.path.exists(p)
+            )
+        return StoreStats(
+            memories=int(one("SELECT count(*) FROM memories").fetchone()[0]),
+            entities=int(one("SELECT count(*) FROM entities").fetchone()[0]),
+            edges=int(one("SELECT count(*) FROM edges").fetchone()[0]),
+            namespaces={str(k): int(v) for k, v in namespaces.items() if v},
+            types={str(k): int(v) for k, v in types.items()},
+            embedding_model=model,
+            size_bytes=size,
+            location=location,
+        )
+
+
+def _record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
+    (
+        memory_id,
+        namespace,
+        user,
+        agent,
+        session,
+        content,
+        predicate,
+        mtype,
+        event_at,
+        created_at,
+        importance,
+        metadata,
+    ) = row
+    return MemoryRecord(
+        id=int(memory_id),
+        content=content,
+        type=MemoryType(mtype),
+        predicate=predicate,
+        event_at=None if event_at is None else from_ts(event_at),
+        created_at=from_ts(created_at),
+        entities=tuple(entities),
+        importance=float(importance),
+        namespace=namespace,
+        user_id=user or None,
+        agent_id=agent or None,
+        session_id=session,
+        metadata=json.loads(metadata),
+    )
+
+
+def idf(total: int, frequency: int) -> float:
+    """BM25's IDF as FTS5 computes it, floored so ubiquitous terms count a little, not negative."""
+    return max(math.log((total - frequency + 0.5) / (frequency + 0.5)), 1e-6)

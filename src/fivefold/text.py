@@ -1,0 +1,76 @@
+"""Tokenization shared by the write path, the query parser and the lexical retriever.
+
+The pattern matches SQLite FTS5's ``unicode61`` tokenizer (letters and digits; underscore and
+punctuation separate tokens), so a term we compute in Python is the term the index holds.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+
+# English function words plus the question scaffolding of memory queries ("what's my ...",
+# "tell me about ..."): they carry no evidence and, as BM25 terms, only add noise.
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren as at be because been
+    before being below between both but by can cannot could couldn did didn do does doesn
+    doing don down during each few for from further had hadn has hasn have haven having he
+    her here hers herself him himself his how i if in into is isn it its itself just let ll
+    me more most mustn my myself no nor not now of off on once only or other ought our ours
+    ourselves out over own re s same shan she should shouldn so some such t than that the
+    their theirs them themselves then there these they this those through to too under until
+    up ve very was wasn we were weren what when where which while who whom why will with won
+    would wouldn you your yours yourself yourselves d m o y ain tell know remember recall
+    anything something thing things also ever get got
+    """.split()
+)
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased word tokens, accents folded, in order (duplicates kept)."""
+    return [t.casefold() for t in _TOKEN.findall(fold_accents(text))]
+
+
+def content_terms(text: str) -> list[str]:
+    """Distinct non-stop-word tokens in first-seen order: what a query contributes to BM25."""
+    seen: dict[str, None] = {}
+    for token in tokens(text):
+        if token not in STOP_WORDS:
+            seen.setdefault(token, None)
+    return list(seen)
+
+
+def fold_accents(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def normalize_name(name: str) -> str:
+    """Canonical key of an entity name or alias: case, accents, punctuation and spacing folded."""
+    return " ".join(tokens(name))
+
+
+def normalize_query(text: str) -> str:
+    """Cache key normalization (DESIGN §2): lowercase, strip punctuation, fold whitespace."""
+    return _SPACE.sub(" ", " ".join(_TOKEN.findall(text.casefold()))).strip()
+
+
+def trigrams(text: str) -> frozenset[str]:
+    """pg_trgm-style trigrams: each word padded with two spaces in front and one behind."""
+    grams: set[str] = set()
+    for word in tokens(text):
+        padded = f"  {word} "
+        grams.update(padded[i : i + 3] for i in range(len(padded) - 2))
+    return frozenset(grams)
+
+
+def trigram_similarity(a: str, b: str) -> float:
+    """Jaccard similarity of trigram sets, as PostgreSQL's ``similarity()`` computes it."""
+    ga, gb = trigrams(a), trigrams(b)
+    if not ga or not gb:
+        return 0.0
+    return len(ga & gb) / len(ga | gb)

@@ -1,0 +1,135 @@
+"""Argument checks at the public boundary: every bad input becomes an ``InvalidInput`` that says
+what was wrong and what is accepted, before anything touches the store."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from fivefold.errors import InvalidInput
+from fivefold.model import Budget, EdgeKind, MemoryType, Scope
+
+MAX_CONTENT_CHARS = 100_000
+MAX_K = 1_000
+MAX_SCOPE_CHARS = 256
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def text(value: object, name: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{name} is empty; give some text")
+    if len(value) > max_chars:
+        raise InvalidInput(f"{name} is {len(value):,} characters; the limit is {max_chars:,}")
+    return value
+
+
+def optional_text(value: object, name: str, *, max_chars: int = MAX_SCOPE_CHARS) -> str | None:
+    return None if value is None else text(value, name, max_chars=max_chars)
+
+
+def scope(namespace: object, user_id: object, agent_id: object) -> Scope:
+    return Scope(
+        namespace=text(namespace, "namespace", max_chars=MAX_SCOPE_CHARS),
+        user_id=optional_text(user_id, "user_id"),
+        agent_id=optional_text(agent_id, "agent_id"),
+    )
+
+
+def when(value: object, name: str) -> datetime | None:
+    """A datetime or an ISO 8601 string; naive values are taken as UTC."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidInput(
+                f"{name}={value!r} is not an ISO 8601 date or datetime (e.g. 2026-03-20 or "
+                "2026-03-20T17:00:00+00:00)"
+            ) from exc
+    if not isinstance(value, datetime):
+        raise InvalidInput(
+            f"{name} must be a datetime or an ISO string, got {type(value).__name__}"
+        )
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def enum(value: object, kind: type[E], name: str) -> E:
+    if isinstance(value, kind):
+        return value
+    try:
+        return kind(str(value).strip().lower())
+    except ValueError:
+        allowed = ", ".join(repr(m.value) for m in kind)
+        raise InvalidInput(f"{name}={value!r} is not one of {allowed}") from None
+
+
+def memory_type(value: object) -> MemoryType | None:
+    return None if value is None else enum(value, MemoryType, "type")
+
+
+def memory_types(value: object) -> tuple[MemoryType, ...]:
+    if value is None:
+        return ()
+    items: Iterable[object] = [value] if isinstance(value, str | MemoryType) else value  # type: ignore[assignment]
+    try:
+        return tuple(dict.fromkeys(enum(v, MemoryType, "types") for v in items))
+    except TypeError:
+        raise InvalidInput("types must be a memory type or a list of them") from None
+
+
+def budget(value: object) -> Budget:
+    return enum(value, Budget, "budget")
+
+
+def edge_kind(value: object) -> EdgeKind:
+    return enum(value, EdgeKind, "kind")
+
+
+def unit_interval(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(f"{name} must be a number in [0, 1], got {value!r}")
+    number = float(value)
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise InvalidInput(f"{name} must be in [0, 1], got {value!r}")
+    return number
+
+
+def top_k(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
+        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {value!r}")
+    return value
+
+
+def names(value: object, name: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidInput(f"{name} must be a list of names, got {type(value).__name__}")
+    return tuple(text(v, f"{name}[{i}]", max_chars=MAX_SCOPE_CHARS) for i, v in enumerate(value))
+
+
+def metadata(value: object) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInput(f"metadata must be a dict, got {type(value).__name__}")
+    try:
+        encoded = json.dumps(dict(value), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"metadata must be JSON-serializable: {exc}") from exc
+    decoded: dict[str, Any] = json.loads(encoded)
+    return decoded
+
+
+def memory_id(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"a memory id is an integer, got {value!r}")
+    return value
