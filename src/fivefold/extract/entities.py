@@ -7,7 +7,10 @@ names must look like names (capitalized, not a common sentence opener, not a wee
 
 from __future__ import annotations
 
+import functools
+import json
 import re
+from importlib import resources
 from collections.abc import Iterable, Mapping
 
 from fivefold.text import STOP_WORDS, normalize_name
@@ -100,9 +103,9 @@ def _capitalized_names(text: str) -> Iterable[str]:
         trimmed = _trim(words, at_start)
         if not trimmed:
             continue
-        # A lone capitalized word opening a sentence is usually just capitalization ("Set up
-        # the build"); it counts only as a speaker ("Caroline: ...") or a possessor
-        # ("Priya's"), or when it looks like a codename.
+        # A lone capitalized word opening a sentence is often just capitalization ("Set up
+        # the build"); it counts as a speaker ("Caroline: ..."), a possessor ("Priya's"), a
+        # codename, or a word no dictionary has.
         alone_at_start = at_start and len(words) == 1
         if alone_at_start and not _looks_named(words[0], following):
             continue
@@ -112,7 +115,19 @@ def _capitalized_names(text: str) -> Iterable[str]:
 def _looks_named(word: str, following: str) -> bool:
     if following.startswith(":") or _POSSESSIVE.search(word):
         return True
-    return any(c.isdigit() for c in word) or any(c.isupper() for c in word[1:])
+    if any(c.isdigit() for c in word) or any(c.isupper() for c in word[1:]):
+        return True
+    return word.lower() not in _dictionary()
+
+
+@functools.cache
+def _dictionary() -> frozenset[str]:
+    """Whole lowercase words of the MiniLM WordPiece vocabulary (~22k common English words,
+    shipped with the package): a capitalized sentence opener found there ("Set", "Met") is
+    taken as an ordinary word; one not found there ("Priya", "Kestrel") as a name."""
+    raw = resources.files("fivefold.embed").joinpath("tokenizer.json").read_text("utf-8")
+    vocab = json.loads(raw)["model"]["vocab"]
+    return frozenset(w for w in vocab if w.isalpha() and w.islower())
 
 
 def _trim(words: list[str], at_start: bool) -> list[str]:
