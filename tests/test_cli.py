@@ -41,7 +41,9 @@ def test_recall_explain_prints_tables(db: str) -> None:
     run(db, "remember", "Priya recommended Postgres for Project Kestrel")
     code, out, _ = run(db, "recall", "what did Priya recommend?", "--explain")
     assert code == 0
-    assert "semantic" in out and "lexical" in out and "fusion" in out
+    assert "semantic" in out
+    assert "lexical" in out
+    assert "fusion" in out
     code, out, _ = run(db, "recall", "what did Priya recommend?", "--explain", "--json")
     assert set(json.loads(out)["retrievers"]) >= {"semantic", "lexical", "graph"}
 
@@ -56,7 +58,8 @@ def test_relate_alias_forget_stats(db: str) -> None:
     assert json.loads(out)["hits"][0]["memory"]["id"] == memory_id
     assert run(db, "forget", str(memory_id))[0] == 0
     code, _, err = run(db, "forget", str(memory_id))
-    assert code == 3 and "no memory" in err
+    assert code == 3
+    assert "no memory" in err
     code, out, _ = run(db, "stats", "--json")
     assert json.loads(out)["memories"] == 0
 
@@ -66,10 +69,12 @@ def test_import_jsonl_and_locomo(db: str, tmp_path: Path) -> None:
     lines = [{"content": f"Note {i} about Kestrel", "namespace": "ns"} for i in range(5)]
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     code, out, _ = run(db, "import", str(path))
-    assert code == 0 and "imported 5" in out
+    assert code == 0
+    assert "imported 5" in out
     locomo = ROOT / "tests" / "bench" / "data" / "locomo_tiny.json"
     code, out, _ = run(db, "import", str(locomo), "--format", "locomo")
-    assert code == 0 and "imported" in out
+    assert code == 0
+    assert "imported" in out
     code, out, _ = run(db, "stats", "--json")
     assert json.loads(out)["namespaces"]["ns"] == 5
     assert json.loads(out)["memories"] > 5
@@ -77,19 +82,25 @@ def test_import_jsonl_and_locomo(db: str, tmp_path: Path) -> None:
 
 def test_bad_input_is_one_line_and_an_exit_code(db: str, tmp_path: Path) -> None:
     code, _, err = run(db, "recall", "   ")
-    assert code == 2 and err.startswith("error: ") and "Traceback" not in err
+    assert code == 2
+    assert err.startswith("error: ")
+    assert "Traceback" not in err
     code, _, err = run(db, "remember", "x", "--event-at", "not a date")
-    assert code == 2 and "event_at" in err
+    assert code == 2
+    assert "event_at" in err
     code, _, err = run(db, "remember", "x", "--metadata", "[1, 2]")
-    assert code == 2 and "metadata" in err
+    assert code == 2
+    assert "metadata" in err
     not_a_store = tmp_path / "notes.txt"
     not_a_store.write_text("hello")
     code, _, err = run(str(not_a_store), "stats")
-    assert code == 4 and "not a fivefold store" in err
+    assert code == 4
+    assert "not a fivefold store" in err
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"content": "fine"}\n{oops\n')
     code, _, err = run(db, "import", str(broken))
-    assert code == 2 and "broken.jsonl:2" in err
+    assert code == 2
+    assert "broken.jsonl:2" in err
 
 
 def test_db_from_environment(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ def test_minilm_embeds_meaning(minilm: fivefold.MiniLMEmbedder) -> None:
             "I love hiking in the mountains",
         ]
     )
-    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert vectors.shape == (3, 384)
+    assert vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     related, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
     assert related > 0.4 > unrelated

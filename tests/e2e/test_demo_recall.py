@@ -77,7 +77,8 @@ def test_negated_topic_is_demoted_not_removed(demo_mem: fivefold.Memory) -> None
     assert frontend, "demoted memories stay in the result"
     explanation = demo_mem.explain(query, k=300, namespace=demo.NAMESPACE, now=demo.NOW)
     demoted = [h for h in explanation.hits if h.demoted]
-    assert demoted and all("frontend" in h.content.lower() for h in demoted)
+    assert demoted
+    assert all("frontend" in h.content.lower() for h in demoted)
     # Demoted memories sit below every memory that was not demoted.
     flags = [h.demoted for h in explanation.hits]
     assert flags == sorted(flags)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import json
 import re
-from importlib import resources
 from collections.abc import Iterable, Mapping
+from importlib import resources
 
 from fivefold.text import STOP_WORDS, normalize_name
 
