@@ -201,6 +201,8 @@ class Memory:
         end = validate.when(valid_to, "valid_to")
         if start is not None and end is not None and end < start:
             raise InvalidInput("valid_to is before valid_from")
+        edge_kind = validate.edge_kind(kind)
+        edge_confidence = validate.unit_interval(confidence, "confidence")
         scope = validate.scope(namespace, user_id, agent_id)
         memory_id = None
         if record:
@@ -218,8 +220,8 @@ class Memory:
                 source=source,
                 relation=relation,
                 target=target,
-                kind=validate.edge_kind(kind),
-                confidence=validate.unit_interval(confidence, "confidence"),
+                kind=edge_kind,
+                confidence=edge_confidence,
                 valid_from=start,
                 valid_to=end,
                 scope=scope,

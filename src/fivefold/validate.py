@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from fivefold.errors import InvalidInput
 from fivefold.model import Budget, EdgeKind, MemoryType, Scope
+from fivefold.text import normalize_name
 
 MAX_CONTENT_CHARS = 100_000
 MAX_K = 1_000
@@ -27,6 +28,12 @@ def text(value: object, name: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str
         raise InvalidInput(f"{name} is empty; give some text")
     if len(value) > max_chars:
         raise InvalidInput(f"{name} is {len(value):,} characters; the limit is {max_chars:,}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{name} contains a lone surrogate at position {exc.start}; pass valid Unicode text"
+        ) from None
     return value
 
 
@@ -113,7 +120,11 @@ def names(value: object, name: str) -> tuple[str, ...] | None:
         return None
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise InvalidInput(f"{name} must be a list of names, got {type(value).__name__}")
-    return tuple(text(v, f"{name}[{i}]", max_chars=MAX_SCOPE_CHARS) for i, v in enumerate(value))
+    out = tuple(text(v, f"{name}[{i}]", max_chars=MAX_SCOPE_CHARS) for i, v in enumerate(value))
+    for i, item in enumerate(out):
+        if not normalize_name(item):
+            raise InvalidInput(f"{name}[{i}]={item!r} has no letters or digits")
+    return out
 
 
 def metadata(value: object) -> dict[str, Any]:
@@ -132,4 +143,6 @@ def metadata(value: object) -> dict[str, Any]:
 def memory_id(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInput(f"a memory id is an integer, got {value!r}")
+    if not -(2**63) <= value < 2**63:
+        raise InvalidInput(f"a memory id is a 64-bit integer, got {value}")
     return value

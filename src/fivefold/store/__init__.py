@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from fivefold.config import Config
-from fivefold.errors import UnsupportedBackend
+from fivefold.errors import InvalidInput, UnsupportedBackend
 from fivefold.store.base import Store
 
 __all__ = ["Store", "default_path", "open_store"]
@@ -23,6 +24,8 @@ def open_store(
 ) -> Store:
     """Open the store a path or URL names: a file path, ``sqlite:///path``, ``:memory:``, or
     (a later release) ``postgresql://``."""
+    if target is not None and not isinstance(target, str | os.PathLike):
+        raise InvalidInput(f"a store is named by a path or URL string, got {type(target).__name__}")
     location = str(default_path() if target is None else target)
     scheme, sep, rest = location.partition("://")
     if not sep or scheme == "file":

@@ -130,22 +130,24 @@ class NamespaceIndex:
         self._hnsw.add(keys, vectors)  # type: ignore[union-attr]
         self.hnsw_dirty = True
 
-    def save_hnsw(self, path: Path) -> None:
+    def save_hnsw(self, path: Path, store_id: str) -> None:
         if self._hnsw is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         self._hnsw.save(str(path))  # type: ignore[attr-defined]
-        meta = {"generation": self.generation, "count": len(self._pos)}
+        meta = {"generation": self.generation, "count": len(self._pos), "store": store_id}
         path.with_suffix(".json").write_text(json.dumps(meta), encoding="utf-8")
         self.hnsw_dirty = False
 
-    def load_hnsw(self, path: Path) -> bool:
-        """Adopt a saved HNSW graph if it was saved at this index's generation."""
+    def load_hnsw(self, path: Path, store_id: str) -> bool:
+        """Adopt a saved HNSW graph if this store saved it at this index's generation."""
         meta_path = path.with_suffix(".json")
         if not (path.is_file() and meta_path.is_file()):
             return False
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            if not store_id or meta.get("store") != store_id:
+                return False
             if meta.get("generation") != self.generation or meta.get("count") != len(self._pos):
                 return False
             from usearch.index import Index

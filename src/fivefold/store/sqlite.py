@@ -7,8 +7,10 @@ All SQL of the embedded backend runs here; statements live in ``schema.py``.
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -56,7 +58,14 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._conn = _connect(path)
         try:
-            self._init_schema(embedding_model, dim)
+            self._store_id = self._init_schema(embedding_model, dim)
+            # Only once the file is known to be ours: never switch a stranger's database to WAL.
+            if path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise _translate(exc, path) from exc
         except BaseException:
             self._conn.close()
             raise
@@ -78,10 +87,12 @@ class SQLiteStore:
             for namespace, index in self._dense.items():
                 path = self._hnsw_path(namespace)
                 if path is not None and index.uses_hnsw and index.hnsw_dirty:
-                    index.save_hnsw(path)
+                    index.save_hnsw(path, self._store_id)
             self._conn.close()
 
-    def _init_schema(self, embedding_model: str, dim: int) -> None:
+    def _init_schema(self, embedding_model: str, dim: int) -> str:
+        """Create or check the schema; return the store's random id, which derived files
+        (the saved HNSW graphs) carry so that a new store never adopts an old store's."""
         tables = {r[0] for r in self._execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if tables and "meta" not in tables:
             raise NotAFivefoldStore(
@@ -89,6 +100,9 @@ class SQLiteStore:
                 f"(it has tables {sorted(tables)[:5]}); pick another path"
             )
         if not tables:
+            store_id = uuid.uuid4().hex
+            if self._path != ":memory:":
+                shutil.rmtree(self._path + ".vindex", ignore_errors=True)
             with self._transaction():
                 for statement in schema.DDL.split(";"):
                     if statement.strip():
@@ -99,9 +113,10 @@ class SQLiteStore:
                         ("schema_version", str(schema.SCHEMA_VERSION)),
                         ("embedding_model", embedding_model),
                         ("embedding_dim", str(dim)),
+                        ("store_id", store_id),
                     ],
                 )
-            return
+            return store_id
         meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
             raise NotAFivefoldStore(
@@ -116,6 +131,8 @@ class SQLiteStore:
                 f"({dim}-d); open it with the model it was built with, or re-import into a "
                 "new store"
             )
+        # Stores created before store ids existed get none; their saved graphs are rebuilt.
+        return meta.get("store_id", "")
 
     # -- plumbing -------------------------------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
@@ -181,11 +198,13 @@ class SQLiteStore:
         self._conn.execute(
             schema.INSERT_VECTOR, (memory_id, np.asarray(vector, np.float32).tobytes())
         )
+        # Two spellings of one entity ("Priya Patel", "priya  patel") are one mention.
         entity_ids = sorted(
-            {self._entity_id(scope.namespace, n, created, 1) for n in memory.entities}
+            {self._entity_id(scope.namespace, n, created, 0) for n in memory.entities}
         )
         for entity_id in entity_ids:
             self._conn.execute(schema.INSERT_MENTION, (entity_id, memory_id))
+            self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (1, entity_id))
         for i, a in enumerate(entity_ids):
             for b in entity_ids[i + 1 :]:
                 self._conn.execute(
@@ -442,10 +461,10 @@ class SQLiteStore:
         if len(ids) >= self._config.index.hnsw_threshold:
             # Adopt the saved HNSW graph when it matches this generation; else build and save.
             path = self._hnsw_path(namespace)
-            if path is None or not index.load_hnsw(path):
+            if path is None or not index.load_hnsw(path, self._store_id):
                 index.build_hnsw()
                 if path is not None:
-                    index.save_hnsw(path)
+                    index.save_hnsw(path, self._store_id)
         self._dense[namespace] = index
         return index
 
@@ -480,9 +499,6 @@ def _connect(path: str) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
         conn.execute("PRAGMA foreign_keys = ON")
-        if path != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError as exc:
         raise _translate(exc, path) from exc
     return conn

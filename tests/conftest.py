@@ -1,0 +1,36 @@
+"""Shared fixtures: the real default embedder (loaded once), in-memory stores, a fixed clock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+import fivefold
+
+
+@pytest.fixture(scope="session")
+def minilm() -> fivefold.MiniLMEmbedder:
+    """The real default model; loading it once per session keeps the suite fast."""
+    return fivefold.MiniLMEmbedder()
+
+
+@pytest.fixture
+def mem(minilm: fivefold.MiniLMEmbedder) -> Iterator[fivefold.Memory]:
+    """A throwaway store with the real embedder, for tests that need meaning."""
+    with fivefold.Memory.open(":memory:", embedder=minilm) as memory:
+        yield memory
+
+
+@pytest.fixture
+def hashing_mem() -> Iterator[fivefold.Memory]:
+    """A throwaway store with the fast, deterministic (not semantic) hashing embedder."""
+    with fivefold.Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as memory:
+        yield memory
+
+
+@pytest.fixture
+def now() -> datetime:
+    """A fixed reference time for relative dates ("last week", "yesterday")."""
+    return datetime(2026, 3, 20, 17, 0, tzinfo=UTC)

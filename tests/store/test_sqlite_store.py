@@ -1,0 +1,574 @@
+"""Contract tests of the embedded SQLite store, through the facade and through ``mem.store``:
+persistence, the derived dense index (exact and HNSW), forget, transactions, the pinned
+embedding model, WAL and stats (DESIGN §4, §7)."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fivefold
+from fivefold import EdgeKind, Memory, MemoryType, Scope
+from fivefold.config import IndexConfig
+from fivefold.store.base import NewMemory
+from fivefold.store.dense import NamespaceIndex
+
+HASHING = fivefold.HashingEmbedder()
+BUDGET_QUERY = "what did Priya Patel discuss with Sarah Chen about the Kestrel budget last week?"
+
+
+def _open(path: Path | str, config: fivefold.Config | None = None) -> Memory:
+    return Memory.open(path, embedder=HASHING, config=config)
+
+
+def _entity_ids(memory: Memory, namespace: str = "default") -> dict[str, int]:
+    return {e.name: e.entity_id for e in memory.store.catalog(namespace) if not e.is_alias}
+
+
+def _run_ids(explanation: fivefold.Explanation) -> dict[str, set[int]]:
+    return {run.name.value: {item.id for item in run.items} for run in explanation.runs}
+
+
+def _seed_graph(memory: Memory, now: datetime) -> dict[str, int]:
+    ids = {
+        "budget": memory.remember(
+            "Priya Patel met Sarah Chen about the Kestrel budget",
+            type="event",
+            event_at=now - timedelta(days=2),
+            entities=["Priya Patel", "Sarah Chen", "Project Kestrel"],
+        ).id,
+        "roadmap": memory.remember(
+            "Priya Patel and Sarah Chen planned the roadmap",
+            type="event",
+            event_at=now - timedelta(days=3),
+            entities=["Priya Patel", "Sarah Chen"],
+        ).id,
+        "tea": memory.remember("Omar prefers green tea", entities=["Omar"]).id,
+    }
+    memory.relate("Sarah Chen", "reports_to", "Priya Patel", record=False)
+    memory.alias("Priya Patel", "PP")
+    return ids
+
+
+# -- persistence --------------------------------------------------------------------------------
+
+
+def test_everything_persists_across_close_and_reopen(
+    tmp_path: Path, minilm: fivefold.MiniLMEmbedder, now: datetime
+) -> None:
+    path = tmp_path / "memory.db"
+    with Memory.open(path, embedder=minilm) as memory:
+        ids = _seed_graph(memory, now)
+        records = memory.store.get_memories(list(ids.values()))
+        vectors = memory.store.vectors(list(ids.values()))
+        catalog = sorted(memory.store.catalog("default"), key=lambda e: (e.key, e.is_alias))
+        entity_ids = _entity_ids(memory)
+        edges = memory.store.edges_touching(Scope(), list(entity_ids.values()))
+        stats = memory.stats()
+    with Memory.open(path, embedder=minilm) as memory:
+        assert memory.store.get_memories(list(ids.values())) == records
+        reopened_vectors = memory.store.vectors(list(ids.values()))
+        assert set(reopened_vectors) == set(vectors)
+        for memory_id, vector in vectors.items():
+            assert np.array_equal(reopened_vectors[memory_id], vector)
+        assert sorted(memory.store.catalog("default"), key=lambda e: (e.key, e.is_alias)) == catalog
+        assert any(e.is_alias and e.name == "PP" for e in catalog)
+        reopened_edges = memory.store.edges_touching(Scope(), list(entity_ids.values()))
+        assert sorted(reopened_edges, key=repr) == sorted(edges, key=repr)
+        assert any(e.kind is EdgeKind.STRUCTURAL for e in reopened_edges)
+        reopened_stats = memory.stats()
+        for field in ("memories", "entities", "edges", "namespaces", "types", "embedding_model"):
+            assert getattr(reopened_stats, field) == getattr(stats, field), field
+        # Every retriever answers from the reopened file.
+        result = memory.recall(BUDGET_QUERY, now=now)
+        assert result.hits[0].memory.id == ids["budget"]
+        assert {"semantic", "lexical", "graph", "temporal"} <= set(result.hits[0].sources)
+        via_alias = memory.recall("what did PP do?", now=now)
+        assert via_alias.query.entity_refs[0].name == "Priya Patel"
+        assert ids["budget"] in {h.memory.id for h in via_alias.hits if "graph" in h.sources}
+        paraphrase = memory.recall("which beverage does Omar like?", now=now)
+        assert paraphrase.hits[0].memory.id == ids["tea"]
+
+
+def test_file_store_uses_wal(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with _open(path) as memory:
+        memory.remember("A memory so the file has content")
+        conn = sqlite3.connect(path)
+        try:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        finally:
+            conn.close()
+
+
+def test_embedding_model_is_recorded_and_a_mismatch_refused(
+    tmp_path: Path, minilm: fivefold.MiniLMEmbedder
+) -> None:
+    path = tmp_path / "memory.db"
+    with _open(path) as memory:
+        memory.remember("Priya recommended Postgres")
+        assert memory.store.embedding_model == HASHING.name
+        assert memory.stats().embedding_model == HASHING.name
+    conn = sqlite3.connect(path)
+    try:
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    finally:
+        conn.close()
+    assert meta["embedding_model"] == "hashing-bow-64"
+    assert meta["embedding_dim"] == "64"
+
+    class SameDimOtherModel:
+        name = "some-other-model-v2"
+        dim = 64
+
+        def embed(self, texts: Sequence[str]) -> Any:
+            return HASHING.embed(texts)
+
+    for embedder in (fivefold.HashingEmbedder(dim=32), minilm, SameDimOtherModel()):
+        with pytest.raises(fivefold.EmbeddingModelMismatch) as info:
+            Memory.open(path, embedder=embedder)
+        assert HASHING.name in str(info.value)
+        assert embedder.name in str(info.value)
+    with _open(path) as memory:
+        assert memory.stats().memories == 1
+        assert memory.recall("Postgres").hits[0].memory.content == "Priya recommended Postgres"
+
+
+def test_precomputed_vectors_are_stored_normalized(hashing_mem: Memory) -> None:
+    raw = np.zeros(HASHING.dim, dtype=np.float32)
+    raw[:2] = (3.0, 4.0)
+    (record,) = hashing_mem.remember_many([{"content": "a precomputed one", "vector": raw}])
+    stored = hashing_mem.store.vectors([record.id])[record.id]
+    assert stored.dtype == np.float32
+    assert np.allclose(stored[:2], (0.6, 0.8))
+    assert np.allclose(stored[2:], 0.0)
+    computed = hashing_mem.remember("an embedded one")
+    assert np.allclose(
+        hashing_mem.store.vectors([computed.id])[computed.id], HASHING.embed(["an embedded one"])[0]
+    )
+
+
+# -- the dense index is derived and rebuilt -----------------------------------------------------
+
+
+def test_dense_index_is_rebuilt_when_another_writer_changed_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with _open(path) as writer, _open(path) as reader:
+        first = writer.remember("Priya recommended Postgres for Kestrel")
+        query = HASHING.embed(["Postgres Kestrel"])
+        assert [i for i, _ in reader.store.vector_search(Scope(), query, 10)[0]] == [first.id]
+        second = writer.remember("Sarah picked Postgres for Atlas")
+        found = reader.store.vector_search(Scope(), query, 10)[0]
+        assert {i for i, _ in found} == {first.id, second.id}
+        result = reader.recall("Sarah Postgres Atlas")
+        assert result.hits[0].memory.id == second.id
+        assert "semantic" in result.hits[0].sources
+        # The reader writes too, while its own index is stale: no lost or phantom vectors.
+        third = writer.remember("Omar moved Atlas to MySQL")
+        fourth = reader.remember("Priya moved Kestrel to MySQL")
+        expected = {first.id, second.id, third.id, fourth.id}
+        for store in (reader.store, writer.store):
+            assert {i for i, _ in store.vector_search(Scope(), query, 10)[0]} == expected
+        writer.forget(second.id)
+        for store in (reader.store, writer.store):
+            assert second.id not in {i for i, _ in store.vector_search(Scope(), query, 10)[0]}
+        assert second.id not in {h.memory.id for h in reader.recall("Sarah Atlas").hits}
+
+
+# -- HNSW ---------------------------------------------------------------------------------------
+
+HNSW = fivefold.Config(index=IndexConfig(hnsw_threshold=50))
+VOCAB = [
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+    "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo",
+    "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu",
+]  # fmt: skip
+TYPES = ["event", "fact", "preference"]
+
+
+def _hnsw_items(count: int, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    items: list[dict[str, Any]] = []
+    for i in range(count):
+        words = " ".join(rng.sample(VOCAB, 4))
+        user = "rare" if i % 100 == 7 else f"u{i % 3}"
+        items.append({"content": f"{words} note{seed}x{i}", "type": TYPES[i % 3], "user_id": user})
+    return items
+
+
+def _exact(memory: Memory, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+    vectors = memory.store.vectors(list(ids))
+    return {i: float(vectors[i] @ query) for i in ids}
+
+
+def _vindex_files(path: Path) -> list[Path]:
+    return sorted(Path(str(path) + ".vindex").glob("*.usearch"))
+
+
+@pytest.fixture
+def hnsw_store(tmp_path: Path) -> tuple[Path, list[int]]:
+    path = tmp_path / "memory.db"
+    with _open(path, HNSW) as memory:
+        ids = [r.id for r in memory.remember_many(_hnsw_items(300, seed=1))]
+    return path, ids
+
+
+def _queries(count: int, seed: int) -> np.ndarray:
+    rng = random.Random(seed)
+    return HASHING.embed([" ".join(rng.sample(VOCAB, 3)) for _ in range(count)])
+
+
+def test_hnsw_top_hit_matches_exact_search(hnsw_store: tuple[Path, list[int]]) -> None:
+    path, ids = hnsw_store
+    with _open(path, HNSW) as memory:
+        queries = _queries(25, seed=2)
+        results = memory.store.vector_search(Scope(), queries, 10)
+        assert _vindex_files(path), "above the threshold the HNSW graph is built and saved"
+        agree = 0
+        for query, found in zip(queries, results, strict=True):
+            exact = _exact(memory, query, ids)
+            assert len(found) == 10
+            assert len({i for i, _ in found}) == 10
+            for memory_id, score in found:
+                assert score == pytest.approx(exact[memory_id], abs=1e-2)  # f16 graph
+            assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+            agree += exact[found[0][0]] == pytest.approx(max(exact.values()), abs=1e-3)
+        # HNSW is approximate (a parallel build is not deterministic): about 1 query in 250
+        # misses its exact top hit on this data, so demand agreement on nearly all, not all.
+        assert agree >= len(queries) - 2
+
+
+def test_hnsw_index_file_is_reused_on_reopen(
+    hnsw_store: tuple[Path, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, ids = hnsw_store
+    queries = _queries(10, seed=3)
+    with _open(path, HNSW) as memory:
+        before = memory.store.vector_search(Scope(), queries, 5)
+    (saved,) = _vindex_files(path)
+    stamp = saved.stat().st_mtime_ns, saved.read_bytes()
+
+    def no_rebuild(self: NamespaceIndex) -> None:
+        raise AssertionError("the saved HNSW index should have been reused")
+
+    monkeypatch.setattr(NamespaceIndex, "build_hnsw", no_rebuild)
+    with _open(path, HNSW) as memory:
+        assert memory.store.vector_search(Scope(), queries, 5) == before
+        # New vectors go into the loaded graph and are saved with it on close.
+        added = memory.remember("alpha bravo charlie delta freshly added", type="fact")
+        query = HASHING.embed(["alpha bravo charlie delta freshly added"])
+        assert added.id in {i for i, _ in memory.store.vector_search(Scope(), query, 10)[0]}
+    assert (saved.stat().st_mtime_ns, saved.read_bytes()) != stamp
+    with _open(path, HNSW) as memory:
+        assert added.id in {i for i, _ in memory.store.vector_search(Scope(), query, 10)[0]}
+        assert len(ids) + 1 == memory.stats().memories
+
+
+def test_stale_hnsw_index_file_is_not_adopted(
+    hnsw_store: tuple[Path, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, _ = hnsw_store
+    with _open(path, HNSW) as memory:
+        memory.store.vector_search(Scope(), _queries(1, seed=4), 5)  # build and save
+    with _open(path, HNSW) as memory:  # writes without ever loading the dense index
+        late = memory.remember("zulu yankee xray whiskey written later", type="fact")
+    builds: list[int] = []
+    original = NamespaceIndex.build_hnsw
+
+    def counting(self: NamespaceIndex) -> None:
+        builds.append(len(self))
+        original(self)
+
+    monkeypatch.setattr(NamespaceIndex, "build_hnsw", counting)
+    with _open(path, HNSW) as memory:
+        query = HASHING.embed(["zulu yankee xray whiskey written later"])
+        assert late.id in {i for i, _ in memory.store.vector_search(Scope(), query, 10)[0]}
+    assert builds == [301]
+
+
+def test_hnsw_file_left_by_a_deleted_store_is_not_adopted(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with _open(path, HNSW) as memory:
+        memory.remember_many(_hnsw_items(300, seed=1))
+        memory.store.vector_search(Scope(), _queries(1, seed=4), 5)  # build and save
+    # The user deletes the database to start over; the hidden index folder stays behind.
+    for file in tmp_path.iterdir():
+        if file.is_file():
+            file.unlink()
+    assert _vindex_files(path)
+    with _open(path, HNSW) as memory:
+        # Same number of memories, same batch count: the same generation and count as the
+        # old graph, but entirely different vectors behind the same ids.
+        records = memory.remember_many(_hnsw_items(300, seed=9))
+        found = 0
+        for record in records[:40]:
+            query = HASHING.embed([record.content])
+            found += record.id in {i for i, _ in memory.store.vector_search(Scope(), query, 10)[0]}
+        assert found >= 38
+
+
+@pytest.mark.parametrize(
+    ("scope", "types"),
+    [
+        (Scope(user_id="rare"), ()),
+        (Scope(user_id="u1"), ()),
+        (Scope(), (MemoryType.EVENT,)),
+        (Scope(user_id="u2"), (MemoryType.PREFERENCE,)),
+        (Scope(user_id="rare"), (MemoryType.FACT, MemoryType.EVENT)),
+        (Scope(user_id="nobody"), ()),
+        (Scope(namespace="elsewhere"), ()),
+    ],
+)
+def test_hnsw_applies_scope_and_type_filters(
+    hnsw_store: tuple[Path, list[int]], scope: Scope, types: tuple[MemoryType, ...]
+) -> None:
+    path, ids = hnsw_store
+    with _open(path, HNSW) as memory:
+        records = memory.store.get_memories(ids)
+        allowed = [
+            i
+            for i, r in records.items()
+            if r.namespace == scope.namespace
+            and (scope.user_id is None or r.user_id == scope.user_id)
+            and (not types or r.type in types)
+        ]
+        agree = 0
+        queries = _queries(12, seed=5)
+        for query in queries:
+            found = memory.store.vector_search(scope, query[None, :], 10, types)[0]
+            assert {i for i, _ in found} <= set(allowed)
+            # The filter never starves the result: HNSW falls back to an exact scan.
+            assert len(found) == min(10, len(allowed))
+            if allowed:
+                exact = _exact(memory, query, allowed)
+                agree += exact[found[0][0]] == pytest.approx(max(exact.values()), abs=1e-3)
+        assert agree >= (len(queries) - 2 if allowed else 0)
+        hits = memory.recall(
+            "alpha bravo",
+            k=50,
+            namespace=scope.namespace,
+            user_id=scope.user_id,
+            types=[t.value for t in types] or None,
+        ).hits
+        assert {h.memory.id for h in hits} <= set(allowed)
+
+
+def test_hnsw_forget_removes_the_vector(hnsw_store: tuple[Path, list[int]]) -> None:
+    path, ids = hnsw_store
+    query = _queries(1, seed=6)
+    with _open(path, HNSW) as memory:
+        top = memory.store.vector_search(Scope(), query, 3)[0][0][0]
+        memory.forget(top)
+        assert top not in {i for i, _ in memory.store.vector_search(Scope(), query, 50)[0]}
+    with _open(path, HNSW) as memory:
+        assert top not in {i for i, _ in memory.store.vector_search(Scope(), query, 50)[0]}
+        assert memory.stats().memories == len(ids) - 1
+
+
+# -- forget -------------------------------------------------------------------------------------
+
+
+def test_forget_removes_a_memory_from_every_retriever(hashing_mem: Memory, now: datetime) -> None:
+    ids = _seed_graph(hashing_mem, now)
+    target = ids["budget"]
+    before = _run_ids(hashing_mem.explain(BUDGET_QUERY, now=now))
+    for name in ("semantic", "lexical", "graph", "temporal"):
+        assert target in before[name], name
+    hashing_mem.forget(target)
+    after = _run_ids(hashing_mem.explain(BUDGET_QUERY, now=now))
+    for name, found in after.items():
+        assert target not in found, name
+    assert ids["roadmap"] in after["temporal"]
+    scope = Scope()
+    vector = HASHING.embed(["Priya Patel met Sarah Chen about the Kestrel budget"])
+    assert target not in {i for i, _ in hashing_mem.store.vector_search(scope, vector, 50)[0]}
+    assert hashing_mem.store.lexical_search(scope, ["budget"], 50) == []
+    assert hashing_mem.store.term_document_frequencies(["budget", "roadmap"]) == (
+        2,
+        {"budget": 0, "roadmap": 1},
+    )
+    events = hashing_mem.store.events_between(scope, now - timedelta(days=7), now, 50)
+    assert [i for i, _ in events] == [ids["roadmap"]]
+    assert hashing_mem.store.vectors([target]) == {}
+    assert hashing_mem.store.get_memories([target]) == {}
+    assert hashing_mem.store.attributes([target]) == {}
+
+
+def test_forget_decrements_co_mention_edges(hashing_mem: Memory, now: datetime) -> None:
+    ids = _seed_graph(hashing_mem, now)
+    entity = _entity_ids(hashing_mem)
+    priya, sarah, kestrel = entity["Priya Patel"], entity["Sarah Chen"], entity["Project Kestrel"]
+
+    def co_mentions(a: int, b: int) -> list[float]:
+        return [
+            e.confidence
+            for e in hashing_mem.store.edges_touching(Scope(), [a])
+            if {e.source_id, e.target_id} == {a, b} and e.kind is EdgeKind.SEMANTIC
+        ]
+
+    def structural() -> list[float]:
+        return [
+            e.confidence
+            for e in hashing_mem.store.edges_touching(Scope(), [priya])
+            if e.kind is EdgeKind.STRUCTURAL
+        ]
+
+    assert co_mentions(priya, sarah) == [0.75]  # two memories name both
+    assert co_mentions(priya, kestrel) == [0.5]
+    assert hashing_mem.store.entity_frequencies([priya, sarah]) == {priya: 2, sarah: 2}
+    hashing_mem.forget(ids["budget"])
+    assert co_mentions(priya, sarah) == [0.5]
+    assert co_mentions(priya, kestrel) == []
+    assert co_mentions(sarah, kestrel) == []
+    assert hashing_mem.store.entity_frequencies([priya, sarah]) == {priya: 1, sarah: 1}
+    hashing_mem.forget(ids["roadmap"])
+    assert co_mentions(priya, sarah) == []
+    assert hashing_mem.store.entity_frequencies([priya, sarah]) == {priya: 0, sarah: 0}
+    assert structural() == [1.0]  # an explicit relation is not a co-mention: it stays
+    assert hashing_mem.recall("who reports to Priya Patel?").hits[0].memory.id == ids["tea"]
+
+
+def test_entity_mention_counts_match_the_memories_that_mention_them(hashing_mem: Memory) -> None:
+    hashing_mem.alias("Priya Patel", "PP")
+    # The same entity named three ways in one memory is one mention of it.
+    first = hashing_mem.remember(
+        "Priya Patel (PP) met Omar", entities=["Priya Patel", "priya  patel", "PP", "Omar"]
+    )
+    second = hashing_mem.remember("PP met Omar again")
+    entity = _entity_ids(hashing_mem)
+    priya, omar = entity["Priya Patel"], entity["Omar"]
+    assert first.entities == second.entities == ("Priya Patel", "Omar")
+    assert hashing_mem.store.entity_frequencies([priya, omar]) == {priya: 2, omar: 2}
+    hashing_mem.forget(first.id)
+    hashing_mem.forget(second.id)
+    assert hashing_mem.store.entity_frequencies([priya, omar]) == {priya: 0, omar: 0}
+
+
+# -- transactions -------------------------------------------------------------------------------
+
+
+def test_insert_failing_mid_batch_leaves_nothing(hashing_mem: Memory, now: datetime) -> None:
+    hashing_mem.remember("An earlier memory about Priya Patel", entities=["Priya Patel"])
+    before = hashing_mem.stats()
+    generation = hashing_mem.store.namespace_generation("default")
+    catalog = list(hashing_mem.store.catalog("default"))
+    hashing_mem.store.vector_search(Scope(), HASHING.embed(["x"]), 5)  # load the dense index
+
+    def new(i: int, entities: tuple[str, ...]) -> NewMemory:
+        return NewMemory(
+            content=f"ziggurat batch item {i}",
+            type=MemoryType.EVENT,
+            predicate=f"ziggurat predicate {i}",
+            event_at=now,
+            created_at=now,
+            entities=entities,
+            importance=0.5,
+            scope=Scope(),
+            session_id="s1",
+        )
+
+    batch = [new(i, ("Priya Patel", f"Zed Number{i}")) for i in range(5)]
+    batch[3] = new(3, ("Priya Patel", "!!!"))  # the store refuses it after three inserts
+    with pytest.raises(fivefold.InvalidInput):
+        hashing_mem.store.insert_memories(batch, HASHING.embed([m.content for m in batch]))
+    assert hashing_mem.stats() == before
+    assert hashing_mem.store.namespace_generation("default") == generation
+    assert list(hashing_mem.store.catalog("default")) == catalog
+    assert hashing_mem.store.lexical_search(Scope(), ["ziggurat"], 10) == []
+    assert hashing_mem.store.events_between(Scope(), now - timedelta(days=1), now, 10) == []
+    assert hashing_mem.store.last_session_end(Scope(), None) is None
+    assert len(hashing_mem.store.vector_search(Scope(), HASHING.embed(["ziggurat"]), 10)[0]) == 1
+    # The same batch without the bad item goes through whole.
+    del batch[3]
+    new_ids = hashing_mem.store.insert_memories(batch, HASHING.embed([m.content for m in batch]))
+    assert len(hashing_mem.store.lexical_search(Scope(), ["ziggurat"], 10)) == 4
+    found = hashing_mem.store.vector_search(Scope(), HASHING.embed(["ziggurat"]), 10)[0]
+    assert set(new_ids) <= {i for i, _ in found}
+
+
+def test_remember_many_invalid_item_leaves_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    with _open(path) as memory:
+        memory.remember("kept")
+        items: list[dict[str, Any]] = [{"content": f"ziggurat {i}"} for i in range(5)]
+        items[3]["importance"] = 7
+        with pytest.raises(fivefold.InvalidInput, match="item 3"):
+            memory.remember_many(items)
+    with _open(path) as memory:
+        assert memory.stats().memories == 1
+        assert memory.store.lexical_search(Scope(), ["ziggurat"], 10) == []
+
+
+# -- stats and generations ----------------------------------------------------------------------
+
+
+def test_stats_count_what_is_stored(tmp_path: Path, now: datetime) -> None:
+    path = tmp_path / "memory.db"
+    with _open(path) as memory:
+        empty = memory.stats()
+        assert (empty.memories, empty.entities, empty.edges) == (0, 0, 0)
+        assert dict(empty.namespaces) == {}
+        assert dict(empty.types) == {}
+        ids = _seed_graph(memory, now)
+        memory.remember(
+            "Atlas is a data platform", type="entity", namespace="other", entities=["Atlas"]
+        )
+        memory.remember("Ana likes jazz", type="preference", namespace="other", entities=[])
+        stats = memory.stats()
+        assert stats.memories == 5
+        assert dict(stats.namespaces) == {"default": 3, "other": 2}
+        assert dict(stats.types) == {"entity": 1, "event": 2, "preference": 2}
+        # default: Priya Patel, Sarah Chen, Project Kestrel, Omar; other: Atlas.
+        assert stats.entities == 5
+        # co-mentions: Priya-Sarah, Priya-Kestrel, Sarah-Kestrel; plus reports_to.
+        assert stats.edges == 4
+        assert stats.embedding_model == HASHING.name
+        assert stats.location == str(path)
+        assert stats.size_bytes > 0
+        memory.forget(ids["tea"])
+        after = memory.stats()
+        assert after.memories == 4
+        assert dict(after.namespaces) == {"default": 2, "other": 2}
+        assert dict(after.types) == {"entity": 1, "event": 2, "preference": 1}
+
+
+def test_memory_store_stats_location(hashing_mem: Memory) -> None:
+    hashing_mem.remember("something")
+    stats = hashing_mem.stats()
+    assert stats.location == ":memory:"
+    assert stats.size_bytes == 0
+    assert stats.memories == 1
+
+
+def test_every_write_bumps_the_namespace_generation(hashing_mem: Memory) -> None:
+    store = hashing_mem.store
+    seen = [store.namespace_generation("default")]
+    record = hashing_mem.remember("Priya Patel likes tea", entities=["Priya Patel"])
+    seen.append(store.namespace_generation("default"))
+    hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel", record=False)
+    seen.append(store.namespace_generation("default"))
+    hashing_mem.alias("Priya Patel", "PP")
+    seen.append(store.namespace_generation("default"))
+    hashing_mem.forget(record.id)
+    seen.append(store.namespace_generation("default"))
+    assert seen == sorted(set(seen))
+    assert store.namespace_generation("other") == 0
+    assert store.memory_count("default") == 0
+
+
+def test_naive_datetimes_are_taken_as_utc(hashing_mem: Memory) -> None:
+    naive = datetime(2026, 3, 18, 9, 30)
+    record = hashing_mem.remember("Priya shipped the release", type="event", event_at=naive)
+    assert record.event_at == naive.replace(tzinfo=UTC)
+    assert record.created_at.tzinfo is not None
+    window = hashing_mem.store.events_between(
+        Scope(), datetime(2026, 3, 18, tzinfo=UTC), datetime(2026, 3, 19, tzinfo=UTC), 10
+    )
+    assert window == [(record.id, naive.replace(tzinfo=UTC))]

@@ -1,0 +1,615 @@
+"""Bad input never crashes and never corrupts (DESIGN §7): every bad call ends in a
+``FivefoldError`` subclass whose message names the offending argument, or in a sane result, and
+the store answers a normal remember + recall afterwards."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import random
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fivefold
+from fivefold import InvalidInput, Memory, NotAFivefoldStore, NotFound, UnsupportedBackend
+
+_canary = itertools.count(1)
+
+
+def assert_store_works(memory: Memory) -> None:
+    """A fresh memory with a unique word is stored, counted and recalled first."""
+    n = next(_canary)
+    before = memory.stats().memories
+    record = memory.remember(f"The canary in the aviary{n} sang at dawn")
+    assert memory.stats().memories == before + 1
+    result = memory.recall(f"aviary{n} canary")
+    assert result.hits
+    assert result.hits[0].memory.id == record.id
+    assert "lexical" in result.hits[0].sources
+
+
+def assert_rejected(
+    call: Callable[[], object], error: type[fivefold.FivefoldError], *names: str
+) -> fivefold.FivefoldError:
+    with pytest.raises(error) as info:
+        call()
+    assert isinstance(info.value, fivefold.FivefoldError)
+    for name in names:
+        assert name in str(info.value), f"{name!r} not named in {str(info.value)!r}"
+    return info.value
+
+
+def recall_or_rejected(
+    call: Callable[[], fivefold.RecallResult], name: str
+) -> fivefold.RecallResult | None:
+    """A normal result, or ``None`` after a clear ``InvalidInput`` naming ``name``; any other
+    exception fails the test."""
+    try:
+        return call()
+    except InvalidInput as exc:
+        message = str(exc)
+    assert name in message
+    return None
+
+
+def assert_error_or_empty(call: Callable[[], fivefold.RecallResult], name: str) -> None:
+    """Either a clear ``InvalidInput`` naming ``name`` or an empty result; nothing else."""
+    result = recall_or_rejected(call, name)
+    assert result is None or result.hits == ()
+
+
+# -- recall: queries --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", ["", " ", "   \t\n  "])
+def test_recall_empty_query_is_an_error_or_empty(mem: Memory, query: str) -> None:
+    mem.remember("Priya recommended Postgres for Project Kestrel")
+    assert_error_or_empty(lambda: mem.recall(query), "query")
+    assert_store_works(mem)
+
+
+FTS_SYNTAX = [
+    '"',
+    "*",
+    "NEAR",
+    "AND",
+    "OR",
+    "NOT",
+    "(",
+    ")",
+    "^",
+    ":",
+    "-",
+    "NEAR(a b, 3)",
+    "content:foo",
+    "predicate:bar",
+    '"unterminated',
+    "a AND (b OR",
+    '" * ( ) ^ : -',
+    "NOT NOT OR AND",
+    "-foo* ^bar :baz",
+    'NEAR("a" "b", -1)',
+    "{content predicate}: foo",
+    "'single quotes' and \"double\"",
+    "100%",
+    "a\\b",
+]
+
+
+@pytest.mark.parametrize("query", FTS_SYNTAX)
+def test_recall_fts_syntax_is_data(mem: Memory, query: str) -> None:
+    mem.remember("Priya recommended Postgres for Project Kestrel")
+    mem.remember("Wire the NEAR sensor to the AND gate")
+    result = mem.recall(query)
+    assert isinstance(result, fivefold.RecallResult)
+    for hit in result.hits:
+        assert hit.memory.namespace == "default"
+    assert_store_works(mem)
+
+
+@pytest.mark.parametrize("query", ["NEAR sensor", "AND gate", "NEAR", '"NEAR" AND sensor*'])
+def test_memory_with_query_operator_words_is_findable(mem: Memory, query: str) -> None:
+    target = mem.remember("Wire the NEAR sensor to the AND gate")
+    for content in (
+        "Priya recommended Postgres for Project Kestrel",
+        "The quarterly report is due on Friday",
+        "Sarah prefers tea over coffee in the morning",
+    ):
+        mem.remember(content)
+    result = mem.recall(query)
+    assert result.hits[0].memory.id == target.id
+    assert "lexical" in result.hits[0].sources
+
+
+def test_recall_huge_query_returns_quickly(mem: Memory) -> None:
+    target = mem.remember("The lighthouse keeper logs ships in a leather notebook")
+    rng = random.Random(7)
+    words = ["lighthouse", "ocean", "storm", "keeper", "harbor", "tide", "rope", "gull"]
+    query = ""
+    while len(query) < 100_000 - 20:
+        query += rng.choice(words) + f"{rng.randrange(1000)} "
+    query = ("lighthouse keeper " + query)[:100_000]
+    start = time.perf_counter()
+    result = mem.recall(query)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5.0
+    assert target.id in [h.memory.id for h in result.hits]
+    assert_store_works(mem)
+
+
+def test_recall_beyond_the_size_limit_is_an_error_or_a_result(mem: Memory) -> None:
+    mem.remember("The lighthouse keeper logs ships in a leather notebook")
+    query = "lighthouse " * 20_000  # 220,000 characters
+    result = recall_or_rejected(lambda: mem.recall(query), "query")
+    assert result is None or isinstance(result, fivefold.RecallResult)
+    assert_store_works(mem)
+
+
+ODD_TEXT = [
+    "Launch party 🚀🎉 for Noor on the rooftop",
+    "نور تحب القهوة rooftop عربي",
+    "שלום rooftop עולם",
+    "family 👩\u200d👩\u200d👧 at the rooftop",
+    "rooftop\u200b\u200c\u200d\u2060 zero width",
+    "rtl \u202e override \u202c rooftop",
+    "rooftop with a NUL \x00 inside",
+    "\x00rooftop\x00",
+    "combining e\u0301\u0301\u0301 rooftop",
+    "\ufeffBOM rooftop \ufffe\uffff",
+    "𝔣𝔯𝔞𝔨𝔱𝔲𝔯 rooftop 𝟙𝟚𝟛",
+]
+
+
+@pytest.mark.parametrize("text", ODD_TEXT)
+def test_odd_unicode_round_trips(mem: Memory, text: str) -> None:
+    record = mem.remember(text)
+    assert mem.get(record.id).content == text.strip()
+    result = mem.recall(text)
+    assert record.id in [h.memory.id for h in result.hits]
+    result = mem.recall("rooftop")
+    assert record.id in [h.memory.id for h in result.hits]
+    assert_store_works(mem)
+
+
+@pytest.mark.parametrize("query", ["\x00", "a\x00b", "\u200d", "\u202e", "🚀", "\ufeff"])
+def test_odd_unicode_queries_return_normally(mem: Memory, query: str) -> None:
+    mem.remember("Launch party 🚀 for Noor on the rooftop")
+    result = recall_or_rejected(lambda: mem.recall(query), "query")
+    assert result is None or isinstance(result, fivefold.RecallResult)
+    assert_store_works(mem)
+
+
+LONE_SURROGATES = ["\ud800", "lone \udfff surrogate", "\udc80\udc81 pair of lows"]
+
+
+@pytest.mark.parametrize("text", LONE_SURROGATES)
+def test_lone_surrogate_content_is_invalid_input(mem: Memory, text: str) -> None:
+    before = mem.stats().memories
+    assert_rejected(lambda: mem.remember(text), InvalidInput, "content")
+    assert mem.stats().memories == before
+    assert_store_works(mem)
+
+
+@pytest.mark.parametrize("text", LONE_SURROGATES)
+def test_lone_surrogate_query_is_invalid_input_or_a_result(mem: Memory, text: str) -> None:
+    mem.remember("Launch party for Noor on the rooftop")
+    result = recall_or_rejected(lambda: mem.recall(text), "query")
+    assert result is None or isinstance(result, fivefold.RecallResult)
+    assert_store_works(mem)
+
+
+def test_lone_surrogate_in_names_is_invalid_input(hashing_mem: Memory) -> None:
+    assert_rejected(lambda: hashing_mem.alias("Priya Patel", "Pri\ud800"), InvalidInput, "alias")
+    assert_rejected(
+        lambda: hashing_mem.relate("Sarah Chen", "knows", "Pri\ud800"), InvalidInput, "target"
+    )
+    assert_rejected(
+        lambda: hashing_mem.remember("Sarah met Priya", entities=["Pri\ud800"]),
+        InvalidInput,
+        "entities",
+    )
+    assert hashing_mem.stats().memories == 0
+    assert_store_works(hashing_mem)
+
+
+# -- recall: arguments ------------------------------------------------------------------------
+
+BAD_RECALL_ARGS: list[tuple[dict[str, Any], str]] = [
+    ({"query": None}, "query"),
+    ({"query": 42}, "query"),
+    ({"query": b"bytes"}, "query"),
+    ({"now": "yesterday"}, "now"),
+    ({"now": "2026-13-45"}, "now"),
+    ({"now": "not a date"}, "now"),
+    ({"now": 1_700_000_000}, "now"),
+    ({"types": "opinion"}, "types"),
+    ({"types": ["x"]}, "types"),
+    ({"types": ["event", "opinion"]}, "types"),
+    ({"types": 5}, "types"),
+    ({"k": 0}, "k"),
+    ({"k": -1}, "k"),
+    ({"k": 10_001}, "k"),
+    ({"k": 2.5}, "k"),
+    ({"k": True}, "k"),
+    ({"k": "3"}, "k"),
+    ({"k": None}, "k"),
+    ({"budget": "extreme"}, "budget"),
+    ({"budget": None}, "budget"),
+    ({"budget": 3}, "budget"),
+    ({"budget": ""}, "budget"),
+    ({"namespace": ""}, "namespace"),
+    ({"namespace": 7}, "namespace"),
+    ({"namespace": "n" * 10_000}, "namespace"),
+    ({"user_id": ""}, "user_id"),
+    ({"user_id": 5}, "user_id"),
+    ({"agent_id": ["a"]}, "agent_id"),
+    ({"session_id": 3}, "session_id"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "name"), BAD_RECALL_ARGS)
+def test_recall_bad_argument_is_invalid_input(
+    hashing_mem: Memory, kwargs: dict[str, Any], name: str
+) -> None:
+    hashing_mem.remember("Priya recommended Postgres for Project Kestrel")
+    args = {"query": "what did Priya recommend?", **kwargs}
+    assert_rejected(lambda: hashing_mem.recall(**args), InvalidInput, name)
+    assert_rejected(lambda: hashing_mem.explain(**args), InvalidInput, name)
+    assert_store_works(hashing_mem)
+
+
+def test_explain_unknown_argument_is_invalid_input(hashing_mem: Memory) -> None:
+    assert_rejected(lambda: hashing_mem.explain("anything", colour="red"), InvalidInput, "colour")
+    assert_store_works(hashing_mem)
+
+
+# -- remember: arguments ----------------------------------------------------------------------
+
+BAD_REMEMBER_ARGS: list[tuple[dict[str, Any], str]] = [
+    ({"content": None}, "content"),
+    ({"content": 42}, "content"),
+    ({"content": b"bytes"}, "content"),
+    ({"content": ""}, "content"),
+    ({"content": "  \n\t "}, "content"),
+    ({"content": "x" * 100_001}, "content"),
+    ({"event_at": "not a date"}, "event_at"),
+    ({"event_at": "2026-13-45"}, "event_at"),
+    ({"event_at": 1_700_000_000}, "event_at"),
+    ({"event_at": ["2026-03-01"]}, "event_at"),
+    ({"type": "opinion"}, "type"),
+    ({"type": 3}, "type"),
+    ({"importance": -0.1}, "importance"),
+    ({"importance": 1.5}, "importance"),
+    ({"importance": math.nan}, "importance"),
+    ({"importance": math.inf}, "importance"),
+    ({"importance": "high"}, "importance"),
+    ({"importance": True}, "importance"),
+    ({"metadata": object()}, "metadata"),
+    ({"metadata": {1, 2}}, "metadata"),
+    ({"metadata": ["a", "b"]}, "metadata"),
+    ({"metadata": {"when": object()}}, "metadata"),
+    ({"metadata": {"tags": {"a", "b"}}}, "metadata"),
+    ({"metadata": {"score": math.nan}}, "metadata"),
+    ({"entities": "Priya"}, "entities"),
+    ({"entities": [""]}, "entities"),
+    ({"entities": [42]}, "entities"),
+    ({"predicate": 5}, "predicate"),
+    ({"predicate": "p" * 10_000}, "predicate"),
+    ({"namespace": ""}, "namespace"),
+    ({"user_id": ""}, "user_id"),
+    ({"agent_id": 1}, "agent_id"),
+    ({"session_id": ""}, "session_id"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "name"), BAD_REMEMBER_ARGS)
+def test_remember_bad_argument_is_invalid_input(
+    hashing_mem: Memory, kwargs: dict[str, Any], name: str
+) -> None:
+    args = {"content": "Priya recommended Postgres for Project Kestrel", **kwargs}
+    assert_rejected(lambda: hashing_mem.remember(**args), InvalidInput, name)
+    assert hashing_mem.stats().memories == 0
+    assert_store_works(hashing_mem)
+
+
+def test_remember_many_unknown_field_is_invalid_input(hashing_mem: Memory) -> None:
+    error = assert_rejected(
+        lambda: hashing_mem.remember_many([{"content": "ok", "colour": "red"}]),
+        InvalidInput,
+        "colour",
+    )
+    assert "item 0" in str(error)
+    assert hashing_mem.stats().memories == 0
+    assert_store_works(hashing_mem)
+
+
+@pytest.mark.parametrize("item", ["just a string", None, 42, [("content", "x")]])
+def test_remember_many_non_dict_item_is_invalid_input(hashing_mem: Memory, item: object) -> None:
+    assert_rejected(
+        lambda: hashing_mem.remember_many([{"content": "fine"}, item]),  # type: ignore[list-item]
+        InvalidInput,
+        "item 1",
+    )
+    assert hashing_mem.stats().memories == 0
+    assert_store_works(hashing_mem)
+
+
+@pytest.mark.parametrize(
+    ("bad", "name"),
+    [
+        ({"importance": 2.0}, "importance"),
+        ({"event_at": "2026-13-45"}, "event_at"),
+        ({"content": None}, "content"),
+        ({"bogus": 1}, "bogus"),
+        ({"vector": [1.0, 2.0]}, "vector"),
+        ({"vector": [0.0] * 64}, "vector"),
+        ({"vector": [math.nan] * 64}, "vector"),
+    ],
+)
+def test_remember_many_with_one_invalid_item_stores_nothing(
+    hashing_mem: Memory, bad: dict[str, Any], name: str
+) -> None:
+    hashing_mem.remember("An earlier memory about gardening")
+    before = hashing_mem.stats().memories
+    items: list[dict[str, Any]] = [{"content": f"Batch item number{i} ziggurat"} for i in range(5)]
+    items[2] = {**items[2], **bad}
+    error = assert_rejected(lambda: hashing_mem.remember_many(items), InvalidInput, name)
+    assert "item 2" in str(error)
+    assert hashing_mem.stats().memories == before
+    assert all("ziggurat" not in h.memory.content for h in hashing_mem.recall("ziggurat").hits)
+    assert_store_works(hashing_mem)
+
+
+def test_remember_many_failing_inside_the_store_stores_nothing(hashing_mem: Memory) -> None:
+    # "!!!" passes argument checks but has no letters: the store refuses it mid-transaction,
+    # after items 0 and 1 were already written inside it.
+    before = hashing_mem.stats()
+    items: list[dict[str, Any]] = [
+        {"content": f"Ziggurat note {i} with Priya", "entities": ["Priya"]} for i in range(5)
+    ]
+    items[2]["entities"] = ["!!!"]
+    assert_rejected(lambda: hashing_mem.remember_many(items), InvalidInput, "!!!")
+    after = hashing_mem.stats()
+    assert (after.memories, after.entities, after.edges) == (
+        before.memories,
+        before.entities,
+        before.edges,
+    )
+    assert hashing_mem.recall("ziggurat").hits == ()
+    assert_store_works(hashing_mem)
+
+
+# -- relate and alias -------------------------------------------------------------------------
+
+BAD_RELATE_ARGS: list[tuple[dict[str, Any], str]] = [
+    ({"kind": "friendly"}, "kind"),
+    ({"confidence": 2.0}, "confidence"),
+    ({"confidence": "sure"}, "confidence"),
+    ({"valid_from": "someday"}, "valid_from"),
+    ({"valid_to": "2026-13-45"}, "valid_to"),
+    ({"valid_from": "2026-03-02", "valid_to": "2026-03-01"}, "valid_to"),
+    ({"source": ""}, "source"),
+    ({"target": 5}, "target"),
+    ({"relation": " "}, "relation"),
+    ({"namespace": ""}, "namespace"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "name"), BAD_RELATE_ARGS)
+def test_relate_bad_argument_changes_nothing(
+    hashing_mem: Memory, kwargs: dict[str, Any], name: str
+) -> None:
+    args = {"source": "Sarah Chen", "relation": "reports_to", "target": "Priya Patel", **kwargs}
+    source, relation, target = args.pop("source"), args.pop("relation"), args.pop("target")
+    before = hashing_mem.stats()
+    assert_rejected(
+        lambda: hashing_mem.relate(source, relation, target, **args), InvalidInput, name
+    )
+    after = hashing_mem.stats()
+    assert (after.memories, after.entities, after.edges) == (
+        before.memories,
+        before.entities,
+        before.edges,
+    )
+    assert_store_works(hashing_mem)
+
+
+@pytest.mark.parametrize(
+    ("name", "alias", "offending"),
+    [("Priya Patel", "!!!", "alias"), ("Priya Patel", "", "alias"), ("", "Priya", "name")],
+)
+def test_alias_bad_argument_is_invalid_input(
+    hashing_mem: Memory, name: str, alias: str, offending: str
+) -> None:
+    assert_rejected(lambda: hashing_mem.alias(name, alias), InvalidInput, offending)
+    assert_store_works(hashing_mem)
+
+
+# -- ids --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("memory_id", [999_999, -1, 0, 2**62])
+def test_unknown_id_is_not_found(hashing_mem: Memory, memory_id: int) -> None:
+    record = hashing_mem.remember("Something worth keeping")
+    assert_rejected(lambda: hashing_mem.get(memory_id), NotFound, str(memory_id))
+    assert_rejected(lambda: hashing_mem.forget(memory_id), NotFound, str(memory_id))
+    assert hashing_mem.get(record.id) == record
+    assert_store_works(hashing_mem)
+
+
+@pytest.mark.parametrize("memory_id", [2**63, 2**64, -(2**63) - 1, 10**30])
+def test_id_beyond_sqlite_integers_is_not_found_or_invalid(
+    hashing_mem: Memory, memory_id: int
+) -> None:
+    hashing_mem.remember("Something worth keeping")
+    for call in (lambda: hashing_mem.get(memory_id), lambda: hashing_mem.forget(memory_id)):
+        with pytest.raises((NotFound, InvalidInput)):
+            call()
+    assert hashing_mem.stats().memories == 1
+    assert_store_works(hashing_mem)
+
+
+@pytest.mark.parametrize("memory_id", ["1", 1.0, None, True, [1], b"1"])
+def test_non_int_id_is_invalid_input(hashing_mem: Memory, memory_id: object) -> None:
+    hashing_mem.remember("Something worth keeping")
+    assert_rejected(lambda: hashing_mem.get(memory_id), InvalidInput, "id")  # type: ignore[arg-type]
+    assert_rejected(lambda: hashing_mem.forget(memory_id), InvalidInput, "id")  # type: ignore[arg-type]
+    assert hashing_mem.stats().memories == 1
+    assert_store_works(hashing_mem)
+
+
+def test_forget_twice_is_not_found(hashing_mem: Memory) -> None:
+    record = hashing_mem.remember("Something worth keeping")
+    hashing_mem.forget(record.id)
+    assert_rejected(lambda: hashing_mem.forget(record.id), NotFound, str(record.id))
+    assert_rejected(lambda: hashing_mem.get(record.id), NotFound, str(record.id))
+    assert_store_works(hashing_mem)
+
+
+# -- opening things that are not stores -------------------------------------------------------
+
+
+def _open(target: object, dim: int = 64) -> Memory:
+    return Memory.open(target, embedder=fivefold.HashingEmbedder(dim=dim))  # type: ignore[arg-type]
+
+
+def assert_fresh_store_works(tmp_path: Path) -> None:
+    with _open(tmp_path / "fresh.db") as memory:
+        assert_store_works(memory)
+
+
+def test_open_text_file_is_not_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("just some notes\nnot a database\n", encoding="utf-8")
+    assert_rejected(lambda: _open(path), NotAFivefoldStore, str(path))
+    assert path.read_text(encoding="utf-8") == "just some notes\nnot a database\n"
+    assert_fresh_store_works(tmp_path)
+
+
+@pytest.mark.parametrize("prefix", [b"", b"SQLite format 3\x00"])
+def test_open_random_bytes_is_not_a_store(tmp_path: Path, prefix: bytes) -> None:
+    path = tmp_path / "random.db"
+    content = prefix + random.Random(3).randbytes(8192)
+    path.write_bytes(content)
+    assert_rejected(lambda: _open(path), NotAFivefoldStore, str(path))
+    assert path.read_bytes() == content
+    assert_fresh_store_works(tmp_path)
+
+
+def test_open_other_sqlite_database_is_not_a_store_and_leaves_it_alone(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.execute("INSERT INTO users (name) VALUES ('ada')")
+    conn.commit()
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    conn.close()
+    error = assert_rejected(lambda: _open(path), NotAFivefoldStore, str(path))
+    assert "users" in str(error)
+    conn = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        assert tables == ["users"]
+        assert conn.execute("SELECT name FROM users").fetchall() == [("ada",)]
+        # Opening someone else's database by mistake must not convert it to WAL.
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == mode
+    finally:
+        conn.close()
+    assert_fresh_store_works(tmp_path)
+
+
+def test_open_directory_is_not_a_store(tmp_path: Path) -> None:
+    folder = tmp_path / "a_folder"
+    folder.mkdir()
+    assert_rejected(lambda: _open(folder), NotAFivefoldStore, str(folder))
+    assert list(folder.iterdir()) == []
+    assert_fresh_store_works(tmp_path)
+
+
+def test_open_with_another_embedding_model_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    with _open(path, dim=64) as memory:
+        record = memory.remember("Priya recommended Postgres for Project Kestrel")
+    error = assert_rejected(
+        lambda: _open(path, dim=32),
+        fivefold.EmbeddingModelMismatch,
+        "hashing-bow-64",
+        "hashing-bow-32",
+    )
+    assert isinstance(error, fivefold.StoreError)
+    with _open(path, dim=64) as memory:
+        assert memory.recall("Postgres Kestrel").hits[0].memory.id == record.id
+        assert_store_works(memory)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://user:secret@localhost:5432/memories", "postgres://localhost/db"],
+)
+def test_open_postgres_url_is_unsupported_with_a_clear_message(tmp_path: Path, url: str) -> None:
+    error = assert_rejected(lambda: _open(url), UnsupportedBackend, "PostgreSQL")
+    assert "file path" in str(error)
+    assert "secret" not in str(error)
+    assert_fresh_store_works(tmp_path)
+
+
+@pytest.mark.parametrize("url", ["foo://x", "mysql://db/x", "http://example.com/memory"])
+def test_open_unknown_url_scheme_is_unsupported(tmp_path: Path, url: str) -> None:
+    scheme = url.split("://")[0]
+    error = assert_rejected(lambda: _open(url), UnsupportedBackend, repr(scheme))
+    assert "sqlite:///" in str(error)
+    assert_fresh_store_works(tmp_path)
+
+
+@pytest.mark.parametrize("target", [42, 3.5, ["store.db"], {"path": "store.db"}])
+def test_open_non_path_target_is_invalid_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: object
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(fivefold.FivefoldError):
+        _open(target).close()
+    assert os.listdir(tmp_path) == []
+
+
+# -- a failed write never damages the file -----------------------------------------------------
+
+
+def test_store_file_stays_readable_after_failed_writes(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    with _open(path) as memory:
+        kept = memory.remember_many(
+            [
+                {"content": "Priya recommended Postgres for Project Kestrel"},
+                {"content": "The lighthouse keeper logs ships in a notebook"},
+            ]
+        )
+        failures: list[Callable[[], object]] = [
+            lambda: memory.remember_many(
+                [{"content": "half written ziggurat"}, {"content": "x", "entities": ["!!!"]}]
+            ),
+            lambda: memory.remember_many([{"content": "ziggurat"}, {"content": "y", "type": "z"}]),
+            lambda: memory.relate("Sarah", "knows", "ziggurat", valid_to="never"),
+            lambda: memory.alias("Priya", "!!!"),
+            lambda: memory.forget(10**6),
+        ]
+        for failing in failures:
+            with pytest.raises(fivefold.FivefoldError):
+                failing()
+        assert memory.stats().memories == 2
+    with _open(path) as reopened:
+        assert reopened.stats().memories == 2
+        assert all("ziggurat" not in h.memory.content for h in reopened.recall("ziggurat").hits)
+        assert reopened.recall("Postgres Kestrel").hits[0].memory.id == kept[0].id
+        assert reopened.recall("lighthouse keeper").hits[0].memory.id == kept[1].id
+        conn = sqlite3.connect(path)
+        try:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        finally:
+            conn.close()
+        assert_store_works(reopened)

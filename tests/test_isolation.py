@@ -1,0 +1,260 @@
+"""Scope isolation (DESIGN §7): a namespace/user/agent scope never sees another's memories, in
+any retriever, the graph included, and not even as a candidate that fusion later drops."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fivefold
+from fivefold import Memory, NotFound, Scope
+
+NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)
+NAMESPACES = ("alpha", "beta", "gamma")
+USERS: tuple[str | None, ...] = (None, "u1", "u2")
+ENTITIES = ("Priya Patel", "Project Kestrel", "Sarah Chen", "Atlas")
+TOPICS = ("budget", "roadmap", "database", "hiring", "launch")
+TEMPLATES = {
+    "event": "{names} met about the {topic}",
+    "fact": "{names} owns the {topic}",
+    "preference": "{names} prefers a short {topic}",
+}
+QUERIES = (
+    "what did Priya Patel and Sarah Chen do last week?",
+    "Kestrel {topic} news from last week",
+    "tell me about Atlas and PP last week",
+    "who reports to Priya Patel?",
+)
+TYPE_FILTERS: tuple[Sequence[str] | str | None, ...] = (
+    None,
+    ["event"],
+    ["fact", "preference"],
+    "preference",
+)
+BUDGETS = ("low", "mid", "high")
+
+memory_specs = st.lists(
+    st.tuples(
+        st.sampled_from(NAMESPACES),
+        st.sampled_from(USERS),
+        st.sets(st.sampled_from(ENTITIES), min_size=1, max_size=3),
+        st.sampled_from(sorted(TEMPLATES)),
+        st.integers(min_value=0, max_value=6 * 24),  # hours back, inside "last week"
+        st.sampled_from(TOPICS),
+    ),
+    min_size=1,
+    max_size=24,
+)
+
+
+def _in_scope(record: fivefold.MemoryRecord, namespace: str, user_id: str | None) -> bool:
+    return record.namespace == namespace and (user_id is None or record.user_id == user_id)
+
+
+def _seed(
+    memory: Memory,
+    specs: Sequence[tuple[str, str | None, set[str], str, int, str]],
+    relate_user: str | None,
+) -> None:
+    # The same baseline event in every scope: identical text, entities and date, so every
+    # retriever is equally tempted by every tenant's copy.
+    baseline = [
+        {
+            "content": "Priya Patel met Sarah Chen about the Kestrel budget",
+            "type": "event",
+            "event_at": NOW - timedelta(days=2),
+            "entities": ["Priya Patel", "Sarah Chen", "Project Kestrel"],
+            "namespace": namespace,
+            **({"user_id": user} if user else {}),
+        }
+        for namespace in NAMESPACES
+        for user in USERS
+    ]
+    generated = [
+        {
+            "content": TEMPLATES[kind].format(names=" and ".join(sorted(names)), topic=topic),
+            "type": kind,
+            "event_at": NOW - timedelta(hours=hours),
+            "entities": sorted(names),
+            "namespace": namespace,
+            **({"user_id": user} if user else {}),
+        }
+        for namespace, user, names, kind, hours, topic in specs
+    ]
+    memory.remember_many(baseline + generated)
+    # Relations and an alias in one namespace only: graph edges the other tenants must not walk.
+    memory.relate("Sarah Chen", "reports_to", "Priya Patel", namespace="alpha", user_id=relate_user)
+    memory.relate("Atlas", "part_of", "Project Kestrel", namespace="alpha")
+    memory.alias("Priya Patel", "PP", namespace="alpha")
+
+
+def _check_scope(memory: Memory, namespace: str, user_id: str | None, seen: Counter[str]) -> None:
+    for qi, template in enumerate(QUERIES):
+        query = template.format(topic=TOPICS[qi % len(TOPICS)])
+        for bi, budget in enumerate(BUDGETS):
+            types = TYPE_FILTERS[(qi + bi) % len(TYPE_FILTERS)]
+            result = memory.recall(
+                query,
+                k=50,
+                namespace=namespace,
+                user_id=user_id,
+                now=NOW,
+                types=types,
+                budget=budget,
+            )
+            for name in result.plan.retrievers:
+                seen[f"plan:{name}"] += 1
+            for hit in result.hits:
+                assert _in_scope(hit.memory, namespace, user_id), (query, namespace, user_id)
+                for source in hit.sources:
+                    seen[f"hit:{source}"] += 1
+            if types is None and qi == 0:
+                # The scope's own baseline event is there to be found: the check is not vacuous.
+                assert result.hits
+            seen["recalls"] += 1
+        explanation = memory.explain(
+            query,
+            k=50,
+            namespace=namespace,
+            user_id=user_id,
+            now=NOW,
+            types=TYPE_FILTERS[qi % len(TYPE_FILTERS)],
+            budget=BUDGETS[qi % len(BUDGETS)],
+        )
+        candidates = {item.id for run in explanation.runs for item in run.items}
+        records = memory.store.get_memories(sorted(candidates))
+        assert set(records) == candidates
+        for run in explanation.runs:
+            seen[f"run:{run.name}"] += bool(run.items)
+            for item in run.items:
+                assert _in_scope(records[item.id], namespace, user_id), (run.name, query)
+        for ref in explanation.query.entity_refs:
+            assert ref.entity_id in {e.entity_id for e in memory.store.catalog(namespace)}
+
+
+def test_no_retriever_crosses_a_namespace_or_user() -> None:
+    seen: Counter[str] = Counter()
+
+    @settings(
+        max_examples=30,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(specs=memory_specs, relate_user=st.sampled_from(USERS))
+    def check(
+        specs: list[tuple[str, str | None, set[str], str, int, str]], relate_user: str | None
+    ) -> None:
+        with Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as memory:
+            _seed(memory, specs, relate_user)
+            for namespace in NAMESPACES:
+                for user_id in USERS:
+                    _check_scope(memory, namespace, user_id, seen)
+
+    check()
+    # Every retriever actually ran and contributed hits, so scoping was tested, not skipped.
+    for name in ("semantic", "lexical", "graph", "temporal", "type"):
+        assert seen[f"plan:{name}"] > 0, name
+        assert seen[f"hit:{name}"] > 0, name
+        assert seen[f"run:{name}"] > 0, name
+
+
+# -- plain tests --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def agents_mem(hashing_mem: Memory) -> Memory:
+    for user in (None, "u1"):
+        for agent in (None, "planner", "coder"):
+            hashing_mem.remember(
+                "Priya Patel decided the Kestrel deploy plan",
+                entities=["Priya Patel", "Project Kestrel"],
+                type="event",
+                event_at=NOW - timedelta(days=1),
+                user_id=user,
+                agent_id=agent,
+            )
+    return hashing_mem
+
+
+@pytest.mark.parametrize("agent_id", ["planner", "coder", "nobody"])
+@pytest.mark.parametrize("user_id", [None, "u1"])
+def test_agent_id_scopes_every_retriever(
+    agents_mem: Memory, agent_id: str, user_id: str | None
+) -> None:
+    query = "what did Priya Patel decide about Kestrel yesterday?"
+    result = agents_mem.recall(query, agent_id=agent_id, user_id=user_id, now=NOW)
+    for hit in result.hits:
+        assert hit.memory.agent_id == agent_id
+        assert user_id is None or hit.memory.user_id == user_id
+    expected = 0 if agent_id == "nobody" else (2 if user_id is None else 1)
+    assert len(result.hits) == expected
+    if expected:
+        assert {"semantic", "lexical", "graph", "temporal"} <= set(result.hits[0].sources)
+    explanation = agents_mem.explain(query, agent_id=agent_id, user_id=user_id, now=NOW)
+    ids = {item.id for run in explanation.runs for item in run.items}
+    for record in agents_mem.store.get_memories(sorted(ids)).values():
+        assert record.agent_id == agent_id
+
+
+def test_no_agent_id_sees_every_agent_of_the_scope(agents_mem: Memory) -> None:
+    result = agents_mem.recall("Priya Patel Kestrel deploy plan", user_id="u1", now=NOW)
+    assert sorted(h.memory.agent_id or "" for h in result.hits) == ["", "coder", "planner"]
+    assert {h.memory.user_id for h in result.hits} == {"u1"}
+
+
+def test_forget_with_another_namespace_is_not_found_and_deletes_nothing(
+    hashing_mem: Memory,
+) -> None:
+    record = hashing_mem.remember(
+        "Priya Patel met Sarah Chen about the budget",
+        namespace="alpha",
+        entities=["Priya Patel", "Sarah Chen"],
+    )
+    hashing_mem.remember("An unrelated memory in beta", namespace="beta")
+    before = hashing_mem.stats()
+    with pytest.raises(NotFound) as info:
+        hashing_mem.forget(record.id, namespace="beta")
+    assert "beta" in str(info.value)
+    with pytest.raises(NotFound):
+        hashing_mem.get(record.id, namespace="beta")
+    after = hashing_mem.stats()
+    assert after == before
+    assert hashing_mem.get(record.id, namespace="alpha") == record
+    hits = hashing_mem.recall("Priya Patel budget", namespace="alpha").hits
+    assert hits[0].memory.id == record.id
+    assert {"lexical", "semantic", "graph"} <= set(hits[0].sources)
+    hashing_mem.forget(record.id, namespace="alpha")
+    with pytest.raises(NotFound):
+        hashing_mem.get(record.id)
+
+
+def test_user_scoped_edges_are_invisible_to_other_users(hashing_mem: Memory) -> None:
+    hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel", user_id="u1")
+    hashing_mem.remember("Sarah Chen and Omar Haddad pair on Atlas", user_id="u1")
+    hashing_mem.remember("Priya Patel reviewed the Atlas budget", user_id="u2")
+    catalog = {e.name: e.entity_id for e in hashing_mem.store.catalog("default")}
+    ids = [catalog["Sarah Chen"], catalog["Priya Patel"], catalog["Atlas"]]
+    u1_edges = hashing_mem.store.edges_touching(Scope("default", "u1"), ids)
+    u2_edges = hashing_mem.store.edges_touching(Scope("default", "u2"), ids)
+    sarah = catalog["Sarah Chen"]
+    assert any(sarah in (e.source_id, e.target_id) for e in u1_edges)
+    assert not any(sarah in (e.source_id, e.target_id) for e in u2_edges)
+    result = hashing_mem.recall("who reports to Priya Patel?", user_id="u2")
+    assert result.hits
+    assert {h.memory.user_id for h in result.hits} == {"u2"}
+    assert hashing_mem.store.edges_touching(Scope("other"), ids) == []
+
+
+def test_entity_refs_resolve_only_within_the_namespace(hashing_mem: Memory) -> None:
+    hashing_mem.remember("Zanzibar Quill leads Project Heron", namespace="alpha")
+    hashing_mem.alias("Zanzibar Quill", "ZQ", namespace="alpha")
+    for query in ("who is Zanzibar Quill?", "what does ZQ lead?", "Project Heron"):
+        result = hashing_mem.recall(query, namespace="beta")
+        assert result.query.entity_refs == ()
+        assert result.hits == ()
+        assert "graph" not in result.plan.retrievers
