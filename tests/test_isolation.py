@@ -258,3 +258,15 @@ def test_entity_refs_resolve_only_within_the_namespace(hashing_mem: Memory) -> N
         assert result.query.entity_refs == ()
         assert result.hits == ()
         assert "graph" not in result.plan.retrievers
+
+
+def test_entity_names_of_another_user_are_not_resolved(hashing_mem: fivefold.Memory) -> None:
+    hashing_mem.remember("Zephyrine Quast called about the lease", namespace="ns", user_id="bob")
+    hashing_mem.remember("Lunch with Marta", namespace="ns", user_id="alice")
+    as_alice = hashing_mem.recall("what did Zephyrine Quast say?", namespace="ns", user_id="alice")
+    assert as_alice.query.entity_refs == ()
+    as_bob = hashing_mem.recall("what did Zephyrine Quast say?", namespace="ns", user_id="bob")
+    assert [r.name for r in as_bob.query.entity_refs] == ["Zephyrine Quast"]
+    # A namespace-wide recall (no user filter) sees every entity of the namespace.
+    everyone = hashing_mem.recall("what did Zephyrine Quast say?", namespace="ns")
+    assert [r.name for r in everyone.query.entity_refs] == ["Zephyrine Quast"]

@@ -353,6 +353,9 @@ class Memory:
             resolver=self._resolver(scope.namespace),
             temporal=self._config.temporal_for(scope.namespace),
             last_session_end=self._store.last_session_end(scope, session),
+            visible=None
+            if scope.user_id is None and scope.agent_id is None
+            else lambda ids: self._store.visible_entities(scope, ids),
         )
         parse_ms = (time.perf_counter() - start) * 1000.0
         start = time.perf_counter()

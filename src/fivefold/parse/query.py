@@ -7,6 +7,7 @@ positive BM25 terms. No type hints: only the optimizer (Stage 2) sets those.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from fivefold.config import TemporalConfig
@@ -37,13 +38,18 @@ def parse_query(
     resolver: EntityResolver,
     temporal: TemporalConfig,
     last_session_end: datetime | None = None,
+    visible: Callable[[Sequence[int]], set[int]] | None = None,
 ) -> ParsedQuery:
     """Parse a query. Text beyond ``MAX_QUERY_CHARS`` is ignored: a 100 KB paste is not a
-    question, and every stage below is at least linear in its length."""
+    question, and every stage below is at least linear in its length. ``visible`` keeps only
+    the entity refs the caller's scope may know of."""
     text = text[:MAX_QUERY_CHARS]
     negations, positive = find_negations(text)
     window = find_window(text, now=now, config=temporal, last_session_end=last_session_end)
     refs = resolver.resolve(positive)
+    if visible is not None and refs:
+        shown = visible([r.entity_id for r in refs])
+        refs = [r for r in refs if r.entity_id in shown]
     hints = predicate_hints(positive)
     negated_terms = {t for phrase in negations for t in phrase.split()}
     terms = tuple(t for t in content_terms(positive) if t not in negated_terms)

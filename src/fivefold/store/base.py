@@ -136,6 +136,11 @@ class Store(Protocol):
         """Every entity name and alias of a namespace, for query-side resolution."""
         ...
 
+    def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
+        """The entities that a memory or an edge in ``scope`` names: a user must not learn,
+        through query parsing, the names only another user's memories hold."""
+        ...
+
     def entity_frequencies(self, entity_ids: Sequence[int]) -> dict[int, int]:
         """How many memories mention each entity (its document frequency)."""
         ...

@@ -132,7 +132,7 @@ class SQLiteStore:
                 "new store"
             )
         # Stores created before store ids existed get none; their saved graphs are rebuilt.
-        return meta.get("store_id", "")
+        return str(meta.get("store_id", ""))
 
     # -- plumbing -------------------------------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
@@ -376,6 +376,10 @@ class SQLiteStore:
             entries = self._reads.catalog(namespace)
             self._catalogs[namespace] = (generation, entries)
             return entries
+
+    def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
+        with self._lock:
+            return self._reads.visible_entities(scope, entity_ids)
 
     def entity_frequencies(self, entity_ids: Sequence[int]) -> dict[int, int]:
         with self._lock:

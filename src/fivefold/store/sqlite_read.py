@@ -89,6 +89,21 @@ class ReadQueries:
         rows = self._conn.execute(schema.SELECT_CATALOG, (namespace, namespace))
         return [CatalogEntry(int(i), name, norm, bool(a)) for i, name, norm, a in rows]
 
+    def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
+        if not entity_ids:
+            return set()
+        ids = json.dumps([int(i) for i in entity_ids])
+        where, params = scope_sql(scope)
+        mentioned = self._conn.execute(
+            "SELECT DISTINCT mn.entity_id FROM mentions mn JOIN memories m ON m.id = mn.memory_id "
+            f"WHERE mn.entity_id IN (SELECT value FROM json_each(?)) AND {where}",
+            [ids, *params],
+        )
+        visible = {int(r[0]) for r in mentioned}
+        for edge in self.edges_touching(scope, entity_ids):
+            visible.update((edge.source_id, edge.target_id))
+        return visible & {int(i) for i in entity_ids}
+
     def entity_frequencies(self, entity_ids: Sequence[int]) -> dict[int, int]:
         if not entity_ids:
             return {}
