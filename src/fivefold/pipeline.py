@@ -78,7 +78,10 @@ class ReadPipeline:
             plan.weights,
             k=self._config.fusion.k,
             multi_hop_factor=self._config.fusion.graph_multi_hop_weight,
-        )[:POST_FUSION_DEPTH]
+        )
+        # A memory whose every list gave it confidence 0 (a cosine clipped at 0) has no
+        # evidence for it: it is not a result, even when nothing else is.
+        fused = [f for f in fused if f.score > 0.0][:POST_FUSION_DEPTH]
         attributes = self._store.attributes([f.id for f in fused])
         if forced_types:
             fused = [

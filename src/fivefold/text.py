@@ -30,6 +30,26 @@ STOP_WORDS = frozenset(
 )
 
 
+# Capitalized words that open sentences or name times; never entities on their own.
+COMMON_WORDS = frozenset(
+    """
+    i im ive id ill hey hi hello thanks thank yes yeah yep no nope oh ok okay wow sure well
+    so great cool nice awesome sorry please also and but or then today yesterday tomorrow
+    tonight monday tuesday wednesday thursday friday saturday sunday january february march
+    april may june july august september october november december morning evening night
+    week weekend month year user users met went had got finished started talked called asked
+    told said bought visited moved booked reviewed shipped merged fixed wrote decided agreed
+    planned prefer prefers like likes love loves need needs want wants remember remind
+    reminder note notes just really definitely maybe perhaps actually always never usually
+    sometimes still after before during since until while when where what which who why how
+    this that these those there here it its my our your their his her we they he she you me
+    us them mom dad lunch dinner breakfast coffee meeting call update todo done good bad new
+    old first last next every each some any all many much more most other another such own
+    same favorite
+    """.split()
+)
+
+
 def tokens(text: str) -> list[str]:
     """Lowercased word tokens, accents folded, in order (duplicates kept)."""
     return [t.casefold() for t in _TOKEN.findall(fold_accents(text))]

@@ -432,7 +432,9 @@ def test_forget_decrements_co_mention_edges(hashing_mem: Memory, now: datetime) 
     assert co_mentions(priya, sarah) == []
     assert hashing_mem.store.entity_frequencies([priya, sarah]) == {priya: 0, sarah: 0}
     assert structural() == [1.0]  # an explicit relation is not a co-mention: it stays
-    assert hashing_mem.recall("who reports to Priya Patel?").hits[0].memory.id == ids["tea"]
+    # Only the memory never forgotten can come back (and only with some evidence for it).
+    hits = hashing_mem.recall("who reports to Priya Patel?").hits
+    assert {h.memory.id for h in hits} <= {ids["tea"]}
 
 
 def test_entity_mention_counts_match_the_memories_that_mention_them(hashing_mem: Memory) -> None:

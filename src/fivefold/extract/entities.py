@@ -13,26 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from importlib import resources
 
-from fivefold.text import STOP_WORDS, normalize_name
+from fivefold.text import COMMON_WORDS, STOP_WORDS, normalize_name
 
-# Capitalized words that open sentences or name times; never entities on their own.
-_COMMON = frozenset(
-    """
-    i im ive id ill hey hi hello thanks thank yes yeah yep no nope oh ok okay wow sure well
-    so great cool nice awesome sorry please also and but or then today yesterday tomorrow
-    tonight monday tuesday wednesday thursday friday saturday sunday january february march
-    april may june july august september october november december morning evening night
-    week weekend month year user users met went had got finished started talked called asked
-    told said bought visited moved booked reviewed shipped merged fixed wrote decided agreed
-    planned prefer prefers like likes love loves need needs want wants remember remind
-    reminder note notes just really definitely maybe perhaps actually always never usually
-    sometimes still after before during since until while when where what which who why how
-    this that these those there here it its my our your their his her we they he she you me
-    us them mom dad lunch dinner breakfast coffee meeting call update todo done good bad new
-    old first last next every each some any all many much more most other another such own
-    same favorite
-    """.split()
-)
 # Generic acronyms: naming them would put half the corpus one hop apart.
 _GENERIC_ACRONYMS = frozenset(
     """
@@ -41,8 +23,9 @@ _GENERIC_ACRONYMS = frozenset(
     """.split()
 )
 _WORD = r"[A-Z][\w'’\-]*[\w]|[A-Z]"
-_CONNECTOR = r"(?:of|de|da|del|van|von|der|la|le|the|and|&)"
-_NAME_SEQ = re.compile(rf"(?:{_WORD})(?:\s+(?:{_CONNECTOR}\s+)?(?:{_WORD}))*")
+# "and" is not a connector: "Sarah Chen and Priya Patel" are two people.
+_CONNECTOR = r"(?:of|de|da|del|van|von|der|la|le|the|&)"
+_NAME_SEQ = re.compile(rf"(?<!\w)(?:{_WORD})(?:\s+(?:{_CONNECTOR}\s+)?(?:{_WORD}))*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“(]\s*)$")
 _CODENAME = re.compile(r"\b(?:[a-z]+[A-Z]\w*|[A-Za-z]+\d+[A-Za-z\d]*)\b")
 _POSSESSIVE = re.compile(r"['’]s$")
@@ -85,7 +68,11 @@ def _known_names(text: str, known: Mapping[str, str]) -> Iterable[str]:
             original = words[i][0]
             # A single lowercase common word ("may", "will") is not a mention of the entity
             # that happens to share its spelling; a capitalized one or a codename is.
-            if size == 1 and (key in STOP_WORDS or key in _COMMON) and not original[0].isupper():
+            if (
+                size == 1
+                and (key in STOP_WORDS or key in COMMON_WORDS)
+                and not original[0].isupper()
+            ):
                 continue
             # A short lowercase word ("tom", "ana") may be an ordinary word, not the name.
             plain = original.islower() and not any(c.isdigit() for c in original)
@@ -154,7 +141,7 @@ _CONNECTORS = frozenset(
 
 def _is_common(word: str, at_start: bool) -> bool:
     low = word.lower().replace("’", "'").split("'")[0]
-    if low in _COMMON:
+    if low in COMMON_WORDS:
         return True
     # Mid-sentence, a capitalized stop word ("The Hague") is part of a name; at the start of a
     # sentence it is just capitalization.

@@ -29,7 +29,7 @@ _ENTITY_DEFINITION = re.compile(
 _NOT_A_NAME = re.compile(r"^(?:I|My|Our|The|User|User's|We|This|That|It)\b")
 _PREDICATE = re.compile(
     r"\b(?:my|our|the user's|user's|his|her|their)\s+(?P<attr>[a-zA-Z][\w\s\-]{1,40}?)"
-    r"\s+(?:is|are|was|=|:)\s+(?P<value>[\w@#.\-/+:]{2,80})",
+    r"(?:\s+(?:is|are|was)|\s*[:=])\s+(?P<value>[\w@#.\-/+:]{2,80})",
     re.IGNORECASE,
 )
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from fivefold.model import EntityRef, Resolution
 from fivefold.store.base import CatalogEntry
-from fivefold.text import STOP_WORDS, fold_accents, trigram_similarity, trigrams
+from fivefold.text import COMMON_WORDS, STOP_WORDS, fold_accents, trigram_similarity, trigrams
 
 EXACT, ALIAS, PARTIAL, FUZZY_SCALE = 1.0, 0.95, 0.9, 0.8
 FUZZY_MIN_SIMILARITY = 0.45
@@ -82,7 +82,8 @@ class EntityResolver:
     def _lookup(self, span: Sequence[_Word], query: str) -> list[EntityRef]:
         key = " ".join(w.key for w in span)
         text = query[span[0].start : span[-1].end]
-        if len(span) == 1 and key in STOP_WORDS and not span[0].capitalized:
+        common = key in STOP_WORDS or key in COMMON_WORDS
+        if len(span) == 1 and common and not span[0].capitalized:
             return []
         if key in self._exact:
             return [self._ref(text, e.entity_id, EXACT, Resolution.EXACT) for e in self._exact[key]]

@@ -16,14 +16,24 @@ _LINK = r"(?:\s+(?:be|been|being|is|are|was|were|related|relating|connected|abou
 _LINK += r"involving|involved|with|in|on|for|any|anything|the|a|an|my|our|do|doing|done))*"
 _OBJECT = r"\s+(?P<object>[^\W\d_][\w\-]*(?:\s+[^\W\d_][\w\-]*){0,3})"
 _NEGATION = re.compile(_CUE + _LINK + _OBJECT, re.IGNORECASE)
-_STOP_AT = re.compile(r"\b(?:and|or|but|that|which|who|when|where|because|so|then)\b", re.I)
+# The object of a negation ends at a conjunction, a relative word or the next clause's subject
+# or auxiliary ("other than Python do I use" negates "Python", not "Python use").
+_STOP_AT = re.compile(
+    r"\b(?:and|or|but|that|which|who|when|where|because|so|then|do|does|did|i|you|we|they|"
+    r"he|she|it|is|are|was|were|have|has|had|can|could|will|would|should)\b",
+    re.I,
+)
 
 
 def find_negations(text: str) -> tuple[list[str], str]:
     """Return the negated phrases and ``text`` without the negation clauses."""
     negated: list[str] = []
     kept = text
-    for match in _NEGATION.finditer(text):
+    position = 0
+    # search(), not finditer(): the object group may swallow a second cue ("except Kestrel and
+    # not the frontend") before it is cut back, so scanning resumes where the object starts.
+    while (match := _NEGATION.search(text, position)) is not None:
+        position = match.start("object")
         phrase = _STOP_AT.split(match.group("object"))[0]
         terms = [t for t in content_terms(phrase) if t not in STOP_WORDS]
         if not terms:

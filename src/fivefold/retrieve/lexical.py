@@ -36,7 +36,9 @@ def query_weight(store: Store, terms: Sequence[str]) -> float:
 def squash(score: float, weight: float) -> float:
     if score <= 0.0 or weight <= 0.0:
         return 0.0
-    return score / (score + HALF_SATURATION * weight)
+    half = HALF_SATURATION * weight
+    # 1 - h/(s+h) equals s/(s+h) but stays monotone under float rounding.
+    return 1.0 - half / (score + half)
 
 
 def lexical_search(

@@ -1,0 +1,233 @@
+"""The write path's offline inference: entities, type, predicate, and ``prepare``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fivefold.errors import InvalidInput
+from fivefold.extract import extract_entities, infer_predicate, infer_type
+from fivefold.extract.prepare import prepare
+from fivefold.model import MemoryType, Scope
+from fivefold.text import normalize_name
+
+NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)
+KNOWN = {
+    "priya": "Priya Patel",
+    "priya patel": "Priya Patel",
+    "kestrel": "Project Kestrel",
+    "project kestrel": "Project Kestrel",
+    "may": "May Lee",
+    "may lee": "May Lee",
+    "tom": "Tom Baker",
+    "tom baker": "Tom Baker",
+}
+
+ENTITIES = [
+    # (text, known names?, expected entities)
+    (
+        "Yesterday Sarah Chen met Priya Patel in Berlin",
+        False,
+        ["Sarah Chen", "Priya Patel", "Berlin"],
+    ),
+    ("Inbox3 shipped the new filter", False, ["Inbox3"]),
+    ("We talked about Project Kestrel today", False, ["Project Kestrel"]),
+    ("Caroline: I went to the support group", False, ["Caroline"]),
+    ("Melanie's daughter painted a lake", False, ["Melanie"]),
+    ("I talked to Priya's manager", False, ["Priya"]),
+    ("Today I talked to Bob", False, ["Bob"]),
+    ("Met the Sarah Chen team", False, ["Sarah Chen"]),
+    ("Set up the build server", False, []),
+    ("Thanks! That sounds great.", False, []),
+    ("Monday we met with Marcus", False, ["Marcus"]),
+    ("The API and the PDF are done", False, []),
+    ("My badge ID is 47821.", False, []),
+    ("I bought a new iPhone", False, ["iPhone"]),
+    ("We migrated the service to gRPC", False, ["gRPC"]),
+    ("I met Sarah Chen and Priya Patel", False, ["Sarah Chen", "Priya Patel"]),
+    ("We hiked with Caroline and Melanie", False, ["Caroline", "Melanie"]),
+    ("Procter & Gamble called", False, ["Procter & Gamble"]),
+    ("Bank of America called me", False, ["Bank of America"]),
+    ("priya said the build is green", True, ["Priya Patel"]),
+    (
+        "Priya recommended Postgres for Kestrel",
+        True,
+        ["Priya Patel", "Project Kestrel", "Postgres"],
+    ),
+    ("I asked Priya Patel", True, ["Priya Patel"]),
+    ("we can meet in may", True, []),
+    ("I met Tom at the tom yum place", True, ["Tom Baker"]),
+]
+
+
+@pytest.mark.parametrize(("text", "use_known", "expected"), ENTITIES)
+def test_extract_entities(text: str, use_known: bool, expected: list[str]) -> None:
+    found = extract_entities(text, KNOWN if use_known else None)
+    assert sorted(found) == sorted(expected)
+
+
+def test_extracted_entities_are_deduplicated_by_normalized_form() -> None:
+    found = extract_entities("Sarah Chen said hi. Later SARAH CHEN and sarah chen left.")
+    assert [normalize_name(n) for n in found].count("sarah chen") == 1
+
+
+def test_known_alias_maps_to_canonical_name() -> None:
+    found = extract_entities("Lunch with Priya, then Tom Baker", KNOWN)
+    assert sorted(found) == ["Priya Patel", "Tom Baker"]
+
+
+@given(st.text(max_size=300))
+def test_extraction_is_total_and_returns_distinct_names(text: str) -> None:
+    found = extract_entities(text, KNOWN)
+    keys = [normalize_name(n) for n in found]
+    assert all(keys)
+    assert len(keys) == len(set(keys))
+
+
+TYPES = [
+    # (content, has_event_date, expected)
+    ("I prefer dark mode in every editor", False, MemoryType.PREFERENCE),
+    ("My favorite coffee is a flat white", False, MemoryType.PREFERENCE),
+    ("I can't stand meetings before 10am", False, MemoryType.PREFERENCE),
+    ("My default shell is configured to zsh", False, MemoryType.PREFERENCE),
+    ("I prefer tea; I went to Berlin yesterday", True, MemoryType.PREFERENCE),
+    ("I went to Berlin for the offsite", False, MemoryType.EVENT),
+    ("We shipped Kestrel 1.0", False, MemoryType.EVENT),
+    ("Dinner with Ana on March 3rd", True, MemoryType.EVENT),
+    ("Sarah Chen is the engineering manager", False, MemoryType.ENTITY),
+    ("Priya leads the platform team", False, MemoryType.ENTITY),
+    ("Kestrel is written in Rust", False, MemoryType.ENTITY),
+    ("My badge ID is 47821.", False, MemoryType.FACT),
+    ("The office wifi password is hunter2", False, MemoryType.FACT),
+    ("I is a pronoun", False, MemoryType.FACT),
+    ("the standup happens every day at 9", False, MemoryType.FACT),
+]
+
+
+@pytest.mark.parametrize(("content", "dated", "expected"), TYPES)
+def test_infer_type(content: str, dated: bool, expected: MemoryType) -> None:
+    assert infer_type(content, has_event_date=dated) is expected
+
+
+@pytest.mark.parametrize(
+    ("content", "predicate"),
+    [
+        ("My badge ID is 47821.", "badge ID is 47821"),
+        (
+            "our staging URL is https://staging.example.com",
+            "staging URL is https://staging.example.com",
+        ),
+        ("Her employee number: E-1234", "employee number is E-1234"),
+        ("The user's home city is Lisbon", "home city is Lisbon"),
+        ("Priya recommended Postgres", None),
+        ("The build is green", None),
+    ],
+)
+def test_infer_predicate(content: str, predicate: str | None) -> None:
+    assert infer_predicate(content) == predicate
+
+
+def test_event_without_a_date_happens_when_it_was_said() -> None:
+    memory = prepare(
+        {"content": "I went to Berlin for the offsite"},
+        known={},
+        now=NOW,
+        default_importance=0.5,
+    )
+    assert memory.type is MemoryType.EVENT
+    assert memory.event_at == memory.created_at == NOW
+
+
+def test_event_date_in_text_is_read_relative_to_created_at() -> None:
+    created = datetime(2025, 6, 10, 9, 0, tzinfo=UTC)
+    memory = prepare(
+        {"content": "I went to Berlin yesterday", "created_at": created},
+        known={},
+        now=NOW,
+        default_importance=0.5,
+    )
+    assert memory.type is MemoryType.EVENT
+    assert memory.created_at == created
+    assert memory.event_at == datetime(2025, 6, 9, tzinfo=UTC)
+
+
+def test_fact_has_no_event_date() -> None:
+    memory = prepare(
+        {"content": "My badge ID is 47821."}, known={}, now=NOW, default_importance=0.5
+    )
+    assert memory.type is MemoryType.FACT
+    assert memory.event_at is None
+    assert memory.predicate == "badge ID is 47821"
+    assert memory.importance == 0.5
+    assert memory.scope == Scope()
+
+
+def test_explicit_fields_win_over_inference() -> None:
+    memory = prepare(
+        {
+            "content": "I like tea. My badge ID is 47821. Priya said hi.",
+            "type": "event",
+            "predicate": "drinks tea",
+            "entities": ["Sarah Chen"],
+            "event_at": "2025-01-02T03:04:05Z",
+            "importance": 0.9,
+            "namespace": "work",
+            "user_id": "u1",
+        },
+        known=KNOWN,
+        now=NOW,
+        default_importance=0.5,
+    )
+    assert memory.type is MemoryType.EVENT
+    assert memory.predicate == "drinks tea"
+    assert memory.entities == ("Sarah Chen",)
+    assert memory.event_at == datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert memory.importance == 0.9
+    assert memory.scope == Scope("work", "u1", None)
+
+
+def test_explicit_type_event_with_no_date_gets_created_at() -> None:
+    memory = prepare(
+        {"content": "I like tea", "type": "event"}, known={}, now=NOW, default_importance=0.5
+    )
+    assert memory.type is MemoryType.EVENT
+    assert memory.event_at == NOW
+
+
+def test_explicit_fact_with_event_date_keeps_it() -> None:
+    memory = prepare(
+        {"content": "Sarah leads QA", "type": "fact", "event_at": "2025-01-02"},
+        known={},
+        now=NOW,
+        default_importance=0.5,
+    )
+    assert memory.type is MemoryType.FACT
+    assert memory.event_at == datetime(2025, 1, 2, tzinfo=UTC)
+
+
+def test_prepare_maps_known_names_to_canonical() -> None:
+    memory = prepare(
+        {"content": "priya reviewed the kestrel design"},
+        known=KNOWN,
+        now=NOW,
+        default_importance=0.5,
+    )
+    assert sorted(memory.entities) == ["Priya Patel", "Project Kestrel"]
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"content": "hi", "colour": "red"},
+        {"content": "   "},
+        {"content": "hi", "type": "opinion"},
+        {"content": "hi", "importance": 1.5},
+        {"content": "hi", "event_at": "not a date"},
+    ],
+)
+def test_prepare_rejects_bad_items(item: dict[str, object]) -> None:
+    with pytest.raises(InvalidInput):
+        prepare(item, known={}, now=NOW, default_importance=0.5)

@@ -1,0 +1,240 @@
+"""Lexical retriever: BM25 over predicate (weighted) and content, squashed to [0, 1]."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import fivefold
+from fivefold.config import Config, LexicalConfig
+from fivefold.model import MemoryType, RetrieverName, Scope
+from fivefold.retrieve import lexical_search, match_confidence
+from fivefold.retrieve.lexical import HALF_SATURATION, idf, squash
+from fivefold.text import content_terms
+
+FILLER = [
+    "Lunch with the design team was fun",
+    "The quarterly budget review moved to Thursday",
+    "We bought groceries for the weekend barbecue",
+    "The cat knocked a glass off the kitchen table",
+    "Remember to water the plants on Sunday",
+    "The new office chairs arrive next month",
+]
+
+
+def remember(memory: fivefold.Memory, *items: dict[str, object]) -> list[int]:
+    return [r.id for r in memory.remember_many([{"type": "fact", **i} for i in items])]
+
+
+def lexical(memory: fivefold.Memory, query: str, **kwargs: object) -> list[int]:
+    results = lexical_search(memory.store, Scope(), content_terms(query), depth=10, **kwargs)
+    return [r.id for r in results]
+
+
+def test_exact_identifier_ranks_first(hashing_mem: fivefold.Memory) -> None:
+    remember(hashing_mem, *({"content": c} for c in FILLER))
+    target, near, review = remember(
+        hashing_mem,
+        {"content": "Ticket KES-4471 is blocked on the schema review"},
+        {"content": "Ticket KES-4470 shipped to production, the status is green"},
+        {"content": "The status of the schema review is pending"},
+    )
+    ids = lexical(hashing_mem, "what is the status of ticket KES-4471?")
+    assert ids[0] == target
+    assert set(ids) == {target, near, review}
+
+
+def test_badge_id_in_predicate_ranks_first(hashing_mem: fivefold.Memory) -> None:
+    remember(hashing_mem, *({"content": c} for c in FILLER))
+    (badge,) = remember(hashing_mem, {"content": "My badge ID is 47821."})
+    photos, _ = remember(
+        hashing_mem,
+        {"content": "Badge photos are taken at reception on Mondays, bring your ID"},
+        {"content": "The reception desk opens at nine"},
+    )
+    assert hashing_mem.get(badge).predicate == "badge ID is 47821"
+    results = lexical_search(
+        hashing_mem.store, Scope(), ["badge", "id"], hint_terms=["badge", "id"], depth=10
+    )
+    assert [r.id for r in results] == [badge, photos]
+
+
+SYMMETRIC = [
+    # The same term once in the predicate of one memory and once in the content of the other,
+    # with the same lengths in each column, so only the column weights decide.
+    {"content": "the team uses a managed service", "predicate": "zephyr cluster"},
+    {"content": "the zephyr cluster service", "predicate": "team uses a managed"},
+]
+
+
+@pytest.fixture
+def weighted_mem() -> Iterator[tuple[fivefold.Memory, fivefold.Memory]]:
+    embedder = fivefold.HashingEmbedder()
+    default = fivefold.Memory.open(":memory:", embedder=embedder)
+    flipped = fivefold.Memory.open(
+        ":memory:",
+        embedder=embedder,
+        config=Config(lexical=LexicalConfig(predicate_weight=0.25)),
+    )
+    yield default, flipped
+    default.close()
+    flipped.close()
+
+
+def test_predicate_outweighs_content_by_default(
+    weighted_mem: tuple[fivefold.Memory, fivefold.Memory],
+) -> None:
+    memory, _ = weighted_mem
+    remember(memory, *({"content": c} for c in FILLER))
+    in_predicate, in_content = remember(memory, *SYMMETRIC)
+    assert lexical(memory, "zephyr") == [in_predicate, in_content]
+
+
+def test_content_outweighs_predicate_when_configured(
+    weighted_mem: tuple[fivefold.Memory, fivefold.Memory],
+) -> None:
+    _, memory = weighted_mem
+    remember(memory, *({"content": c} for c in FILLER))
+    in_predicate, in_content = remember(memory, *SYMMETRIC)
+    assert lexical(memory, "zephyr") == [in_content, in_predicate]
+
+
+def test_stop_words_are_dropped(hashing_mem: fivefold.Memory) -> None:
+    (scaffolding,) = remember(
+        hashing_mem, {"content": "What is it? It is what it is, and that is that."}
+    )
+    (plan,) = remember(hashing_mem, {"content": "The deploy plan needs sign-off"})
+    remember(hashing_mem, *({"content": c} for c in FILLER))
+    explanation = hashing_mem.explain("what is the deploy plan and what is it?")
+    assert explanation.query.terms == ("deploy", "plan")
+    (run,) = [r for r in explanation.runs if r.name is RetrieverName.LEXICAL]
+    assert [item.id for item in run.items] == [plan]
+    assert scaffolding not in {item.id for item in run.items}
+
+
+def test_only_stop_words_means_no_lexical_results(hashing_mem: fivefold.Memory) -> None:
+    remember(hashing_mem, {"content": "What is it? It is what it is."})
+    assert lexical_search(hashing_mem.store, Scope(), [], depth=10) == ()
+    assert lexical(hashing_mem, "what is it") == []
+
+
+@pytest.mark.parametrize(
+    "term",
+    [
+        'badge"',
+        '"',
+        "NEAR(badge lunch)",
+        "badge OR lunch",
+        "AND",
+        "NOT",
+        "OR",
+        "*",
+        "predicate:zephyr",
+        "^badge",
+        "-badge",
+        "(",
+        ")",
+        "{predicate content}: x",
+        "'; DROP TABLE memories; --",
+    ],
+)
+def test_fts_syntax_is_data(hashing_mem: fivefold.Memory, term: str) -> None:
+    badge, _lunch, zephyr = remember(
+        hashing_mem,
+        {"content": "My badge ID is 47821."},
+        {"content": "Lunch with the design team was fun"},
+        {"content": "the service runs on a cluster", "predicate": "zephyr cluster"},
+    )
+    results = lexical_search(hashing_mem.store, Scope(), [term], depth=10)
+    # A term is one quoted phrase: "badge OR lunch" would need the three words in a row.
+    expected = {'badge"': {badge}, "^badge": {badge}, "-badge": {badge}}.get(term, set())
+    assert {r.id for r in results} == expected
+    assert hashing_mem.stats().memories == 3
+    assert zephyr not in {r.id for r in results}
+
+
+def test_prefix_star_is_not_a_prefix_query(hashing_mem: fivefold.Memory) -> None:
+    (zephyrine,) = remember(hashing_mem, {"content": "zephyrine is a rare mineral"})
+    (zephyr,) = remember(hashing_mem, {"content": "a zephyr is a light wind"})
+    results = lexical_search(hashing_mem.store, Scope(), ["zephyr*"], depth=10)
+    assert [r.id for r in results] == [zephyr]
+    assert zephyrine not in {r.id for r in results}
+
+
+def test_recall_with_query_syntax_does_not_fail(hashing_mem: fivefold.Memory) -> None:
+    (badge,) = remember(hashing_mem, {"content": "My badge ID is 47821."})
+    remember(hashing_mem, *({"content": c} for c in FILLER))
+    result = hashing_mem.recall('"badge* OR NEAR(47821, x) AND -col:^y')
+    assert result.hits[0].memory.id == badge
+
+
+def test_confidences_are_in_unit_interval_and_ranked(hashing_mem: fivefold.Memory) -> None:
+    remember(hashing_mem, *({"content": c} for c in FILLER))
+    remember(hashing_mem, {"content": "team team team lunch", "predicate": "team lunch"})
+    results = lexical_search(hashing_mem.store, Scope(), ["team", "lunch", "design"], depth=10)
+    assert len(results) >= 2
+    assert all(0.0 <= r.confidence <= 1.0 for r in results)
+    keys = [(-r.confidence, r.id) for r in results]
+    assert keys == sorted(keys)
+
+
+def test_squash_preserves_the_bm25_order(hashing_mem: fivefold.Memory) -> None:
+    remember(hashing_mem, *({"content": c} for c in FILLER))
+    remember(hashing_mem, {"content": "team lunch on Thursday", "predicate": "team lunch"})
+    terms = ["team", "lunch", "thursday", "budget"]
+    raw = hashing_mem.store.lexical_search(Scope(), terms, 10)
+    squashed = lexical_search(hashing_mem.store, Scope(), terms, depth=10)
+    assert [i for i, _ in raw] == [s.id for s in squashed]
+
+
+def test_type_filter_and_scope_apply(hashing_mem: fivefold.Memory) -> None:
+    (pref,) = remember(hashing_mem, {"content": "I prefer zephyr", "type": "preference"})
+    (fact,) = remember(hashing_mem, {"content": "zephyr is a wind", "user_id": "u1"})
+    assert set(lexical(hashing_mem, "zephyr")) == {pref, fact}
+    assert lexical(hashing_mem, "zephyr", types=[MemoryType.PREFERENCE]) == [pref]
+    scoped = lexical_search(hashing_mem.store, Scope(user_id="u1"), ["zephyr"], depth=10)
+    assert [r.id for r in scoped] == [fact]
+
+
+def test_match_confidence_is_limited_to_the_candidates(hashing_mem: fivefold.Memory) -> None:
+    remember(hashing_mem, *({"content": c} for c in FILLER))
+    first, second = remember(
+        hashing_mem,
+        {"content": "frontend bundle size regression"},
+        {"content": "the frontend team lunch"},
+    )
+    found = match_confidence(hashing_mem.store, Scope(), ["frontend"], [second])
+    assert set(found) == {second}
+    assert 0.0 < found[second] <= 1.0
+    assert match_confidence(hashing_mem.store, Scope(), [], [first]) == {}
+
+
+weights = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False)
+scores = st.floats(min_value=0.0, max_value=1e4, allow_nan=False)
+
+
+@given(scores, scores, weights)
+# s / (s + h) rounds non-monotonically for neighbouring floats; 1 - h / (s + h) does not.
+@example(a=1000.0, b=999.9999999999999, weight=1.9999999999998863)
+def test_squash_is_monotone_and_in_unit_interval(a: float, b: float, weight: float) -> None:
+    low, high = sorted((a, b))
+    assert 0.0 <= squash(low, weight) <= squash(high, weight) <= 1.0
+
+
+@given(weights)
+def test_squash_reference_points(weight: float) -> None:
+    assert squash(0.0, weight) == 0.0
+    assert squash(-1.0, weight) == 0.0
+    # One memory of average length holding every query term once scores about S_q: c ~ 0.67.
+    assert squash(weight, weight) == pytest.approx(1.0 / (1.0 + HALF_SATURATION))
+
+
+@given(st.integers(min_value=0, max_value=10_000), st.integers(min_value=0, max_value=10_000))
+def test_idf_is_positive_and_decreasing_in_frequency(total: int, frequency: int) -> None:
+    frequency = min(frequency, total)
+    assert idf(total, frequency) > 0.0
+    if frequency < total:
+        assert idf(total, frequency) >= idf(total, frequency + 1)
