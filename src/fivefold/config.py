@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from fivefold.model import Budget, RetrieverName
+from fivefold.model import Budget, OptimizerMode, RetrieverName
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +94,69 @@ class IndexConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class OptimizerConfig:
+    """Rule DAG thresholds (seed 004's read_pipeline.optimizer.rule block) and plan knobs."""
+
+    # "off" until the benchmark shows the rule optimizer is not worse than the balanced plan.
+    mode: OptimizerMode = OptimizerMode.OFF
+    precise_threshold: float = 0.8
+    exploratory_threshold: float = 0.4
+    entity_confidence_min: float = 0.85
+    # DESIGN rule 4: lexical rarity >= 0.8 promotes the precision plan.
+    precision_rarity: float = 0.8
+    # Entity-centric queries at or above this specificity that ask for an attribute skip the
+    # embedding call (seed 004: graph + BM25 are pure SQL).
+    entity_skip_embedding_min: float = 0.45
+    entity_graph_weight: float = 2.0
+    precise_semantic_depth: int = 20
+    # Feature quantization step: plans are chosen on a quantized feature vector.
+    quantum: float = 0.05
+    rewrites: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CacheConfig:
+    """Result cache (Mode B, seed 004): TTL 30 s, 1,000 entries, LRU."""
+
+    ttl_seconds: float = 30.0
+    max_entries: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class RerankConfig:
+    """Cross-encoder rerank over the top ``depth`` fused candidates (DESIGN: 20-50), for
+    exploratory plans and budget "high". No model ships; ``model_path`` names a local
+    directory (ONNX + tokenizer.json, or a sentence-transformers model)."""
+
+    model_path: str | None = None
+    depth: int = 30
+    max_tokens: int = 256
+
+
+@dataclass(frozen=True, slots=True)
+class MMRConfig:
+    """Maximal marginal relevance: ``lambda * relevance - (1 - lambda) * redundancy``."""
+
+    lambda_: float = 0.7
+    depth: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteConfig:
+    """Query rewrites for specificity < 0.8: offline pseudo-relevance feedback by default, or
+    an OpenAI-compatible chat endpoint when ``endpoint`` is set."""
+
+    count: int = 3
+    feedback_docs: int = 3
+    terms_per_rewrite: int = 4
+    endpoint: str | None = None
+    model: str | None = None
+    # Filled by entry points (the CLI reads FIVEFOLD_LLM_API_KEY); the library reads no env.
+    api_key: str | None = field(default=None, repr=False)
+    timeout_seconds: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     temporal: TemporalConfig = field(default_factory=TemporalConfig)
     namespace_temporal: Mapping[str, TemporalConfig] = field(
@@ -104,6 +167,11 @@ class Config:
     fusion: FusionConfig = field(default_factory=FusionConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     index: IndexConfig = field(default_factory=IndexConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    mmr: MMRConfig = field(default_factory=MMRConfig)
+    rewrite: RewriteConfig = field(default_factory=RewriteConfig)
     default_importance: float = 0.5
 
     def temporal_for(self, namespace: str) -> TemporalConfig:

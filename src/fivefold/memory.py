@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import MappingProxyType, TracebackType
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -19,23 +17,15 @@ from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput, NotFound
 from fivefold.extract.entities import extract_entities
 from fivefold.extract.prepare import prepare
+from fivefold.metrics import MetricsSnapshot
 from fivefold.model import (
     Edge,
     Entity,
-    ExplainedHit,
     Explanation,
-    Hit,
     MemoryRecord,
-    MemoryType,
-    ParsedQuery,
-    Plan,
     RecallResult,
-    Scope,
 )
-from fivefold.parse.entities import EntityResolver
-from fivefold.parse.query import parse_query
-from fivefold.pipeline import ReadPipeline, Retrieval
-from fivefold.plan import balanced_plan
+from fivefold.reader import Reader, RecallArgs
 from fivefold.store import Store, open_store
 from fivefold.store.base import NewEdge, NewMemory, StoreStats
 from fivefold.text import normalize_name
@@ -50,9 +40,7 @@ class Memory:
         self._store = store
         self._embedder = embedder
         self._config = config
-        self._pipeline = ReadPipeline(store, embedder, config)
-        self._resolvers: dict[str, tuple[int, EntityResolver]] = {}
-        self._lock = threading.Lock()
+        self._reader = Reader(store, embedder, config)
 
     @classmethod
     def open(
@@ -266,142 +254,34 @@ class Memory:
         budget: str = "mid",
         session_id: str | None = None,
     ) -> RecallResult:
-        started = time.perf_counter()
-        request = self._request(
-            query, k, namespace, user_id, agent_id, now, types, budget, session_id
-        )
-        retrieval = self._retrieve(request)
-        top = retrieval.ranked[: request.k]
-        records = self._store.get_memories([f.id for f in top])
-        hits = tuple(
-            Hit(
-                memory=records[f.id],
-                score=f.score,
-                sources=MappingProxyType({t.retriever.value: t.rank for t in f.terms}),
+        """The memories that answer ``query``, best first, with the plan that found them."""
+        return self._reader.recall(
+            RecallArgs.of(
+                query,
+                k,
+                namespace=namespace,
+                user_id=user_id,
+                agent_id=agent_id,
+                now=now,
+                types=types,
+                budget=budget,
+                session_id=session_id,
             )
-            for f in top
-            if f.id in records
         )
-        timings = {**request.timings, **retrieval.timings}
-        timings["total"] = (time.perf_counter() - started) * 1000.0
-        return RecallResult(hits, request.plan, request.parsed, MappingProxyType(timings))
 
     def explain(self, query: str, k: int = 10, **kwargs: Any) -> Explanation:
-        """Everything recall decided: the parse, the plan, each retriever's list, fusion terms."""
-        request = self._request(
-            query,
-            k,
-            kwargs.pop("namespace", "default"),
-            kwargs.pop("user_id", None),
-            kwargs.pop("agent_id", None),
-            kwargs.pop("now", None),
-            kwargs.pop("types", None),
-            kwargs.pop("budget", "mid"),
-            kwargs.pop("session_id", None),
-        )
-        if kwargs:
-            raise InvalidInput(f"unknown argument(s) {sorted(kwargs)}")
-        retrieval = self._retrieve(request)
-        top = retrieval.ranked[: request.k]
-        records = self._store.get_memories([f.id for f in top])
-        hits = tuple(
-            ExplainedHit(
-                id=f.id,
-                content=records[f.id].content if f.id in records else "",
-                fused=sum(t.contribution for t in f.terms),
-                importance=retrieval.attributes[f.id].importance
-                if f.id in retrieval.attributes
-                else self._config.default_importance,
-                final=f.score,
-                demoted=f.id in retrieval.demoted,
-                terms=f.terms,
-            )
-            for f in top
-        )
-        return Explanation(
-            query=request.parsed,
-            features=MappingProxyType({}),
-            plan=request.plan,
-            runs=retrieval.runs,
-            hits=hits,
-            timings=MappingProxyType({**request.timings, **retrieval.timings}),
-        )
+        """Everything recall decided: the parse, the features, the plan, each retriever's
+        list and every fusion term (never served from the cache)."""
+        return self._reader.explain(RecallArgs.of(query, k, **kwargs))
 
-    def _request(
-        self,
-        query: object,
-        k: object,
-        namespace: object,
-        user_id: object,
-        agent_id: object,
-        now: object,
-        types: object,
-        budget: object,
-        session_id: object,
-    ) -> _Request:
-        text = validate.text(query, "query")
-        top_k = validate.top_k(k)
-        scope = validate.scope(namespace, user_id, agent_id)
-        when = validate.when(now, "now") or datetime.now(UTC)
-        forced = validate.memory_types(types)
-        depth = self._config.retrieval.depth[validate.budget(budget)]
-        session = validate.optional_text(session_id, "session_id")
-        start = time.perf_counter()
-        parsed = parse_query(
-            text,
-            now=when,
-            resolver=self._resolver(scope.namespace),
-            temporal=self._config.temporal_for(scope.namespace),
-            last_session_end=self._store.last_session_end(scope, session),
-            visible=None
-            if scope.user_id is None and scope.agent_id is None
-            else lambda ids: self._store.visible_entities(scope, ids),
-        )
-        parse_ms = (time.perf_counter() - start) * 1000.0
-        start = time.perf_counter()
-        plan = balanced_plan(parsed, self._config.fusion, forced_types=forced)
-        plan_ms = (time.perf_counter() - start) * 1000.0
-        return _Request(
-            parsed, plan, scope, top_k, depth, when, forced, {"parse": parse_ms, "plan": plan_ms}
-        )
-
-    def _retrieve(self, request: _Request) -> Retrieval:
-        return self._pipeline.run(
-            request.parsed,
-            request.plan,
-            request.scope,
-            depth=max(request.depth, request.k),
-            now=request.now,
-            forced_types=request.forced,
-        )
-
-    def _resolver(self, namespace: str) -> EntityResolver:
-        generation = self._store.namespace_generation(namespace)
-        with self._lock:
-            cached = self._resolvers.get(namespace)
-            if cached is not None and cached[0] == generation:
-                return cached[1]
-        resolver = EntityResolver(self._store.catalog(namespace))
-        with self._lock:
-            self._resolvers[namespace] = (generation, resolver)
-        return resolver
+    def metrics(self) -> MetricsSnapshot:
+        """Plans selected, latency per plan, cache hit rate, rerank latency (this process)."""
+        return self._reader.metrics()
 
     def _known_names(self, namespace: str) -> dict[str, str]:
         entries = self._store.catalog(namespace)
         canonical = {e.entity_id: e.name for e in entries if not e.is_alias}
         return {e.key: canonical.get(e.entity_id, e.name) for e in entries}
-
-
-@dataclass(frozen=True, slots=True)
-class _Request:
-    parsed: ParsedQuery
-    plan: Plan
-    scope: Scope
-    k: int
-    depth: int
-    now: datetime
-    forced: tuple[MemoryType, ...]
-    timings: dict[str, float]
 
 
 def _share_batch_names(

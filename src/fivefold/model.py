@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
 
@@ -44,6 +45,16 @@ class EdgeKind(StrEnum):
     STRUCTURAL = "structural"
     SEMANTIC = "semantic"
     LIFECYCLE = "lifecycle"
+
+
+class OptimizerMode(StrEnum):
+    """``rule``: the rule DAG picks a plan per query (Mode A). ``cached``: the same, with the
+    result cache in front (Mode B). ``off``: every recall runs the balanced plan (the baseline
+    the benchmark compares the optimizer against)."""
+
+    RULE = "rule"
+    CACHED = "cached"
+    OFF = "off"
 
 
 class Budget(StrEnum):
@@ -177,6 +188,9 @@ class RetrieverRun:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
+    """What one recall runs. ``depths`` overrides the budget's candidate depth per retriever
+    (the precise plan's "semantic top 20")."""
+
     name: PlanName
     retrievers: tuple[RetrieverName, ...]
     weights: Mapping[RetrieverName, float]
@@ -185,6 +199,7 @@ class Plan:
     rewrites: bool = False
     temporal_post_filter: bool = False
     reasons: tuple[str, ...] = ()
+    depths: Mapping[RetrieverName, int] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,17 +1,21 @@
-"""The read path after parsing and planning: run the plan's retrievers, fuse, apply the
-importance prior and negation demotion, cut to k (DESIGN §2 steps 3-4)."""
+"""The read path after parsing and planning (DESIGN §2 steps 3-4): run the plan's retrievers,
+fuse, then the post-fusion policies in order: importance prior, forced type filter, temporal
+post-filter, negation demotion, rewrites (a second semantic pass), cross-encoder rerank, MMR."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+
+import numpy as np
 
 from fivefold.config import Config
 from fivefold.embed.base import Embedder, Vectors
 from fivefold.fuse import Fused, apply_prior, weighted_rrf
 from fivefold.model import (
+    Budget,
     MemoryType,
     ParsedQuery,
     Plan,
@@ -20,6 +24,9 @@ from fivefold.model import (
     Scope,
     Scored,
 )
+from fivefold.rerank.cross_encoder import Reranker
+from fivefold.rerank.mmr import mmr_order
+from fivefold.rerank.rewrite import RewriteError, feedback_rewrites, llm_rewrites
 from fivefold.retrieve import (
     graph_search,
     lexical_search,
@@ -30,17 +37,26 @@ from fivefold.retrieve import (
 )
 from fivefold.store.base import MemoryAttributes, Store
 
-# Fused candidates considered for the prior and the negation check: enough that a memory
-# pushed down by demotion is replaced from below, few enough that the check stays cheap.
+# Fused candidates kept for the post-fusion policies: enough that a memory pushed down by
+# demotion or a post-filter is replaced from below, few enough that each policy stays cheap.
 POST_FUSION_DEPTH = 200
+S, L, G, T, Y = (
+    RetrieverName.SEMANTIC,
+    RetrieverName.LEXICAL,
+    RetrieverName.GRAPH,
+    RetrieverName.TEMPORAL,
+    RetrieverName.TYPE,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Retrieval:
+    query: ParsedQuery
     runs: tuple[RetrieverRun, ...]
     ranked: tuple[Fused, ...]
     demoted: frozenset[int]
     attributes: dict[int, MemoryAttributes]
+    notes: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -54,11 +70,32 @@ class _Clock:
         return elapsed
 
 
+@dataclass(slots=True)
+class _State:
+    """What one recall accumulates on its way through the pipeline."""
+
+    query: ParsedQuery
+    plan: Plan
+    scope: Scope
+    depth: int
+    now: datetime
+    forced: tuple[MemoryType, ...]
+    clock: _Clock
+    vectors: Vectors | None = None
+    # The type filter the semantic and lexical legs ran with (after any widening).
+    text_types: tuple[MemoryType, ...] = ()
+    runs: list[RetrieverRun] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
 class ReadPipeline:
-    def __init__(self, store: Store, embedder: Embedder, config: Config) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, config: Config, reranker: Reranker | None = None
+    ) -> None:
         self._store = store
         self._embedder = embedder
         self._config = config
+        self._reranker = reranker
 
     def run(
         self,
@@ -69,148 +106,127 @@ class ReadPipeline:
         depth: int,
         now: datetime,
         forced_types: Sequence[MemoryType] = (),
+        budget: Budget = Budget.MID,
     ) -> Retrieval:
-        clock = _Clock()
-        runs = self._retrieve(query, plan, scope, depth, now, forced_types, clock)
+        state = _State(query, plan, scope, depth, now, tuple(forced_types), _Clock())
+        self._retrieve(state)
+        if plan.rewrites:
+            self._rewrite(state)
+        ranked, attributes = self._fuse(state)
+        ranked = self._post_filter(state, ranked, attributes)
         start = time.perf_counter()
-        fused = weighted_rrf(
-            runs,
-            plan.weights,
-            k=self._config.fusion.k,
-            multi_hop_factor=self._config.fusion.graph_multi_hop_weight,
+        ranked, demoted = self._demote(ranked, state.query.negations, scope)
+        state.clock.time("negation", start)
+        if plan.rerank or budget is Budget.HIGH:
+            ranked = self._rerank(state, ranked)
+        if plan.mmr:
+            ranked = self._mmr(state, ranked)
+        return Retrieval(
+            state.query,
+            tuple(state.runs),
+            tuple(ranked),
+            demoted,
+            attributes,
+            tuple(state.notes),
+            state.clock.timings,
         )
-        # A memory whose every list gave it confidence 0 (a cosine clipped at 0) has no
-        # evidence for it: it is not a result, even when nothing else is.
-        fused = [f for f in fused if f.score > 0.0][:POST_FUSION_DEPTH]
-        attributes = self._store.attributes([f.id for f in fused])
-        if forced_types:
-            fused = [
-                f for f in fused if f.id in attributes and attributes[f.id].type in forced_types
-            ]
-        importance = {i: a.importance for i, a in attributes.items()}
-        ranked = apply_prior(fused, importance, self._config.fusion.importance_floor)
-        clock.time("fuse", start)
-        start = time.perf_counter()
-        ranked, demoted = self._demote(ranked, query.negations, scope)
-        clock.time("negation", start)
-        return Retrieval(tuple(runs), tuple(ranked), demoted, attributes, clock.timings)
 
     # -- retrievers -----------------------------------------------------------------------------
-    def _retrieve(
-        self,
-        query: ParsedQuery,
-        plan: Plan,
-        scope: Scope,
-        depth: int,
-        now: datetime,
-        forced_types: Sequence[MemoryType],
-        clock: _Clock,
-    ) -> list[RetrieverRun]:
-        wanted = set(plan.retrievers)
-        runs: list[RetrieverRun] = []
-        vectors = self._embed(query, clock) if RetrieverName.SEMANTIC in wanted else None
-        types = tuple(forced_types) or (query.type_hints if RetrieverName.TYPE in wanted else ())
-        runs.extend(
-            self._text_legs(query, scope, vectors, depth, types, forced_types, wanted, clock)
-        )
-        if RetrieverName.GRAPH in wanted:
-            runs.append(
+    def _retrieve(self, state: _State) -> None:
+        wanted = set(state.plan.retrievers)
+        if S in wanted:
+            state.vectors = self._embed([state.query.focus], state.clock)
+        self._text_legs(state, wanted)
+        store, query = self._store, state.query
+        if G in wanted:
+            state.runs.append(
                 _timed(
-                    clock,
-                    RetrieverName.GRAPH,
+                    state.clock,
+                    G,
                     lambda: graph_search(
-                        self._store,
-                        scope,
+                        store,
+                        state.scope,
                         query.entity_refs,
-                        depth=depth,
-                        now=now,
+                        depth=self._depth(state, G),
+                        now=state.now,
                         config=self._config.graph,
                         multi_hop=query.multi_hop,
-                        types=forced_types,
+                        types=state.forced,
                     ),
                 )
             )
         window = query.temporal_window
-        events_allowed = not forced_types or MemoryType.EVENT in forced_types
-        if RetrieverName.TEMPORAL in wanted and window is not None and events_allowed:
-            runs.append(
+        events_allowed = not state.forced or MemoryType.EVENT in state.forced
+        if T in wanted and window is not None and events_allowed:
+            state.runs.append(
                 _timed(
-                    clock,
-                    RetrieverName.TEMPORAL,
-                    lambda: temporal_search(self._store, scope, window, depth=depth),
+                    state.clock,
+                    T,
+                    lambda: temporal_search(
+                        store, state.scope, window, depth=self._depth(state, T)
+                    ),
                 )
             )
-        return runs
 
-    def _text_legs(
-        self,
-        query: ParsedQuery,
-        scope: Scope,
-        vectors: Vectors | None,
-        depth: int,
-        types: Sequence[MemoryType],
-        forced_types: Sequence[MemoryType],
-        wanted: set[RetrieverName],
-        clock: _Clock,
-    ) -> list[RetrieverRun]:
+    def _depth(self, state: _State, retriever: RetrieverName) -> int:
+        return state.plan.depths.get(retriever, state.depth)
+
+    def _text_legs(self, state: _State, wanted: set[RetrieverName]) -> None:
         """Semantic and lexical, type-filtered when a type filter is active, widened (filter
         dropped, both run again) when fewer than ``type_widen_below`` results survive, unless
         the caller forced the types."""
-        legs = self._semantic_lexical(query, scope, vectors, depth, types, wanted, clock)
+        types = state.forced or (state.query.type_hints if Y in wanted else ())
+        state.text_types = tuple(types)
+        legs = self._semantic_lexical(state, wanted, types)
         notes: tuple[str, ...] = ()
-        if types and not forced_types:
+        if types and not state.forced:
             found = {item.id for run in legs for item in run.items}
             if len(found) < self._config.retrieval.type_widen_below:
-                notes = (f"widened: only {len(found)} results of type {list(types)}",)
-                legs = self._semantic_lexical(query, scope, vectors, depth, (), wanted, clock)
+                notes = (f"widened: only {len(found)} results of type {[t.value for t in types]}",)
+                state.text_types = ()
+                legs = self._semantic_lexical(state, wanted, ())
         if types:
             start = time.perf_counter()
             ids = [item.id for run in legs for item in run.items]
             kinds = {i: a.type for i, a in self._store.attributes(ids).items()}
             items = type_list([run.items for run in legs], set(types), kinds)
-            elapsed = clock.time(RetrieverName.TYPE.value, start)
-            legs.append(RetrieverRun(RetrieverName.TYPE, items, elapsed, notes))
-        return legs
+            legs.append(RetrieverRun(Y, items, state.clock.time(Y.value, start), notes))
+        state.runs.extend(legs)
 
     def _semantic_lexical(
-        self,
-        query: ParsedQuery,
-        scope: Scope,
-        vectors: Vectors | None,
-        depth: int,
-        types: Sequence[MemoryType],
-        wanted: set[RetrieverName],
-        clock: _Clock,
+        self, state: _State, wanted: set[RetrieverName], types: Sequence[MemoryType]
     ) -> list[RetrieverRun]:
-        legs = []
-        if RetrieverName.SEMANTIC in wanted and vectors is not None:
+        legs, query, vectors = [], state.query, state.vectors
+        if S in wanted and vectors is not None:
             legs.append(
                 _timed(
-                    clock,
-                    RetrieverName.SEMANTIC,
-                    lambda: semantic_search(self._store, scope, vectors, depth=depth, types=types),
+                    state.clock,
+                    S,
+                    lambda: semantic_search(
+                        self._store, state.scope, vectors, depth=self._depth(state, S), types=types
+                    ),
                 )
             )
-        if RetrieverName.LEXICAL in wanted:
-            hint_terms = [t for hint in query.predicate_hints for t in hint.split()]
+        if L in wanted:
+            hints = [t for hint in query.predicate_hints for t in hint.split()]
             legs.append(
                 _timed(
-                    clock,
-                    RetrieverName.LEXICAL,
+                    state.clock,
+                    L,
                     lambda: lexical_search(
                         self._store,
-                        scope,
+                        state.scope,
                         query.terms,
-                        hint_terms=hint_terms,
-                        depth=depth,
+                        hint_terms=hints,
+                        depth=self._depth(state, L),
                         types=types,
                     ),
                 )
             )
         return legs
 
-    def _embed(self, query: ParsedQuery, clock: _Clock) -> Vectors | None:
-        texts = [t for t in (query.focus, *query.rewrites) if t.strip()]
+    def _embed(self, texts: Sequence[str], clock: _Clock) -> Vectors | None:
+        texts = [t for t in texts if t.strip()]
         if not texts:
             return None
         start = time.perf_counter()
@@ -218,7 +234,89 @@ class ReadPipeline:
         clock.time("embed", start)
         return vectors
 
-    # -- after fusion ---------------------------------------------------------------------------
+    # -- rewrites -------------------------------------------------------------------------------
+    def _rewrite(self, state: _State) -> None:
+        """Second semantic pass over 2-3 rephrasings; each memory keeps its best cosine over
+        the original and the rewrites (seed 004)."""
+        start = time.perf_counter()
+        rewrites = self._rewrites(state)
+        state.clock.time("rewrite", start)
+        if not rewrites or state.vectors is None:
+            return
+        extra = self._embed(rewrites, state.clock)
+        if extra is None:
+            return
+        vectors = np.vstack([state.vectors, extra])
+        state.vectors = vectors
+        state.query = replace(state.query, rewrites=rewrites)
+        for position, run in enumerate(state.runs):
+            if run.name is S:
+                state.runs[position] = _timed(
+                    state.clock,
+                    S,
+                    lambda: semantic_search(
+                        self._store,
+                        state.scope,
+                        vectors,
+                        depth=self._depth(state, S),
+                        types=state.text_types,
+                    ),
+                )
+
+    def _rewrites(self, state: _State) -> tuple[str, ...]:
+        config = self._config.rewrite
+        focus = state.query.focus
+        if config.endpoint:
+            try:
+                return llm_rewrites(focus, config)
+            except RewriteError as exc:
+                state.notes.append(f"{exc}; used feedback rewrites")
+        first, _ = self._fuse(state)
+        top = self._store.get_memories([f.id for f in first[: config.feedback_docs]])
+        documents = [top[f.id].content for f in first[: config.feedback_docs] if f.id in top]
+        return feedback_rewrites(
+            focus, documents, frequencies=self._store.term_document_frequencies, config=config
+        )
+
+    # -- fusion and post-fusion policies --------------------------------------------------------
+    def _fuse(self, state: _State) -> tuple[list[Fused], dict[int, MemoryAttributes]]:
+        start = time.perf_counter()
+        fusion = self._config.fusion
+        fused = weighted_rrf(
+            state.runs,
+            state.plan.weights,
+            k=fusion.k,
+            multi_hop_factor=fusion.graph_multi_hop_weight,
+        )
+        # A memory whose every list gave it confidence 0 (a cosine clipped at 0) has no
+        # evidence for it: it is not a result, even when nothing else is.
+        fused = [f for f in fused if f.score > 0.0][:POST_FUSION_DEPTH]
+        attributes = self._store.attributes([f.id for f in fused])
+        importance = {i: a.importance for i, a in attributes.items()}
+        ranked = apply_prior(fused, importance, fusion.importance_floor)
+        state.clock.time("fuse", start)
+        return ranked, attributes
+
+    def _post_filter(
+        self, state: _State, ranked: list[Fused], attributes: dict[int, MemoryAttributes]
+    ) -> list[Fused]:
+        if state.forced:
+            ranked = [
+                f for f in ranked if f.id in attributes and attributes[f.id].type in state.forced
+            ]
+        window = state.query.temporal_window
+        if state.plan.temporal_post_filter and window is not None:
+            inside = [
+                f
+                for f in ranked
+                if f.id in attributes and window.start <= _when(attributes[f.id]) <= window.end
+            ]
+            if inside:
+                ranked = inside
+            else:
+                state.notes.append("temporal post-filter kept nothing; results left unfiltered")
+        return ranked
+
     def _demote(
         self, ranked: list[Fused], negations: Sequence[str], scope: Scope
     ) -> tuple[list[Fused], frozenset[int]]:
@@ -230,13 +328,52 @@ class ReadPipeline:
         threshold = self._config.retrieval.negation_threshold
         strikes: dict[int, int] = {}
         for phrase in negations:
-            confidence = match_confidence(self._store, scope, phrase.split(), ids)
-            for memory_id, value in confidence.items():
+            for memory_id, value in match_confidence(
+                self._store, scope, phrase.split(), ids
+            ).items():
                 if value > threshold:
                     strikes[memory_id] = strikes.get(memory_id, 0) + 1
         order = {f.id: position for position, f in enumerate(ranked)}
         result = sorted(ranked, key=lambda f: (strikes.get(f.id, 0), order[f.id]))
         return result, frozenset(strikes)
+
+    def _rerank(self, state: _State, ranked: list[Fused]) -> list[Fused]:
+        if self._reranker is None:
+            state.notes.append(
+                "rerank requested but no cross-encoder is configured (rerank.model_path)"
+            )
+            return ranked
+        start = time.perf_counter()
+        depth = self._config.rerank.depth
+        head, tail = ranked[:depth], ranked[depth:]
+        records = self._store.get_memories([f.id for f in head])
+        scores = self._reranker.score(
+            state.query.focus, [records[f.id].content if f.id in records else "" for f in head]
+        )
+        order = sorted(range(len(head)), key=lambda i: (-scores[i], head[i].id))
+        state.clock.time("rerank", start)
+        return [head[i] for i in order] + tail
+
+    def _mmr(self, state: _State, ranked: list[Fused]) -> list[Fused]:
+        start = time.perf_counter()
+        config = self._config.mmr
+        head, tail = ranked[: config.depth], ranked[config.depth :]
+        vectors = self._store.vectors([f.id for f in head])
+        order = mmr_order(
+            [f.id for f in head],
+            [f.score for f in head],
+            vectors,
+            lambda_=config.lambda_,
+            limit=len(head),
+        )
+        by_id = {f.id: f for f in head}
+        state.clock.time("mmr", start)
+        return [by_id[i] for i in order] + tail
+
+
+def _when(attributes: MemoryAttributes) -> datetime:
+    """When a memory happened, or else when it was recorded (seed 004: "created or dated")."""
+    return attributes.event_at or attributes.created_at
 
 
 def _timed(

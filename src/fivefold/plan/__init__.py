@@ -1,5 +1,51 @@
-"""Stage 2 of the read path: from a parsed query to a plan of retrievers and weights."""
+"""Stage 2 of the read path: features -> specificity -> a rule DAG picks a plan template."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fivefold.config import Config
+from fivefold.model import MemoryType, OptimizerMode, ParsedQuery, Plan
 from fivefold.plan.balanced import balanced_plan
+from fivefold.plan.features import Features, entity_density, lexical_rarity, type_cues
+from fivefold.plan.rules import choose_plan
 
-__all__ = ["balanced_plan"]
+__all__ = ["Features", "balanced_plan", "choose_plan", "features_of", "plan_query"]
+
+
+def features_of(
+    query: ParsedQuery, *, total: int, frequencies: dict[str, int]
+) -> tuple[Features, tuple[MemoryType, ...]]:
+    cues, hinted = type_cues(query.focus)
+    window = query.temporal_window
+    features = Features(
+        entity_density=entity_density(query),
+        temporal_precision=window.precision if window is not None else 0.0,
+        lexical_rarity=lexical_rarity(query.terms, total, frequencies),
+        type_cues=cues,
+    )
+    return features, hinted
+
+
+def plan_query(
+    query: ParsedQuery,
+    *,
+    total: int,
+    frequencies: dict[str, int],
+    config: Config,
+    forced_types: Sequence[MemoryType] = (),
+) -> tuple[Plan, ParsedQuery, Features]:
+    """The optimizer's entry point: pure given the store's term statistics."""
+    features, hinted = features_of(query, total=total, frequencies=frequencies)
+    if config.optimizer.mode is OptimizerMode.OFF:
+        plan = balanced_plan(query, config.fusion, forced_types=forced_types)
+        return plan, query, features
+    plan, query = choose_plan(
+        query,
+        features,
+        type_hints=hinted,
+        config=config.optimizer,
+        fusion=config.fusion,
+        forced_types=forced_types,
+    )
+    return plan, query, features

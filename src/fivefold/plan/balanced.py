@@ -1,5 +1,6 @@
-"""The balanced plan: every retriever whose inputs are present, equal weights (DESIGN §2,
-rule 6). Until the rule-based optimizer lands, every recall runs this plan and says so."""
+"""The balanced plan: every retriever whose inputs are present, equal weights. With the
+optimizer off (``optimizer.mode = "off"``) every recall runs it: the baseline the benchmark
+measures the optimizer against."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ def balanced_plan(
     query: ParsedQuery, fusion: FusionConfig, *, forced_types: Sequence[MemoryType] = ()
 ) -> Plan:
     retrievers: list[RetrieverName] = []
-    reasons = ["balanced plan: the optimizer is not enabled; every retriever with inputs runs"]
+    reasons = ["balanced plan: the optimizer is off; every retriever with inputs runs"]
     if query.focus.strip():
         retrievers.append(RetrieverName.SEMANTIC)
     else:

@@ -80,6 +80,7 @@ class MemoryAttributes:
     importance: float
     type: MemoryType
     event_at: datetime | None
+    created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

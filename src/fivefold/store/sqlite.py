@@ -45,6 +45,7 @@ from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+DF_CACHE_TERMS = 20_000
 
 
 class SQLiteStore:
@@ -56,6 +57,7 @@ class SQLiteStore:
         self._model = embedding_model
         self._dim = dim
         self._lock = threading.RLock()
+        self._writes = 0  # bumped by every transaction: invalidates the term statistics memo
         self._conn = _connect(path)
         try:
             self._store_id = self._init_schema(embedding_model, dim)
@@ -72,6 +74,9 @@ class SQLiteStore:
         self._reads = ReadQueries(self._conn, config)
         self._dense: dict[str, NamespaceIndex] = {}
         self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
+        self._df_version: tuple[int, int] = (-1, -1)
+        self._df_cache: dict[str, int] = {}
+        self._df_total: int | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -144,6 +149,7 @@ class SQLiteStore:
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         with self._lock:
+            self._writes += 1
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 yield
@@ -386,8 +392,20 @@ class SQLiteStore:
             return self._reads.entity_frequencies(entity_ids)
 
     def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """Memoized until the next write by anyone: the optimizer's rarity feature, BM25's
+        squash and negation all ask for the same few terms within one recall."""
         with self._lock:
-            return self._reads.term_document_frequencies(terms)
+            version = (self._writes, self._conn.execute("PRAGMA data_version").fetchone()[0])
+            if version != self._df_version or len(self._df_cache) > DF_CACHE_TERMS:
+                self._df_cache.clear()
+                self._df_version = version
+                self._df_total = None
+            missing = [t for t in dict.fromkeys(terms) if t not in self._df_cache]
+            if missing or self._df_total is None:
+                total, found = self._reads.term_document_frequencies(missing)
+                self._df_cache.update(found)
+                self._df_total = total
+            return self._df_total, {t: self._df_cache[t] for t in terms}
 
     def lexical_search(
         self,

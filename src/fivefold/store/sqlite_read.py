@@ -76,13 +76,15 @@ class ReadQueries:
         if not ids:
             return {}
         rows = self._conn.execute(
-            "SELECT id, importance, type, event_at FROM memories "
+            "SELECT id, importance, type, event_at, created_at FROM memories "
             "WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps([int(i) for i in ids]),),
         )
         return {
-            int(i): MemoryAttributes(float(v), MemoryType(t), None if e is None else from_ts(e))
-            for i, v, t, e in rows
+            int(i): MemoryAttributes(
+                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c)
+            )
+            for i, v, t, e, c in rows
         }
 
     def catalog(self, namespace: str) -> list[CatalogEntry]:

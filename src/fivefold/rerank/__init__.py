@@ -1,0 +1,1 @@
+"""Post-fusion policies: negation demotion, cross-encoder rerank, MMR, and query rewrites."""
