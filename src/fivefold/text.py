@@ -24,7 +24,7 @@ STOP_WORDS = frozenset(
     ourselves out over own re s same shan she should shouldn so some such t than that the
     their theirs them themselves then there these they this those through to too under until
     up ve very was wasn we were weren what when where which while who whom why will with won
-    would wouldn you your yours yourself yourselves d m o y ain tell know remember recall
+    would wouldn you your yours yourself yourselves d m o y ain tell know remember
     anything something thing things also ever get got
     """.split()
 )

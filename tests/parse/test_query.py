@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -129,7 +129,28 @@ def test_last_tuesday_sets_a_one_day_window() -> None:
     ],
 )
 def test_no_window_from_digits_that_are_not_dates(text: str) -> None:
-    assert parse(text).temporal_window is None
+    window = parse(text).temporal_window
+    # "did we ship ..." implies a recent window (seed 004); the digits must never make one.
+    assert window is None or not any(c.isdigit() for c in window.expression)
+
+
+@pytest.mark.parametrize(
+    ("text", "expression"),
+    [
+        ("Did I finish the OAuth PR?", "Did I finish"),
+        ("have we shipped the release?", "have we shipped"),
+    ],
+)
+def test_completion_questions_imply_a_recent_window(text: str, expression: str) -> None:
+    window = parse(text).temporal_window
+    assert window is not None
+    assert window.expression == expression
+    assert window.end - window.start == timedelta(days=30)
+    assert window.precision == pytest.approx(0.3)
+
+
+def test_time_words_are_not_bm25_terms() -> None:
+    assert parse("what did I do last Tuesday at the gym?").terms == ("gym",)
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ hop limits, co-mention edges and tie-breaking, on small hand-made graphs."""
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -15,6 +16,7 @@ from fivefold.model import EntityRef, MemoryType, Resolution, Scope, Scored
 from fivefold.parse.entities import EntityResolver
 from fivefold.parse.query import parse_query
 from fivefold.retrieve import graph_search
+from fivefold.retrieve.graph import specificity
 
 NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)
 CHAIN = ["Ana Silva", "Ben Okafor", "Cleo Park", "Dev Rao", "Eve Moss"]
@@ -45,7 +47,8 @@ def search(
         roots,
         depth=50,
         now=now,
-        config=GraphConfig(),
+        # DESIGN's bare formula; specificity weighting has its own tests below.
+        config=GraphConfig(rarity_weighting=False),
         multi_hop=multi_hop,
         types=types,
     )
@@ -84,7 +87,7 @@ def test_results_are_ranked_by_score(hashing_mem: fivefold.Memory, chain: dict[s
         refs(hashing_mem, "Cleo Park"),
         depth=50,
         now=NOW,
-        config=GraphConfig(),
+        config=GraphConfig(rarity_weighting=False),
     )
     assert ordered(results)[0] == chain["Cleo Park"]
     assert {s.id for s in results[1:3]} == {chain["Ben Okafor"], chain["Dev Rao"]}
@@ -251,7 +254,7 @@ def test_ties_prefer_memories_touching_more_query_entities(hashing_mem: fivefold
         refs(hashing_mem, "Ana Silva", "Ben Okafor"),
         depth=50,
         now=NOW,
-        config=GraphConfig(),
+        config=GraphConfig(rarity_weighting=False),
     )
     assert [s.confidence for s in results] == [1.0, 1.0, 1.0]
     assert ordered(results) == [both, only_ana, only_ben]
@@ -269,7 +272,7 @@ def test_ties_prefer_rarer_query_entities(hashing_mem: fivefold.Memory) -> None:
         refs(hashing_mem, "Caroline", "Ben Okafor"),
         depth=50,
         now=NOW,
-        config=GraphConfig(),
+        config=GraphConfig(rarity_weighting=False),
     )
     assert ordered(results) == [rare, *speaker]
 
@@ -287,7 +290,7 @@ def test_depth_cuts_the_list(hashing_mem: fivefold.Memory, chain: dict[str, int]
         refs(hashing_mem, "Ana Silva"),
         depth=2,
         now=NOW,
-        config=GraphConfig(),
+        config=GraphConfig(rarity_weighting=False),
     )
     assert ordered(results) == [chain["Ana Silva"], chain["Ben Okafor"]]
 
@@ -307,3 +310,25 @@ def test_edges_of_another_namespace_are_not_walked(hashing_mem: fivefold.Memory)
     ben = note(hashing_mem, "Ben Okafor")
     hashing_mem.relate("Ana Silva", "manages", "Ben Okafor", namespace="other", record=False)
     assert ben not in search(hashing_mem, refs(hashing_mem, "Ana Silva"))
+
+
+def test_specificity_weighting_discounts_entities_named_everywhere(
+    hashing_mem: fivefold.Memory,
+) -> None:
+    # "Mel" is named in 8 of 10 memories (a chat partner), "Kestrel" in one.
+    ids = [hashing_mem.remember(f"Mel said hello {i}", entities=["Mel"]).id for i in range(7)]
+    both = hashing_mem.remember("Mel asked about Kestrel", entities=["Mel", "Kestrel"]).id
+    hashing_mem.remember("Lunch notes", entities=[])
+    hashing_mem.remember("More lunch notes", entities=[])
+    roots = refs(hashing_mem, "Mel") + refs(hashing_mem, "Kestrel")
+    found = graph_search(hashing_mem.store, Scope(), roots, depth=50, now=NOW, config=GraphConfig())
+    score = {s.id: s.confidence for s in found}
+    total, mel_df = 10, 8
+    mel = math.log(total / mel_df) / math.log(total)
+    assert score[ids[0]] == pytest.approx(mel)
+    # Noisy-or: naming both entities beats naming either one.
+    assert score[both] == pytest.approx(1 - (1 - mel) * (1 - 1.0))
+    assert found[0].id == both
+    assert specificity(total, mel_df) == pytest.approx(mel)
+    assert specificity(1, 1) == 1.0
+    assert specificity(100, 100) == 0.0

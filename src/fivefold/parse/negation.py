@@ -41,6 +41,8 @@ def find_negations(text: str) -> tuple[list[str], str]:
         # Verbs right after the cue ("didn't finish") negate an action, not a topic: only
         # phrases reached through a linking word, or after except/without/other than, count.
         cue_to_object = text[match.start() : match.start("object")].lower()
+        if cue_to_object.startswith("without") and not _scopes_a_search(text, match, phrase):
+            continue
         before = text[: match.start()].rstrip().lower()
         topical = phrase[:1].isupper() or before.endswith((",", "but", "and"))
         if not topical and _is_bare_verb_negation(cue_to_object):
@@ -49,6 +51,19 @@ def find_negations(text: str) -> tuple[list[str], str]:
         clause_end = match.start("object") + len(phrase)
         kept = kept.replace(text[match.start() : clause_end], " ")
     return negated, re.sub(r"\s+", " ", kept).strip()
+
+
+# "without" narrows a search after these words ("notes without the frontend"); after a verb it
+# describes a manner ("able to jog without pain") and rules nothing out.
+_SEARCH_NOUNS = frozenset(
+    "anything something everything memories memory notes things ones stuff events meetings "
+    "projects tasks work messages conversations ideas plans".split()
+)
+
+
+def _scopes_a_search(text: str, match: re.Match[str], phrase: str) -> bool:
+    before = re.findall(r"[a-z]+", text[: match.start()].lower())
+    return phrase[:1].isupper() or (bool(before) and before[-1] in _SEARCH_NOUNS)
 
 
 def _is_bare_verb_negation(cue_to_object: str) -> bool:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from fivefold.config import TemporalConfig
-from fivefold.model import ParsedQuery
+from fivefold.model import ParsedQuery, TimeWindow
 from fivefold.parse.entities import EntityResolver
 from fivefold.parse.negation import find_negations
 from fivefold.parse.temporal import find_window
@@ -29,6 +29,17 @@ _MULTI_HOP = re.compile(
     re.IGNORECASE,
 )
 MAX_QUERY_CHARS = 4_000
+# BM25 terms kept per query: a pasted paragraph is not a question, and FTS5 cost grows per term.
+MAX_TERMS = 64
+# "Did I finish the OAuth PR?" asks about a recent completion: seed 004 reads it as a window
+# over the last `recent_days` (fuzzy precision), not as "ever".
+_COMPLETION = re.compile(
+    r"\b(?:did|have|has)\s+(?:i|we)\s+(?:already\s+|ever\s+)?(?:finish|finished|complete|"
+    r"completed|ship|shipped|merge|merged|close|closed|submit|submitted|deploy|deployed|fix|"
+    r"fixed|send|sent|finali[sz]e|finali[sz]ed|wrap|wrapped)\b",
+    re.IGNORECASE,
+)
+IMPLIED_PRECISION = 0.3
 
 
 def parse_query(
@@ -46,13 +57,20 @@ def parse_query(
     text = text[:MAX_QUERY_CHARS]
     negations, positive = find_negations(text)
     window = find_window(text, now=now, config=temporal, last_session_end=last_session_end)
+    if window is None:
+        window = implied_window(positive, now=now, config=temporal)
     refs = resolver.resolve(positive)
     if visible is not None and refs:
         shown = visible([r.entity_id for r in refs])
         refs = [r for r in refs if r.entity_id in shown]
     hints = predicate_hints(positive)
     negated_terms = {t for phrase in negations for t in phrase.split()}
-    terms = tuple(t for t in content_terms(positive) if t not in negated_terms)
+    # Time words ("last Tuesday") select a window; as BM25 terms they would only match
+    # memories that happen to say "Tuesday".
+    time_words = set(content_terms(window.expression)) if window is not None else set()
+    terms = tuple(
+        t for t in content_terms(positive) if t not in negated_terms and t not in time_words
+    )[:MAX_TERMS]
     return ParsedQuery(
         original=text,
         focus=positive,
@@ -63,6 +81,16 @@ def parse_query(
         negations=tuple(negations),
         multi_hop=bool(_MULTI_HOP.search(positive)),
     )
+
+
+def implied_window(text: str, *, now: datetime, config: TemporalConfig) -> TimeWindow | None:
+    match = _COMPLETION.search(text)
+    if match is None:
+        return None
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    start = now - timedelta(days=config.recent_days)
+    return TimeWindow(start, now, match.group(0), IMPLIED_PRECISION)
 
 
 def predicate_hints(text: str) -> list[str]:

@@ -9,6 +9,7 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -199,14 +200,17 @@ class ReadQueries:
         where, params = scope_sql(scope)
         type_clause, type_params = types_sql(types)
         scores = json.dumps([[e.entity_id, e.score, e.hops, e.rarity] for e in entities])
-        # SQLite returns the bare column ``es.hops`` from the row that holds max(es.score).
+        # Noisy-or over the entities a memory names: 1 - prod(1 - score).
         sql = f"""
             WITH es(eid, score, hops, rarity) AS (
                 SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),
                        json_extract(value, '$[2]'), json_extract(value, '$[3]')
                 FROM json_each(?)
             )
-            SELECT mn.memory_id, max(es.score) AS best, es.hops,
+            SELECT mn.memory_id,
+                   CASE WHEN count(*) = 1 OR max(es.score) >= 0.999999 THEN max(es.score)
+                        ELSE 1.0 - exp(sum(ln(1.0 - min(es.score, 0.999999)))) END AS best,
+                   min(es.hops) AS hops,
                    sum(es.hops = 0) AS touched,
                    sum(CASE WHEN es.hops = 0 THEN es.rarity ELSE 0 END) AS rarity
             FROM es JOIN mentions mn ON mn.entity_id = es.eid
@@ -304,7 +308,8 @@ def _record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
         user_id=user or None,
         agent_id=agent or None,
         session_id=session,
-        metadata=json.loads(metadata),
+        # Read-only: a cached result must not change under a caller who edits it.
+        metadata=MappingProxyType(json.loads(metadata)),
     )
 
 
