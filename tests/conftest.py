@@ -10,6 +10,19 @@ import pytest
 import fivefold
 
 
+@pytest.fixture(autouse=True)
+def _no_user_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """CLI tests must not pick up a developer's own ~/.config/fivefold/config.toml."""
+    import fivefold.config_file
+
+    missing = tmp_path_factory.mktemp("no-config") / "config.toml"
+    monkeypatch.setattr(fivefold.config_file, "default_config_path", lambda: missing)
+    monkeypatch.delenv("FIVEFOLD_CONFIG", raising=False)
+    monkeypatch.delenv("FIVEFOLD_DB", raising=False)
+
+
 @pytest.fixture(scope="session")
 def minilm() -> fivefold.MiniLMEmbedder:
     """The real default model; loading it once per session keeps the suite fast."""

@@ -79,6 +79,10 @@ class Memory:
     def config(self) -> Config:
         return self._config
 
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
     # -- writes ---------------------------------------------------------------------------------
     def remember(
         self,

@@ -15,7 +15,7 @@ from fivefold.cache import ResultCache
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput
-from fivefold.metrics import Metrics, MetricsSnapshot
+from fivefold.metrics import CACHE_PLAN, Metrics, MetricsSnapshot
 from fivefold.model import (
     Budget,
     ExplainedHit,
@@ -33,6 +33,7 @@ from fivefold.parse.query import parse_query
 from fivefold.pipeline import ReadPipeline, Retrieval
 from fivefold.plan import Features, plan_query
 from fivefold.rerank.cross_encoder import load_reranker
+from fivefold.retrieve.graph import specificity
 from fivefold.store.base import Store
 from fivefold.text import normalize_query
 
@@ -114,7 +115,7 @@ class Reader:
         version = self._store.namespace_generation(args.scope.namespace) if caching else 0
         if caching and (hit := self._cache.get(key, version)) is not None:
             elapsed = (time.perf_counter() - started) * 1000.0
-            self._metrics.record("cache", elapsed)
+            self._metrics.record(CACHE_PLAN, elapsed)
             return RecallResult(
                 hit.hits, hit.plan, hit.query, MappingProxyType({"total": elapsed}), cached=True
             )
@@ -176,11 +177,16 @@ class Reader:
         )
         parse_ms = (time.perf_counter() - start) * 1000.0
         total, frequencies = self._store.term_document_frequencies(parsed.terms)
+        entity_ids = [r.entity_id for r in parsed.entity_refs]
+        mentions = self._store.entity_frequencies(entity_ids)
+        memories = self._store.memory_count(scope.namespace)
+        specific = {e: specificity(memories, mentions.get(e, 0)) for e in entity_ids}
         start = time.perf_counter()
         plan, parsed, features = plan_query(
             parsed,
             total=total,
             frequencies=frequencies,
+            specificity=specific,
             config=self._config,
             forced_types=args.forced,
         )

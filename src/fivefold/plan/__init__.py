@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fivefold.config import Config
 from fivefold.model import MemoryType, OptimizerMode, ParsedQuery, Plan
@@ -14,12 +14,16 @@ __all__ = ["Features", "balanced_plan", "choose_plan", "features_of", "plan_quer
 
 
 def features_of(
-    query: ParsedQuery, *, total: int, frequencies: dict[str, int]
+    query: ParsedQuery,
+    *,
+    total: int,
+    frequencies: dict[str, int],
+    specificity: Mapping[int, float],
 ) -> tuple[Features, tuple[MemoryType, ...]]:
     cues, hinted = type_cues(query.focus)
     window = query.temporal_window
     features = Features(
-        entity_density=entity_density(query),
+        entity_density=entity_density(query, specificity),
         temporal_precision=window.precision if window is not None else 0.0,
         lexical_rarity=lexical_rarity(query.terms, total, frequencies),
         type_cues=cues,
@@ -32,11 +36,17 @@ def plan_query(
     *,
     total: int,
     frequencies: dict[str, int],
+    specificity: Mapping[int, float],
     config: Config,
     forced_types: Sequence[MemoryType] = (),
 ) -> tuple[Plan, ParsedQuery, Features]:
-    """The optimizer's entry point: pure given the store's term statistics."""
-    features, hinted = features_of(query, total=total, frequencies=frequencies)
+    """The optimizer's entry point: pure given the store's term and entity statistics
+    (``specificity``: entity id -> ln(N/df)/ln(N))."""
+    features, hinted = features_of(
+        query, total=total, frequencies=frequencies, specificity=specificity
+    )
+    # Report what the rules read: the quantized vector.
+    features = features.quantized(config.optimizer.quantum)
     if config.optimizer.mode is OptimizerMode.OFF:
         plan = balanced_plan(query, config.fusion, forced_types=forced_types)
         return plan, query, features
@@ -44,6 +54,7 @@ def plan_query(
         query,
         features,
         type_hints=hinted,
+        specificity=specificity,
         config=config.optimizer,
         fusion=config.fusion,
         forced_types=forced_types,

@@ -74,16 +74,19 @@ class Features:
         }
 
 
-def entity_density(query: ParsedQuery) -> float:
-    """The strongest reference's confidence, scaled down when entities are a small part of a
-    long query: ``max_conf x min(1, 3 x entity_words / content_words)``. The seed's worked
-    examples put it near the resolution confidence for short queries ("Sarah" at 0.93 -> 0.9)."""
+def entity_density(query: ParsedQuery, specificity: Mapping[int, float]) -> float:
+    """The strongest reference's confidence times its entity's specificity, scaled down when
+    entities are a small part of a long query:
+    ``max(conf x spec) x min(1, 3 x entity_words / content_words)``. The seed's worked examples
+    put it near the resolution confidence for short queries ("Sarah" at 0.93 -> 0.9); a name
+    that half the memories carry makes no query specific."""
     if not query.entity_refs:
         return 0.0
     entity_words = {w for ref in query.entity_refs for w in ref.text.lower().split()}
     content_words = max(len(query.terms), 1)
     share = min(1.0, 3.0 * len(entity_words) / content_words)
-    return max(ref.confidence for ref in query.entity_refs) * share
+    strongest = max(r.confidence * specificity.get(r.entity_id, 1.0) for r in query.entity_refs)
+    return strongest * share
 
 
 def lexical_rarity(terms: Sequence[str], total: int, frequencies: Mapping[str, int]) -> float:

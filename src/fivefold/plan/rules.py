@@ -2,7 +2,8 @@
 plan. No I/O; well under a millisecond. Rules are tried in DESIGN §2's order:
 
 1. spec >= precise_threshold                      -> precise
-2. an entity ref with confidence > entity_conf_min -> entity_centric
+2. an entity ref with confidence > entity_conf_min -> entity_centric (if the entity is specific
+   enough to anchor: see OptimizerConfig.entity_anchor_min_specificity)
 3. a temporal window                              -> temporal
 4. lexical rarity >= precision_rarity              -> precision
 5. spec < exploratory_threshold                    -> exploratory
@@ -11,12 +12,12 @@ plan. No I/O; well under a millisecond. Rules are tried in DESIGN §2's order:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 
 from fivefold.config import FusionConfig, OptimizerConfig
-from fivefold.model import MemoryType, ParsedQuery, Plan, PlanName, RetrieverName
+from fivefold.model import EntityRef, MemoryType, ParsedQuery, Plan, PlanName, RetrieverName
 from fivefold.plan.features import Features
 
 S, L, G, T, Y = (
@@ -33,6 +34,7 @@ def choose_plan(
     features: Features,
     *,
     type_hints: Sequence[MemoryType],
+    specificity: Mapping[int, float],
     config: OptimizerConfig,
     fusion: FusionConfig,
     forced_types: Sequence[MemoryType] = (),
@@ -46,11 +48,16 @@ def choose_plan(
         f"ed={q.entity_density:.2f} tp={q.temporal_precision:.2f} "
         f"lr={q.lexical_rarity:.2f} tc={q.type_cues:.2f} spec={spec:.2f}"
     )
-    strongest = max((r.confidence for r in query.entity_refs), default=0.0)
+    anchors = [
+        r
+        for r in query.entity_refs
+        if r.confidence > config.entity_confidence_min
+        and specificity.get(r.entity_id, 1.0) >= config.entity_anchor_min_specificity
+    ]
     if spec >= config.precise_threshold:
         plan = _precise(query, config)
-    elif strongest > config.entity_confidence_min:
-        plan = _entity_centric(query, spec, config)
+    elif anchors:
+        plan = _entity_centric(query, anchors, spec, config)
     elif query.temporal_window is not None:
         plan = _named(
             PlanName.TEMPORAL, [T, S], f"a time window ({query.temporal_window.expression!r})"
@@ -84,8 +91,10 @@ def _precise(query: ParsedQuery, config: OptimizerConfig) -> Plan:
     return replace(plan, depths=MappingProxyType({S: config.precise_semantic_depth}))
 
 
-def _entity_centric(query: ParsedQuery, spec: float, config: OptimizerConfig) -> Plan:
-    best = max(query.entity_refs, key=lambda r: r.confidence)
+def _entity_centric(
+    query: ParsedQuery, anchors: Sequence[EntityRef], spec: float, config: OptimizerConfig
+) -> Plan:
+    best = max(anchors, key=lambda r: r.confidence)
     # An attribute of a well-resolved entity ("Sarah's manager") is answered by the graph and
     # BM25 in SQL; the embedding call is skipped on purpose (seed 004). Without an attribute to
     # look up ("who is on the backend team?") semantic stays, for members described in prose.
