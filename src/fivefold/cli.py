@@ -4,10 +4,11 @@ code (2 bad input, 3 not found, 4 store problem, 1 anything else of ours); never
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import wraps
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -18,11 +19,15 @@ from rich.console import Console
 from fivefold import errors
 from fivefold.cli_render import (
     explanation_json,
+    metrics_json,
     print_explanation,
     print_hits,
+    print_metrics,
     print_stats,
     result_json,
 )
+from fivefold.config import Config
+from fivefold.config_file import API_KEY_ENV, config_in_effect, config_to_toml, load_config
 from fivefold.memory import Memory
 
 P = ParamSpec("P")
@@ -51,8 +56,22 @@ def _friendly(command: Callable[P, R]) -> Callable[P, R]:
 
 @contextmanager
 def _open(ctx: click.Context) -> Iterator[Memory]:
-    with Memory.open(ctx.obj["db"]) as mem:
+    with Memory.open(ctx.obj["db"], config=_settings(ctx)) as mem:
         yield mem
+
+
+def _settings(ctx: click.Context) -> Config:
+    """The config file in effect (loaded once per invocation, and only by commands that need
+    it, so that `config path` works with a broken file), plus the rewrite API key from the
+    environment: the one secret, which never lives in the file."""
+    if "config" not in ctx.obj:
+        path = config_in_effect(ctx.obj["config_path"])
+        config = Config() if path is None else load_config(path)
+        if api_key := os.environ.get(API_KEY_ENV):
+            config = replace(config, rewrite=replace(config.rewrite, api_key=api_key))
+        ctx.obj["config"] = config
+    settings: Config = ctx.obj["config"]
+    return settings
 
 
 def _scope_options(command: Callable[P, R]) -> Callable[P, R]:
@@ -68,11 +87,20 @@ def _scope_options(command: Callable[P, R]) -> Callable[P, R]:
     default=None,
     help="Store path or URL (env FIVEFOLD_DB); default: memory.db in the user data directory.",
 )
+@click.option(
+    "--config",
+    "config_path",
+    envvar="FIVEFOLD_CONFIG",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Settings file (env FIVEFOLD_CONFIG); default: config.toml in the user config "
+    "directory if it exists, else the built-in defaults.",
+)
 @click.version_option(package_name="fivefold")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None) -> None:
+def cli(ctx: click.Context, db: str | None, config_path: Path | None) -> None:
     """fivefold: long-term memory for AI agents (remember, relate, recall)."""
-    ctx.obj = {"db": db}
+    ctx.obj = {"db": db, "config_path": config_path}
 
 
 @cli.command()
@@ -220,25 +248,64 @@ def import_(
 @click.pass_context
 @_friendly
 def stats(ctx: click.Context, /, as_json: bool) -> None:
-    """Counts, namespaces, types, embedding model and size of the store."""
+    """Counts, namespaces, types, embedding model and size of the store, and this process's
+    recall metrics."""
     with _open(ctx) as mem:
         store_stats = mem.stats()
+        metrics = mem.metrics()
     if as_json:
-        click.echo(json.dumps(asdict(store_stats), indent=2, default=dict))
+        payload = {**asdict(store_stats), "metrics": metrics_json(metrics)}
+        click.echo(json.dumps(payload, indent=2, default=dict))
     else:
-        print_stats(Console(), store_stats)
+        console = Console()
+        print_stats(console, store_stats)
+        print_metrics(console, metrics)
 
 
 @cli.command()
 @click.option("-k", default=3, show_default=True, help="Hits shown per query.")
+@click.pass_context
 @_friendly
-def demo(k: int) -> None:
+def demo(ctx: click.Context, /, k: int) -> None:
     """Load the bundled sample of a fictional engineer's memories into a throwaway store and
     run queries of every kind, showing plan and top hits."""
     from fivefold.cli_demo import run_demo
 
     # Misses are part of what the demo shows, not a failure of the command.
-    run_demo(Console(), k=k)
+    run_demo(Console(), k=k, config=_settings(ctx))
+
+
+@cli.group(name="config")
+def config_group() -> None:
+    """Show the settings in effect and which file they come from."""
+
+
+@config_group.command(name="show")
+@click.option("--defaults", is_flag=True, help="Print the built-in defaults instead.")
+@click.pass_context
+@_friendly
+def config_show(ctx: click.Context, /, defaults: bool) -> None:
+    """Print the effective settings as TOML (every key; never the API key)."""
+    click.echo(config_to_toml(Config() if defaults else _settings(ctx)), nl=False)
+
+
+@config_group.command(name="path")
+@click.pass_context
+@_friendly
+def config_path(ctx: click.Context, /) -> None:
+    """Print the config file in effect, or "built-in defaults"."""
+    path = config_in_effect(ctx.obj["config_path"])
+    click.echo("built-in defaults" if path is None else str(path))
+
+
+def _register_bench() -> None:
+    # Imported here, not at the top: the bench modules import this package's CLI helpers.
+    from fivefold.bench.cli import bench
+
+    cli.add_command(bench)
+
+
+_register_bench()
 
 
 def _json_object(raw: str | None) -> dict[str, Any] | None:

@@ -10,15 +10,16 @@ from rich.console import Console
 from rich.table import Table
 
 from fivefold import demo
-from fivefold.cli_render import print_plan
+from fivefold.cli_render import print_metrics, print_plan
+from fivefold.config import Config
 from fivefold.memory import Memory
 
 
-def run_demo(console: Console, *, k: int = 3) -> int:
+def run_demo(console: Console, *, k: int = 3, config: Config | None = None) -> int:
     """Run every demo query; return how many put the wrong memory first."""
     with tempfile.TemporaryDirectory(prefix="fivefold-demo-") as tmp:
         path = Path(tmp) / "demo.db"
-        with Memory.open(path) as mem:
+        with Memory.open(path, config=config) as mem:
             start = time.perf_counter()
             count = demo.load(mem)
             elapsed = time.perf_counter() - start
@@ -29,7 +30,9 @@ def run_demo(console: Console, *, k: int = 3) -> int:
             misses = 0
             for item in demo.queries():
                 misses += _show(console, mem, item, k)
-    console.print(f"\n[bold]{misses} queries put another memory first.[/bold]")
+            metrics = mem.metrics()
+    console.print(f"\n[bold]{misses} queries put another memory first.[/bold]\n")
+    print_metrics(console, metrics)
     return misses
 
 

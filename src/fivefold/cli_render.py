@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from fivefold.metrics import CACHE_PLAN, LatencySummary, MetricsSnapshot
 from fivefold.model import Explanation, MemoryRecord, ParsedQuery, Plan, RecallResult
 from fivefold.store.base import StoreStats
 
@@ -174,3 +175,52 @@ def print_stats(console: Console, stats: StoreStats) -> None:
     for mtype, count in stats.types.items():
         table.add_row(f"type {mtype}", str(count))
     console.print(table)
+
+
+# The pseudo-plan under which the reader records recalls served from the result cache.
+
+
+def metrics_json(snapshot: MetricsSnapshot) -> dict[str, Any]:
+    return {"scope": "this process", **asdict(snapshot)}
+
+
+def print_metrics(console: Console, snapshot: MetricsSnapshot) -> None:
+    """Plans selected with their latency, cache hit rate and rerank latency. They are kept in
+    memory, so they cover this process only: one CLI command is one process."""
+    if not snapshot.recalls:
+        console.print(
+            "[dim]recall metrics cover this process only, which has run no recall yet (each "
+            "CLI command is its own process; `fivefold demo` prints them after its queries)[/dim]"
+        )
+        return
+    table = Table(title=f"recall metrics of this process ({snapshot.recalls} recalls)")
+    for column in ("plan", "recalls", "share", "p50 ms", "p99 ms", "mean ms"):
+        table.add_column(column)
+    for plan, count in sorted(snapshot.plans.items(), key=lambda item: (-item[1], item[0])):
+        latency = snapshot.latency.get(plan)
+        table.add_row(
+            "served from cache" if plan == CACHE_PLAN else plan,
+            str(count),
+            f"{count / snapshot.recalls:.0%}",
+            *(_latency_cells(latency) if latency else ("", "", "")),
+        )
+    console.print(table)
+    lookups = snapshot.cache_hits + snapshot.cache_misses
+    if lookups:
+        console.print(
+            f"cache hit rate {snapshot.cache_hit_rate:.0%} "
+            f"({snapshot.cache_hits} of {lookups} lookups)"
+        )
+    else:
+        console.print('cache: no lookups (the cache runs when optimizer.mode = "cached")')
+    if snapshot.rerank is None:
+        console.print("rerank: none ran")
+    else:
+        p50, p99, mean = _latency_cells(snapshot.rerank)
+        console.print(
+            f"rerank: {snapshot.rerank.count} runs, p50 {p50} ms, p99 {p99} ms, mean {mean} ms"
+        )
+
+
+def _latency_cells(latency: LatencySummary) -> tuple[str, str, str]:
+    return f"{latency.p50_ms:.1f}", f"{latency.p99_ms:.1f}", f"{latency.mean_ms:.1f}"

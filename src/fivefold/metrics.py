@@ -8,6 +8,8 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 SAMPLES = 2048
+# Recalls served by the result cache are counted under this name, apart from the plans.
+CACHE_PLAN = "cache"
 
 
 @dataclass(frozen=True, slots=True)

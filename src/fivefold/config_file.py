@@ -1,0 +1,517 @@
+"""Settings from one TOML file: ``load_config`` maps its sections onto the frozen dataclasses of
+``fivefold.config`` and validates every value; ``config_to_toml`` writes the effective settings
+back (what ``fivefold config show`` prints), so that ``load(dump(c)) == c``.
+
+Only entry points call this module; the library never reads files or the environment on its own.
+The mapping is driven by ``dataclasses.fields`` and the field annotations, so a setting added to
+``config.py`` is readable from the file at once; give it a range in ``_RANGES`` (a test checks
+that every number has one).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import tomllib
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, is_dataclass, replace
+from enum import StrEnum
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fivefold.config import Config, TemporalConfig
+from fivefold.errors import ConfigError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    D = TypeVar("D", bound=DataclassInstance)
+
+__all__ = [
+    "API_KEY_ENV",
+    "FILE_NAME",
+    "check_config",
+    "config_from_toml",
+    "config_in_effect",
+    "config_to_toml",
+    "default_config_path",
+    "load_config",
+]
+
+API_KEY_ENV = "FIVEFOLD_LLM_API_KEY"
+FILE_NAME = "config.toml"
+# Per-namespace fuzzy windows live in [temporal.namespaces.<name>], next to the global ones.
+NAMESPACES = "namespaces"
+_NAMESPACE_FIELD = "namespace_temporal"
+# Secrets never live in a file that gets copied, committed and printed by `config show`.
+_SECRETS: Mapping[str, str] = MappingProxyType(
+    {"rewrite.api_key": f"an API key never goes in this file; set {API_KEY_ENV} instead"}
+)
+# Keys of seed 004's YAML block that this file spells differently: say where they went.
+_MOVED: Mapping[str, str] = MappingProxyType(
+    {
+        "optimizer.rule": "the rule thresholds sit directly in [optimizer]",
+        "optimizer.cache": "the cache settings are the [cache] section",
+        "optimizer.learned": "the learned optimizer (Mode C) is not in this release",
+        "cache.enabled": 'the cache is switched on by optimizer.mode = "cached"',
+        "cache.normalize_casing": "queries are always lowercased for the cache key",
+        "cache.normalize_punctuation": "punctuation is always stripped for the cache key",
+        "read_pipeline": "the seed's read_pipeline block maps onto [optimizer] and [cache]",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Range:
+    low: float | None = None
+    high: float | None = None
+    open_low: bool = False
+
+    def admits(self, value: float) -> bool:
+        if self.low is not None and (value < self.low or (self.open_low and value == self.low)):
+            return False
+        return self.high is None or value <= self.high
+
+    def describe(self) -> str:
+        if self.low is None:
+            return ""
+        if self.high is not None:
+            return f" in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}]"
+        return f" {'>' if self.open_low else '>='} {self.low:g}"
+
+
+_UNIT = _Range(0.0, 1.0)
+_NON_NEGATIVE = _Range(0.0)
+_POSITIVE = _Range(0.0, open_low=True)
+_ONE_UP = _Range(1.0)
+# Keyed by the dotted TOML key; per-namespace temporal keys use the "temporal." entries and
+# mapping/array entries apply to every value.
+_RANGES: Mapping[str, _Range] = MappingProxyType(
+    {
+        "temporal.recent_days": _ONE_UP,
+        "temporal.few_months_from_days": _ONE_UP,
+        "temporal.few_months_to_days": _NON_NEGATIVE,
+        "lexical.predicate_weight": _NON_NEGATIVE,
+        "lexical.content_weight": _NON_NEGATIVE,
+        "graph.hop_scores": _UNIT,
+        "graph.structural_prior": _UNIT,
+        "graph.semantic_prior": _UNIT,
+        "graph.lifecycle_prior": _UNIT,
+        "graph.expired_freshness": _UNIT,
+        "graph.max_hops": _ONE_UP,
+        "graph.multi_hop_max_hops": _ONE_UP,
+        "graph.ambiguous_below": _UNIT,
+        "fusion.k": _ONE_UP,
+        "fusion.weights": _NON_NEGATIVE,
+        "fusion.graph_multi_hop_weight": _NON_NEGATIVE,
+        "fusion.temporal_speculative_weight": _NON_NEGATIVE,
+        "fusion.importance_floor": _UNIT,
+        "retrieval.depth": _ONE_UP,
+        "retrieval.type_widen_below": _NON_NEGATIVE,
+        "retrieval.negation_threshold": _UNIT,
+        "index.hnsw_threshold": _NON_NEGATIVE,
+        "index.hnsw_connectivity": _Range(2.0),
+        "index.hnsw_expansion_add": _ONE_UP,
+        "index.hnsw_expansion_search": _ONE_UP,
+        "optimizer.precise_threshold": _UNIT,
+        "optimizer.exploratory_threshold": _UNIT,
+        "optimizer.entity_confidence_min": _UNIT,
+        "optimizer.precision_rarity": _UNIT,
+        "optimizer.entity_skip_embedding_min": _UNIT,
+        "optimizer.entity_anchor_min_specificity": _UNIT,
+        "optimizer.entity_graph_weight": _NON_NEGATIVE,
+        "optimizer.precise_semantic_depth": _ONE_UP,
+        # A zero step would divide by zero when features are quantized.
+        "optimizer.quantum": _Range(0.0, 1.0, open_low=True),
+        "cache.ttl_seconds": _NON_NEGATIVE,
+        "cache.max_entries": _NON_NEGATIVE,
+        "rerank.depth": _ONE_UP,
+        "rerank.max_tokens": _ONE_UP,
+        "mmr.lambda": _UNIT,
+        "mmr.depth": _ONE_UP,
+        "rewrite.count": _NON_NEGATIVE,
+        "rewrite.feedback_docs": _ONE_UP,
+        "rewrite.terms_per_rewrite": _ONE_UP,
+        "rewrite.timeout_seconds": _POSITIVE,
+        "default_importance": _UNIT,
+    }
+)
+_ANY = _Range()
+
+_COMMENTS: Mapping[str, str] = MappingProxyType(
+    {
+        "temporal": 'Fuzzy windows in days: "recently"/"lately", "a few months ago" (seed 000).',
+        "lexical": "BM25 column weights: a predicate term counts 4x a content term.",
+        "graph": "Hop scores for 0..3 hops, edge priors, freshness of expired lifecycle edges.",
+        "fusion": "Score-weighted RRF: w * sqrt(c) / (k + rank), then the importance prior.",
+        "retrieval": "Candidates per retriever by budget; the type filter widens below this.",
+        "index": "Exact search below hnsw_threshold vectors per namespace, HNSW above.",
+        "optimizer": 'mode: "rule" (plan per query), "cached" (rule + result cache), '
+        '"off" (balanced plan).',
+        "cache": 'Result cache, used when optimizer.mode = "cached"; 0 disables.',
+        "rerank": 'Cross-encoder directory (ONNX + tokenizer.json); "" = no rerank.',
+        "mmr": "Diversity: lambda * relevance - (1 - lambda) * redundancy.",
+        "rewrite": 'Query rewrites; endpoint "" = offline feedback rewrites.\n'
+        f"The API key comes from the environment variable {API_KEY_ENV}, never from this file.",
+    }
+)
+
+
+# -- where the file is -----------------------------------------------------------------------------
+def default_config_path() -> Path:
+    """``config.toml`` in the user's config directory (it need not exist)."""
+    from platformdirs import user_config_path
+
+    return user_config_path("fivefold", appauthor=False) / FILE_NAME
+
+
+def config_in_effect(given: Path | None) -> Path | None:
+    """The file an entry point should load: the one given (which must exist), else the default
+    file if it exists, else ``None`` for the built-in defaults."""
+    if given is not None:
+        if given.is_dir():
+            raise ConfigError(f"{given}: a directory, not a config file")
+        if not given.is_file():
+            raise ConfigError(f"{given}: no such config file")
+        return given
+    default = default_config_path()
+    return default if default.is_file() else None
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def load_config(path: Path) -> Config:
+    """Read and validate one TOML file. A relative ``rerank.model_path`` is taken relative to
+    the file's directory, so a config can travel with its model."""
+    try:
+        with path.open("rb") as handle:
+            document = tomllib.load(handle)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: no such config file") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    config = _build(document, str(path))
+    model = config.rerank.model_path
+    if model is not None and not Path(model).expanduser().is_absolute():
+        model = str(path.parent.absolute() / model)
+        config = replace(config, rerank=replace(config.rerank, model_path=model))
+    return config
+
+
+def config_from_toml(text: str, *, source: str = "<string>") -> Config:
+    """Parse and validate TOML text; ``source`` names it in error messages."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
+    return _build(document, source)
+
+
+def _build(document: Mapping[str, Any], source: str) -> Config:
+    base = Config()
+    hints = _hints(Config)
+    changes: dict[str, Any] = {}
+    for key, raw in document.items():
+        if key == "temporal":
+            changes["temporal"], changes[_NAMESPACE_FIELD] = _temporal(raw, source)
+        elif key in _file_fields(Config):
+            name = _file_fields(Config)[key]
+            current = getattr(base, name)
+            if is_dataclass(hints[name]):
+                changes[name] = _section(current, raw, key, key, source)
+            else:
+                changes[name] = _value(raw, hints[name], current, key, key, source)
+        else:
+            known = list(_file_fields(Config))
+            table = isinstance(raw, dict)
+            raise _unknown(source, "", key, known, table=table, moved=_MOVED.get(key))
+    config = replace(base, **changes)
+    check_config(config, source=source)
+    return config
+
+
+def _temporal(raw: object, source: str) -> tuple[TemporalConfig, Mapping[str, TemporalConfig]]:
+    if not isinstance(raw, dict):
+        raise _error(source, "temporal", f"expected a table ([temporal]), got {_kind(raw)}")
+    table = dict(raw)
+    namespaces = table.pop(NAMESPACES, {})
+    overall = _section(TemporalConfig(), table, "temporal", "temporal", source)
+    key = f"temporal.{NAMESPACES}"
+    if not isinstance(namespaces, dict):
+        raise _error(source, key, f"expected a table per namespace, got {_kind(namespaces)}")
+    per_namespace: dict[str, TemporalConfig] = {}
+    for name, sub in namespaces.items():
+        where = f"{key}.{_key(name)}"
+        if not name.strip():
+            raise _error(source, where, "a namespace name cannot be empty")
+        # A namespace inherits what it does not override from [temporal], not from the defaults.
+        per_namespace[name] = _section(overall, sub, where, "temporal", source)
+    return overall, MappingProxyType(per_namespace)
+
+
+def _section(default: D, raw: object, key: str, rule: str, source: str) -> D:
+    if not isinstance(raw, dict):
+        raise _error(source, key, f"expected a table ([{key}]), got {_kind(raw)}")
+    hints = _hints(type(default))
+    names = _file_fields(type(default))
+    changes: dict[str, Any] = {}
+    for name, value in raw.items():
+        dotted, rule_key = f"{key}.{_key(name)}", f"{rule}.{name}"
+        if rule_key in _SECRETS:
+            raise _error(source, dotted, _SECRETS[rule_key])
+        if name not in names:
+            raise _unknown(source, key, name, list(names), moved=_MOVED.get(rule_key))
+        field = names[name]
+        changes[field] = _value(
+            value, hints[field], getattr(default, field), dotted, rule_key, source
+        )
+    return replace(default, **changes)
+
+
+def _value(raw: object, hint: Any, current: object, key: str, rule: str, source: str) -> object:
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        item = typing.get_args(hint)[0]
+        if not isinstance(raw, list) or not raw:
+            raise _error(source, key, f"expected {_expected(hint, rule)}, got {_kind(raw)}")
+        return tuple(_scalar(v, item, f"{key}[{i}]", rule, source) for i, v in enumerate(raw))
+    if origin is Mapping:
+        return _enum_table(raw, hint, current, key, rule, source)
+    return _scalar(raw, hint, key, rule, source)
+
+
+def _enum_table(
+    raw: object, hint: Any, current: object, key: str, rule: str, source: str
+) -> Mapping[StrEnum, object]:
+    """A table keyed by an enum's values (``[fusion.weights]``, ``[retrieval.depth]``); keys
+    left out keep their current value."""
+    names, item = typing.get_args(hint)
+    if not isinstance(raw, dict):
+        raise _error(source, key, f"expected {_expected(hint, rule)}, got {_kind(raw)}")
+    known = [member.value for member in names]
+    merged: dict[StrEnum, object] = dict(current) if isinstance(current, Mapping) else {}
+    for name, value in raw.items():
+        if name not in known:
+            raise _unknown(source, key, name, known)
+        merged[names(name)] = _scalar(value, item, f"{key}.{name}", rule, source)
+    return MappingProxyType({member: merged[member] for member in names if member in merged})
+
+
+def _scalar(raw: object, hint: Any, key: str, rule: str, source: str) -> object:
+    expected = _expected(hint, rule)
+    if hint is int or hint is float:
+        # TOML booleans are not numbers, and an integer setting does not silently truncate.
+        wrong = hint is int and isinstance(raw, float)
+        if wrong or isinstance(raw, bool) or not isinstance(raw, int | float):
+            raise _error(source, key, f"expected {expected}, got {_kind(raw)}")
+        if not math.isfinite(raw):
+            raise _error(source, key, f"{raw} is not a finite number; expected {expected}")
+        if not _RANGES.get(rule, _ANY).admits(raw):
+            raise _error(source, key, f"{raw!r} is out of range; expected {expected}")
+        return float(raw) if hint is float else raw
+    if hint is bool and isinstance(raw, bool):
+        return raw
+    if hint == (str | None) and isinstance(raw, str):
+        return raw or None
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        if isinstance(raw, str) and raw in {member.value for member in hint}:
+            return hint(raw)
+        raise _error(source, key, f"{_kind(raw)} is not accepted; expected {expected}")
+    raise _error(source, key, f"expected {expected}, got {_kind(raw)}")
+
+
+# -- checks across keys ----------------------------------------------------------------------------
+def check_config(config: Config, *, source: str = "config") -> None:
+    """Constraints between settings, which no single range can state."""
+    opt = config.optimizer
+    if opt.exploratory_threshold > opt.precise_threshold:
+        raise _error(
+            source,
+            "optimizer.exploratory_threshold",
+            f"{opt.exploratory_threshold:g} is above optimizer.precise_threshold "
+            f"({opt.precise_threshold:g}); it must be at most that",
+        )
+    windows = [("temporal", config.temporal)]
+    windows += [
+        (f"temporal.{NAMESPACES}.{_key(n)}", t) for n, t in config.namespace_temporal.items()
+    ]
+    for key, window in windows:
+        if window.few_months_to_days >= window.few_months_from_days:
+            raise _error(
+                source,
+                f"{key}.few_months_to_days",
+                f"{window.few_months_to_days} must be below few_months_from_days "
+                f'({window.few_months_from_days}): "a few months ago" runs from '
+                "few_months_from_days ago to few_months_to_days ago",
+            )
+    graph = config.graph
+    if graph.multi_hop_max_hops < graph.max_hops:
+        raise _error(
+            source,
+            "graph.multi_hop_max_hops",
+            f"{graph.multi_hop_max_hops} is below graph.max_hops ({graph.max_hops}); "
+            "multi-hop queries may only walk further",
+        )
+    endpoint = config.rewrite.endpoint
+    if endpoint is not None and not re.match(r"https?://", endpoint):
+        raise _error(source, "rewrite.endpoint", f"{endpoint!r} is not an http:// or https:// URL")
+
+
+# -- writing ---------------------------------------------------------------------------------------
+def config_to_toml(config: Config) -> str:
+    """Every setting as TOML, defaults included; an unset optional string is ``""``. Secrets
+    (the rewrite API key) are never written. ``load(dump(c)) == c`` for every config whose enum
+    tables (weights, depths) are complete, as every loaded config's are."""
+    lines = ["# fivefold settings; `fivefold config show --defaults` prints the built-in ones."]
+    tables: list[str] = []
+    for field in fields(Config):
+        value = getattr(config, field.name)
+        if field.name == _NAMESPACE_FIELD:
+            continue
+        if not is_dataclass(value):
+            lines.append(f"{_key(_toml_name(field.name))} = {_format(value)}")
+            continue
+        comment = [f"# {line}" for line in _COMMENTS[field.name].splitlines()]
+        tables += ["", *comment, f"[{field.name}]"]
+        tables += _dump_table(field.name, value)
+        if field.name == "temporal":
+            for name, window in config.namespace_temporal.items():
+                where = f"temporal.{NAMESPACES}.{_key(name)}"
+                tables += ["", f"[{where}]", *_dump_table("temporal", window)]
+    return "\n".join(lines + tables) + "\n"
+
+
+def _dump_table(key: str, section: Any) -> list[str]:
+    scalars: list[str] = []
+    tables: list[str] = []
+    for field in fields(section):
+        name = _toml_name(field.name)
+        if f"{key}.{name}" in _SECRETS:
+            continue
+        value = getattr(section, field.name)
+        if isinstance(value, Mapping):
+            tables += ["", f"[{key}.{name}]"]
+            tables += [f"{_key(str(k))} = {_format(v)}" for k, v in value.items()]
+        else:
+            scalars.append(f"{name} = {_format(value)}")
+    return scalars + tables
+
+
+def _format(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return '""'
+    if isinstance(value, str):
+        return _quote(value)
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_format(v) for v in value) + "]"
+    raise TypeError(f"no TOML form for {type(value).__name__}")
+
+
+def _quote(text: str) -> str:
+    escaped = []
+    for char in text:
+        if char in '"\\':
+            escaped.append("\\" + char)
+        elif char < " " or char == "\x7f":
+            escaped.append(f"\\u{ord(char):04x}")
+        else:
+            escaped.append(char)
+    return '"' + "".join(escaped) + '"'
+
+
+def _key(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _quote(name)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+@cache
+def _file_fields(cls: type) -> dict[str, str]:
+    """TOML key -> field name (``lambda`` for ``lambda_``), without the fields spelled
+    elsewhere (``temporal.namespaces``)."""
+    return {_toml_name(f.name): f.name for f in fields(cls) if f.name != _NAMESPACE_FIELD}
+
+
+def _toml_name(field_name: str) -> str:
+    return field_name.rstrip("_")
+
+
+def _expected(hint: Any, rule: str) -> str:
+    bounds = _RANGES.get(rule, _ANY).describe()
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        return f"a non-empty array of numbers{bounds}"
+    if origin is Mapping:
+        names, item = typing.get_args(hint)
+        keys = ", ".join(member.value for member in names)
+        return f"a table keyed by {keys} whose values are {_expected(item, rule)}s"
+    if hint is bool:
+        return "true or false"
+    if hint is int:
+        return f"an integer{bounds}"
+    if hint is float:
+        return f"a number{bounds}"
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        return "one of " + ", ".join(f'"{member.value}"' for member in hint)
+    return 'a string ("" for none)'
+
+
+def _kind(raw: object) -> str:
+    if isinstance(raw, bool):
+        return f"the boolean {'true' if raw else 'false'}"
+    if isinstance(raw, int):
+        return f"the integer {raw}"
+    if isinstance(raw, float):
+        return f"the number {raw!r}"
+    if isinstance(raw, str):
+        return f"the string {_quote(raw)}"
+    if isinstance(raw, list):
+        return "an array" if raw else "an empty array"
+    if isinstance(raw, dict):
+        return "a table"
+    return f"a TOML {type(raw).__name__}"  # dates and times
+
+
+def _error(source: str, key: str, message: str) -> ConfigError:
+    return ConfigError(f"{source}: {key}: {message}")
+
+
+def _unknown(
+    source: str,
+    prefix: str,
+    name: str,
+    known: list[str],
+    *,
+    table: bool = False,
+    moved: str | None = None,
+) -> ConfigError:
+    """Name the unknown key, the closest known one (a typo is the usual cause) and them all.
+    Top-level tables are spelled as TOML writes them: ``[optimizer]``."""
+    dotted = f"{prefix}.{_key(name)}" if prefix else f"[{name}]" if table else _key(name)
+    close = difflib.get_close_matches(name, known, n=1)
+    if moved or not close:
+        advice = f"; {moved}" if moved else ""
+    elif prefix:
+        advice = f"; did you mean {prefix}.{close[0]}?"
+    else:
+        section = is_dataclass(_hints(Config).get(_file_fields(Config)[close[0]]))
+        advice = f"; did you mean {f'[{close[0]}]' if section else close[0]}?"
+    where = f"in [{prefix}]" if prefix else "at the top level"
+    return ConfigError(
+        f"{source}: unknown key {dotted}{advice} (known {where}: {', '.join(known)})"
+    )
