@@ -1,0 +1,17 @@
+"""``fivefold bench``: retrieval quality (LoCoMo, LongMemEval, BEIR) and latency at scale."""
+
+from __future__ import annotations
+
+import click
+
+from fivefold.bench.latency_cli import latency
+from fivefold.bench.quality_cli import COMMANDS
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks: quality of every system on a dataset, and latency at scale."""
+
+
+for _command in (*COMMANDS, latency):
+    bench.add_command(_command)

@@ -1,0 +1,244 @@
+"""Click commands of ``fivefold bench`` that measure retrieval quality: ``locomo``,
+``longmemeval`` and ``beir``. Each ingests its dataset into a throwaway store, asks every question
+once and prints the table of every system (``fivefold.bench.systems``); ``--json`` and
+``--report`` keep the full result.
+
+The commands are plain ``click.Command`` objects; the ``bench`` group adds them (``COMMANDS``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import wraps
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import click
+from rich.console import Console
+from rich.progress import Progress
+
+from fivefold import errors
+from fivefold.bench.datasets import Dataset, load_beir, load_locomo, load_longmemeval
+from fivefold.bench.report import (
+    category_table,
+    change_table,
+    summary_table,
+    write_json,
+    write_report,
+)
+from fivefold.bench.runner import LOCOMO_CATEGORIES, BenchResult, limit_dataset, run_benchmark
+from fivefold.embed.base import Embedder
+
+__all__ = ["COMMANDS", "LOCOMO_ENV", "beir", "default_locomo_path", "locomo", "longmemeval"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# Where the LoCoMo README puts the data: ../shared/data/locomo/ beside the repository.
+LOCOMO_RELATIVE = Path("shared/data/locomo/locomo_public.json")
+LOCOMO_ENV = "FIVEFOLD_LOCOMO"
+# The exit codes of ``fivefold.cli``, repeated here because that module imports this one (through
+# the bench group): importing them back would be circular.
+EXIT_CODES: tuple[tuple[type[errors.FivefoldError], int], ...] = (
+    (errors.InvalidInput, 2),
+    (errors.NotFound, 3),
+    (errors.StoreError, 4),
+    (errors.FivefoldError, 1),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Options:
+    limit: int | None
+    json_path: Path | None
+    report_dir: Path | None
+    k_max: int
+    budget: str
+    resamples: int
+    embedder: str
+
+
+def default_locomo_path(*starts: Path) -> Path | None:
+    """``shared/data/locomo/locomo_public.json`` in the nearest folder above any of ``starts``
+    (default: the current directory, then this module's folder), so the default works from the
+    repository root, from a subfolder and from an editable install."""
+    for start in starts or (Path.cwd(), Path(__file__).resolve().parent):
+        for folder in (start, *start.parents):
+            candidate = folder / LOCOMO_RELATIVE
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def _friendly(command: Callable[P, R]) -> Callable[P, R]:
+    """Library errors become one line on stderr and the exit codes of ``fivefold``'s CLI."""
+
+    @wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except errors.FivefoldError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(next(code for kind, code in EXIT_CODES if isinstance(exc, kind)))
+
+    return wrapper
+
+
+_Decorator = Callable[[Callable[..., None]], Callable[..., None]]
+
+# Options every dataset command takes, after its own --data and --limit.
+_SHARED_OPTIONS: tuple[_Decorator, ...] = (
+    click.option(
+        "--json",
+        "json_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Write the full result (per-question scores included) as JSON.",
+    ),
+    click.option(
+        "--report",
+        "report_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Write report.md and recall_at_k.png into this directory.",
+    ),
+    click.option(
+        "--k-max",
+        type=click.IntRange(min=1),
+        default=50,
+        show_default=True,
+        help="Depth of every ranked list scored (the deepest recall cutoff).",
+    ),
+    click.option(
+        "--budget",
+        type=click.Choice(["low", "mid", "high"]),
+        default="mid",
+        show_default=True,
+        help="Recall budget: candidate depth of each retriever.",
+    ),
+    click.option(
+        "--resamples",
+        type=click.IntRange(min=100),
+        default=10_000,
+        show_default=True,
+        help="Paired-bootstrap resamples per system compared with fivefold.",
+    ),
+    click.option(
+        "--embedder",
+        type=click.Choice(["minilm", "hashing"]),
+        default="minilm",
+        show_default=True,
+        help="minilm: the default model. hashing: fast and not semantic, for smoke runs.",
+    ),
+)
+
+
+def _common(limit_help: str) -> _Decorator:
+    """--limit (whose meaning depends on the dataset) and the shared options."""
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        limit: _Decorator = click.option("--limit", type=click.IntRange(min=1), help=limit_help)
+        for option in reversed((limit, *_SHARED_OPTIONS)):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+@click.command()
+@click.option(
+    "--data",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar=LOCOMO_ENV,
+    help=f"LoCoMo JSON (env {LOCOMO_ENV}); default: ../shared/data/locomo/locomo_public.json "
+    "beside the repository.",
+)
+@_common("Only the first N conversations.")
+@_friendly
+def locomo(data: Path | None, **options: Any) -> None:
+    """LoCoMo: one memory per turn, categories 1-4 scored (5, adversarial, left out)."""
+    path = data or default_locomo_path()
+    if path is None:
+        raise errors.InvalidInput(
+            f"LoCoMo data not found: no {LOCOMO_RELATIVE} above {Path.cwd()} or the installed "
+            f"package; pass --data PATH or set {LOCOMO_ENV}"
+        )
+    _run(load_locomo(path), LOCOMO_CATEGORIES, _Options(**options))
+
+
+@click.command()
+@click.option(
+    "--data",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A LongMemEval file (longmemeval_s.json, _m or _oracle).",
+)
+@_common("Only the first N questions (each has its own haystack).")
+@_friendly
+def longmemeval(data: Path, **options: Any) -> None:
+    """LongMemEval: user turns of each question's haystack; abstention questions skipped."""
+    _run(load_longmemeval(data), None, _Options(**options))
+
+
+@click.command()
+@click.option(
+    "--data",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A BEIR directory: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.",
+)
+@click.option("--split", default="test", show_default=True, help="The qrels file to score.")
+@_common("Only the first N queries (over the whole corpus).")
+@_friendly
+def beir(data: Path, split: str, **options: Any) -> None:
+    """Any BEIR-format directory, one namespace, every judged query."""
+    _run(load_beir(data, split=split), None, _Options(**options))
+
+
+COMMANDS: tuple[click.Command, ...] = (locomo, longmemeval, beir)
+
+
+def _run(dataset: Dataset, categories: Mapping[str, str] | None, options: _Options) -> None:
+    if options.limit is not None:
+        dataset = limit_dataset(dataset, options.limit)
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(f"{dataset.name}: questions", total=None)
+        result = run_benchmark(
+            dataset,
+            embedder=_embedder(options.embedder),
+            categories=categories,
+            k_max=options.k_max,
+            budget=options.budget,
+            resamples=options.resamples,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
+        )
+    _print(result)
+    if options.json_path is not None:
+        click.echo(f"wrote {write_json(result, options.json_path)}")
+    if options.report_dir is not None:
+        click.echo(f"wrote {write_report(result, options.report_dir)}")
+
+
+def _embedder(name: str) -> Embedder | None:
+    """None lets ``Memory.open`` load its default model."""
+    if name == "hashing":
+        from fivefold.embed import HashingEmbedder
+
+        return HashingEmbedder()
+    return None
+
+
+def _print(result: BenchResult) -> None:
+    setup, timings = result.setup, result.timings
+    click.echo(
+        f"{setup.dataset}: {setup.docs:,} docs, {setup.questions:,} questions, "
+        f"embedder {setup.embedder}; all figures x100; Δ = system minus fivefold, "
+        "* = p < 0.05 (paired bootstrap)\n"
+    )
+    for table in (summary_table(result), category_table(result), change_table(result)):
+        if table:
+            click.echo(table + "\n")
+    click.echo(
+        f"ingest {timings['ingest_s']:.1f} s, questions {timings['queries_s']:.1f} s, "
+        f"scoring {timings['scoring_s']:.1f} s, total {timings['total_s']:.1f} s"
+    )

@@ -1,0 +1,497 @@
+"""Run a retrieval-quality benchmark: ingest a dataset once, ask every question once, score every
+system of ``systems`` on the same traces, and test each against the engine.
+
+The store is a throwaway ``":memory:"`` one, filled through the public ``Memory.remember_many``
+as a user would; the questions go through ``Memory.explain`` (one call each), whose per-retriever
+runs feed the derived systems. Results are frozen dataclasses that ``report`` renders and that
+round-trip through JSON.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from fivefold.bench.datasets import Dataset, Doc, Query
+from fivefold.bench.metrics import Metric, score, session_ranking
+from fivefold.bench.stats import paired_bootstrap
+from fivefold.bench.systems import (
+    ENGINE,
+    FusionSettings,
+    System,
+    Trace,
+    default_systems,
+    engine_fusion,
+)
+from fivefold.config import Config
+from fivefold.embed.base import Embedder
+from fivefold.errors import FivefoldError, InvalidInput
+from fivefold.memory import Memory
+from fivefold.model import Explanation, OptimizerMode, RetrieverName
+
+__all__ = [
+    "LOCOMO_CATEGORIES",
+    "BenchResult",
+    "Comparison",
+    "MetricSpec",
+    "Setup",
+    "SystemResult",
+    "ingest",
+    "limit_dataset",
+    "metric_specs",
+    "run_benchmark",
+    "significance_label",
+    "trace_queries",
+]
+
+# LoCoMo's category numbers; category 5 (adversarial, no meaningful evidence) is left out.
+LOCOMO_CATEGORIES: Mapping[str, str] = MappingProxyType(
+    {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop"}
+)
+RECALL_CUTOFFS = (1, 5, 10, 25, 50)
+INGEST_BATCH = 256
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetricSpec:
+    """One column: ``metric`` at cutoff ``k`` on turns, or on sessions when ``session``."""
+
+    label: str
+    metric: Metric
+    k: int
+    session: bool = False
+
+
+def metric_specs(k_max: int) -> tuple[MetricSpec, ...]:
+    """Partial-credit recall at every standard cutoff up to ``k_max``, recall_any@10, nDCG@10,
+    MRR over the whole ``k_max`` list and session-level recall@10."""
+    ten = min(10, k_max)
+    recalls = [c for c in RECALL_CUTOFFS if c <= k_max]
+    if k_max not in recalls:
+        recalls.append(k_max)
+    return (
+        *(MetricSpec(label=f"R@{c}", metric=Metric.RECALL, k=c) for c in recalls),
+        MetricSpec(label=f"any@{ten}", metric=Metric.RECALL_ANY, k=ten),
+        MetricSpec(label=f"nDCG@{ten}", metric=Metric.NDCG, k=ten),
+        MetricSpec(label="MRR", metric=Metric.MRR, k=k_max),
+        MetricSpec(label=f"sR@{ten}", metric=Metric.RECALL, k=ten, session=True),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Comparison:
+    """A system against the engine on per-question ``metric``: mean(system - engine), its 95 %
+    paired-bootstrap interval and two-sided p-value."""
+
+    metric: str
+    mean_diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n: int
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value < 0.05
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SystemResult:
+    """Means per metric label, overall and per category (None where no question defines the
+    metric), and the per-question scores in ``BenchResult.question_ids`` order."""
+
+    name: str
+    group: str
+    description: str
+    overall: Mapping[str, float | None]
+    by_category: Mapping[str, Mapping[str, float | None]]
+    per_question: Mapping[str, tuple[float | None, ...]]
+    comparison: Comparison | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Setup:
+    """How the run was made, for the report."""
+
+    dataset: str
+    embedder: str
+    docs: int
+    questions: int
+    k_max: int
+    budget: str
+    resamples: int
+    fusion: FusionSettings
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchResult:
+    """Everything a report needs. ``coverage`` is the share of questions on which each retriever
+    ran; ``reproduced`` counts the questions whose engine ranking the derived fusion matches
+    exactly (the rest differ by negation demotion or by a pipeline step the derived systems do
+    not model); ``timings`` are seconds, except the ``query_*_ms`` latencies."""
+
+    setup: Setup
+    notes: tuple[str, ...]
+    categories: Mapping[str, str]
+    metrics: tuple[MetricSpec, ...]
+    question_ids: tuple[str, ...]
+    question_categories: tuple[str, ...]
+    systems: tuple[SystemResult, ...]
+    coverage: Mapping[str, float]
+    reproduced: int
+    timings: Mapping[str, float]
+    # How many questions the optimizer sent to each plan.
+    plans: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def system(self, name: str) -> SystemResult:
+        found = next((s for s in self.systems if s.name == name), None)
+        if found is None:
+            raise InvalidInput(f"no system named {name!r} in this result")
+        return found
+
+
+Progress = Callable[[int, int], None]
+
+
+def run_benchmark(
+    dataset: Dataset,
+    *,
+    embedder: Embedder | None = None,
+    config: Config | None = None,
+    categories: Mapping[str, str] | None = None,
+    k_max: int = 50,
+    budget: str = "mid",
+    resamples: int = 10_000,
+    systems: Sequence[System] | None = None,
+    progress: Progress | None = None,
+) -> BenchResult:
+    """Ingest ``dataset``, trace each question once and score every system. ``categories``
+    (label by category) selects the questions scored; None scores them all."""
+    queries, chosen = _checked(dataset, categories, systems, k_max)
+    marks = [time.perf_counter()]
+    with Memory.open(":memory:", embedder=embedder, config=config) as mem:
+        doc_of = ingest(mem, dataset)
+        marks.append(time.perf_counter())
+        # The optimized engine reads the same store (same embeddings) through its own facade.
+        optimized = Memory(mem.store, mem.embedder, _optimizer_on(mem.config))
+        traces, latencies, optimized_ms = trace_queries(
+            mem, queries, k_max=k_max, budget=budget, on=progress, optimized=optimized
+        )
+        embedder_name = mem.store.stats().embedding_model
+        settings = FusionSettings.from_config(mem.config.fusion)
+    marks.append(time.perf_counter())
+    specs = metric_specs(k_max)
+    rankings = _rank_all(chosen, traces, settings, docs=doc_of, queries=queries, k_max=k_max)
+    results = _score_all(chosen, rankings, queries, dataset.session_of(), specs, resamples)
+    marks.append(time.perf_counter())
+    labels = dict(categories or {c: c for c in sorted({q.category for q in queries})})
+    return BenchResult(
+        setup=Setup(
+            dataset=dataset.name,
+            embedder=embedder_name,
+            docs=len(dataset.docs),
+            questions=len(queries),
+            k_max=k_max,
+            budget=budget,
+            resamples=resamples,
+            fusion=settings,
+        ),
+        notes=dataset.notes,
+        categories=MappingProxyType(labels),
+        metrics=specs,
+        question_ids=tuple(q.id for q in queries),
+        question_categories=tuple(q.category for q in queries),
+        systems=results,
+        coverage=_coverage(traces),
+        reproduced=sum(engine_fusion(t, settings)[:k_max] == t.engine for t in traces),
+        timings=_timings(marks, latencies, optimized_ms),
+        plans=_plan_mix(traces),
+    )
+
+
+def _optimizer_on(config: Config) -> Config:
+    mode = config.optimizer.mode
+    chosen = mode if mode is not OptimizerMode.OFF else OptimizerMode.RULE
+    return replace(config, optimizer=replace(config.optimizer, mode=chosen))
+
+
+def _plan_mix(traces: Sequence[Trace]) -> Mapping[str, int]:
+    counts: dict[str, int] = {}
+    for trace in traces:
+        if trace.optimized_plan is not None:
+            counts[trace.optimized_plan] = counts.get(trace.optimized_plan, 0) + 1
+    return MappingProxyType(dict(sorted(counts.items())))
+
+
+def _checked(
+    dataset: Dataset,
+    categories: Mapping[str, str] | None,
+    systems: Sequence[System] | None,
+    k_max: int,
+) -> tuple[tuple[Query, ...], tuple[System, ...]]:
+    """The questions to score and the systems to score them with, or a clear error."""
+    if k_max < 1:
+        raise InvalidInput(f"k_max must be at least 1, got {k_max}")
+    chosen = tuple(systems or default_systems())
+    if not any(s.name == ENGINE for s in chosen):
+        raise InvalidInput(f"the systems must include {ENGINE!r}: it is what the tests compare to")
+    queries = tuple(q for q in dataset.queries if categories is None or q.category in categories)
+    if not queries:
+        raise InvalidInput(f"dataset {dataset.name!r} has no question in the scored categories")
+    return queries, chosen
+
+
+def _timings(
+    marks: Sequence[float], latencies: Sequence[float], optimized: Sequence[float]
+) -> Mapping[str, float]:
+    """Seconds per phase from the four time marks (start, ingested, traced, scored), the
+    latency of one ``explain`` of the balanced plan, and of one optimized ``recall``, in ms."""
+    start, ingested, traced, scored = marks
+    return MappingProxyType(
+        {
+            "ingest_s": ingested - start,
+            "queries_s": traced - ingested,
+            "scoring_s": scored - traced,
+            "total_s": scored - start,
+            "query_p50_ms": float(np.percentile(latencies, 50)),
+            "query_p99_ms": float(np.percentile(latencies, 99)),
+            "query_mean_ms": float(np.mean(latencies)),
+            "optimized_p50_ms": float(np.percentile(optimized, 50)),
+            "optimized_p99_ms": float(np.percentile(optimized, 99)),
+            "optimized_mean_ms": float(np.mean(optimized)),
+        }
+    )
+
+
+def ingest(mem: Memory, dataset: Dataset, *, batch_size: int = INGEST_BATCH) -> dict[int, Doc]:
+    """Remember every doc, in batches, as a user would: content, dates, namespace and session;
+    the type and entities are left to the engine. Returns memory id -> doc."""
+    doc_of: dict[int, Doc] = {}
+    docs = dataset.docs
+    for start in range(0, len(docs), batch_size):
+        batch = docs[start : start + batch_size]
+        items: list[dict[str, Any]] = []
+        for doc in batch:
+            item: dict[str, Any] = {"content": doc.content, "namespace": doc.namespace}
+            if doc.event_at is not None:
+                # A turn was written when it was said: the sources give no other creation time.
+                item.update(event_at=doc.event_at, created_at=doc.event_at)
+            if doc.session is not None:
+                item["session_id"] = doc.session
+            items.append(item)
+        records = mem.remember_many(items)
+        doc_of.update((record.id, doc) for record, doc in zip(records, batch, strict=True))
+    return doc_of
+
+
+def trace_queries(
+    mem: Memory,
+    queries: Sequence[Query],
+    *,
+    k_max: int,
+    budget: str,
+    on: Progress | None = None,
+    optimized: Memory | None = None,
+) -> tuple[list[Trace], list[float], list[float]]:
+    """One ``explain`` per question (its trace and latency in ms) and, with ``optimized``, one
+    ``recall`` through the optimizer (its ranking, plan and latency in ms)."""
+    traces: list[Trace] = []
+    latencies: list[float] = []
+    optimized_ms: list[float] = []
+    for done, query in enumerate(queries, start=1):
+        args = {"namespace": query.namespace, "now": query.now, "budget": budget}
+        start = time.perf_counter()
+        explanation = mem.explain(query.text, k=k_max, **args)
+        latencies.append((time.perf_counter() - start) * 1000.0)
+        trace = _trace(mem, explanation)
+        if optimized is not None:
+            start = time.perf_counter()
+            result = optimized.recall(
+                query.text, k_max, namespace=query.namespace, now=query.now, budget=budget
+            )
+            optimized_ms.append((time.perf_counter() - start) * 1000.0)
+            trace = replace(
+                trace,
+                optimized=tuple(h.memory.id for h in result.hits),
+                optimized_plan=result.plan.name.value,
+            )
+        traces.append(trace)
+        if on is not None:
+            on(done, len(queries))
+    return traces, latencies, optimized_ms or [0.0]
+
+
+def _trace(mem: Memory, explanation: Explanation) -> Trace:
+    ids = {item.id for run in explanation.runs for item in run.items}
+    attributes = mem.store.attributes(sorted(ids))
+    return Trace(
+        runs=explanation.runs,
+        weights=explanation.plan.weights,
+        importance=MappingProxyType({i: a.importance for i, a in attributes.items()}),
+        engine=tuple(hit.id for hit in explanation.hits),
+    )
+
+
+def _rank_all(
+    systems: Sequence[System],
+    traces: Sequence[Trace],
+    settings: FusionSettings,
+    *,
+    docs: Mapping[int, Doc],
+    queries: Sequence[Query],
+    k_max: int,
+) -> dict[str, list[tuple[str, ...]]]:
+    """System name -> each question's top ``k_max`` doc ids."""
+    rankings: dict[str, list[tuple[str, ...]]] = {s.name: [] for s in systems}
+    for trace, query in zip(traces, queries, strict=True):
+        for system in systems:
+            ids = system.rank(trace, settings)[:k_max]
+            rankings[system.name].append(_doc_ids(ids, docs, query, system.name))
+    return rankings
+
+
+def _doc_ids(
+    ids: Sequence[int], docs: Mapping[int, Doc], query: Query, system: str
+) -> tuple[str, ...]:
+    """Dataset doc ids of ``ids``. A memory the benchmark did not store, or one from another
+    namespace, is a bug worth stopping for: averaged in, it would look like an ordinary miss."""
+    out = []
+    for memory_id in ids:
+        doc = docs.get(memory_id)
+        if doc is None or doc.namespace != query.namespace:
+            where = "never stored" if doc is None else f"stored in namespace {doc.namespace!r}"
+            raise FivefoldError(
+                f"system {system!r} returned memory {memory_id} for question {query.id!r} "
+                f"(namespace {query.namespace!r}), {where}"
+            )
+        out.append(doc.id)
+    return tuple(out)
+
+
+# --- scoring ----------------------------------------------------------------------------------
+
+
+def significance_label(k_max: int) -> str:
+    """The per-question metric every system is tested on against the engine."""
+    return f"R@{min(10, k_max)}"
+
+
+def _score_all(
+    systems: Sequence[System],
+    rankings: Mapping[str, Sequence[tuple[str, ...]]],
+    queries: Sequence[Query],
+    session_of: Mapping[str, str],
+    specs: Sequence[MetricSpec],
+    resamples: int,
+) -> tuple[SystemResult, ...]:
+    scores = {s.name: _scores(rankings[s.name], queries, session_of, specs) for s in systems}
+    label = significance_label(max(spec.k for spec in specs))
+    categories = [q.category for q in queries]
+    return tuple(
+        SystemResult(
+            name=s.name,
+            group=s.group.value,
+            description=s.description,
+            overall=MappingProxyType({m: _mean(v) for m, v in scores[s.name].items()}),
+            by_category=_by_category(scores[s.name], categories),
+            per_question=MappingProxyType(scores[s.name]),
+            comparison=None
+            if s.name == ENGINE
+            else _compare(scores[s.name][label], scores[ENGINE][label], label, resamples),
+        )
+        for s in systems
+    )
+
+
+def _scores(
+    rankings: Sequence[tuple[str, ...]],
+    queries: Sequence[Query],
+    session_of: Mapping[str, str],
+    specs: Sequence[MetricSpec],
+) -> dict[str, tuple[float | None, ...]]:
+    """Metric label -> per-question scores; None where the question does not define the metric
+    (turn-level metrics of a question with session-level evidence only, and the reverse)."""
+    columns: dict[str, list[float | None]] = {spec.label: [] for spec in specs}
+    for ranked, query in zip(rankings, queries, strict=True):
+        sessions = session_ranking(ranked, session_of) if query.relevant_sessions else None
+        for spec in specs:
+            value: float | None = None
+            if spec.session and sessions is not None:
+                value = score(spec.metric, sessions, query.relevant_sessions, k=spec.k)
+            elif not spec.session and query.relevant:
+                value = score(spec.metric, ranked, query.relevant, k=spec.k)
+            columns[spec.label].append(value)
+    return {label: tuple(values) for label, values in columns.items()}
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    defined = [v for v in values if v is not None]
+    return math.fsum(defined) / len(defined) if defined else None
+
+
+def _by_category(
+    scores: Mapping[str, Sequence[float | None]], categories: Sequence[str]
+) -> Mapping[str, Mapping[str, float | None]]:
+    out: dict[str, Mapping[str, float | None]] = {}
+    for category in sorted(set(categories)):
+        picked = {
+            label: _mean([v for v, c in zip(values, categories, strict=True) if c == category])
+            for label, values in scores.items()
+        }
+        out[category] = MappingProxyType(picked)
+    return MappingProxyType(out)
+
+
+def _compare(
+    system: Sequence[float | None],
+    engine: Sequence[float | None],
+    label: str,
+    resamples: int,
+) -> Comparison | None:
+    pairs = [(a, b) for a, b in zip(system, engine, strict=True) if a is not None and b is not None]
+    if not pairs:
+        return None
+    ours, theirs = zip(*pairs, strict=True)
+    test = paired_bootstrap(ours, theirs, resamples=resamples, seed=0)
+    return Comparison(
+        metric=label,
+        mean_diff=test.mean_diff,
+        ci_low=test.ci_low,
+        ci_high=test.ci_high,
+        p_value=test.p_value,
+        n=test.n,
+    )
+
+
+def _coverage(traces: Sequence[Trace]) -> Mapping[str, float]:
+    counts = {name.value: 0 for name in RetrieverName}
+    for trace in traces:
+        for run in trace.runs:
+            counts[run.name.value] += 1
+    return MappingProxyType({name: n / len(traces) for name, n in counts.items()})
+
+
+# --- smaller runs -----------------------------------------------------------------------------
+
+
+def limit_dataset(dataset: Dataset, limit: int) -> Dataset:
+    """The first ``limit`` namespaces (LoCoMo conversations, LongMemEval questions) with their
+    docs and questions; for a single-namespace dataset (BEIR), its first ``limit`` questions
+    over the whole corpus."""
+    if limit < 1:
+        raise InvalidInput(f"limit must be at least 1, got {limit}")
+    namespaces = list(dict.fromkeys(q.namespace for q in dataset.queries))
+    if len(namespaces) == 1:
+        return replace(dataset, queries=dataset.queries[:limit])
+    kept = set(namespaces[:limit])
+    return replace(
+        dataset,
+        docs=tuple(d for d in dataset.docs if d.namespace in kept),
+        queries=tuple(q for q in dataset.queries if q.namespace in kept),
+    )

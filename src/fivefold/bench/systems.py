@@ -1,0 +1,282 @@
+"""The systems a quality benchmark compares, each a pure function of one recall's trace.
+
+One ``Memory.explain`` call per question yields every retriever's ranked list (the runs), the
+plan's weights and the engine's own final ranking. Every other system is derived from those runs
+with the fusion functions of ``fivefold.fuse``, so all systems see the same embeddings, the same
+BM25 index and the same candidates, and differ only in what the benchmark means to measure:
+
+- ``fivefold``: the engine as configured (its final ranking, negation demotion included);
+- baselines: plain BM25 (the lexical leg alone), plain dense (the semantic leg alone) and plain
+  RRF of the two (k = 60, Cormack et al.);
+- each other retriever alone (graph, temporal, type): its own run order, empty when it did not
+  run for a question;
+- ablations: the engine's fusion (score-weighted RRF and the importance prior) over every run but
+  one;
+- the fusion challengers of DESIGN §2: plain RRF over all runs, the convex combination, graph
+  weight 0.35, and other RRF constants k.
+
+Derived fusions skip negation demotion, which needs the store; ``engine_fusion`` reproduces the
+engine's ranking from the runs, and the runner counts the questions where it does not, so a report
+says when the derived systems stop being "fivefold minus one thing".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import partial
+
+from fivefold.config import FusionConfig
+from fivefold.fuse import Fused, apply_prior, convex, plain_rrf, weighted_rrf
+from fivefold.model import RetrieverName, RetrieverRun
+
+__all__ = [
+    "ENGINE",
+    "OPTIMIZED",
+    "FusionSettings",
+    "Group",
+    "System",
+    "Trace",
+    "default_systems",
+    "engine_fusion",
+]
+
+ENGINE = "fivefold"
+OPTIMIZED = "fivefold-optimized"
+PLAIN_RRF_K = 60
+CHALLENGER_GRAPH_WEIGHT = 0.35
+CHALLENGER_KS = (10, 30, 100)
+
+
+class Group(StrEnum):
+    """Why a system is in the table; reports print the groups in this order."""
+
+    ENGINE = "engine"
+    BASELINE = "baseline"
+    ALONE = "alone"
+    ABLATION = "ablation"
+    CHALLENGER = "challenger"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trace:
+    """What one recall decided, as ``explain`` reports it: the runs in the order they ran, the
+    plan's fusion weights, each candidate's importance, and the engine's final ranking."""
+
+    runs: tuple[RetrieverRun, ...]
+    weights: Mapping[RetrieverName, float]
+    importance: Mapping[int, float]
+    engine: tuple[int, ...]
+    # The same question recalled through the query optimizer (rule mode), when benchmarked.
+    optimized: tuple[int, ...] | None = None
+    optimized_plan: str | None = None
+
+    def run(self, name: RetrieverName) -> RetrieverRun | None:
+        return next((run for run in self.runs if run.name is name), None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FusionSettings:
+    """The engine's fusion constants (``FusionConfig``), copied so systems stay pure."""
+
+    k: int = 60
+    multi_hop_factor: float = 0.8
+    importance_floor: float = 0.7
+
+    @classmethod
+    def from_config(cls, fusion: FusionConfig) -> FusionSettings:
+        return cls(
+            k=fusion.k,
+            multi_hop_factor=fusion.graph_multi_hop_weight,
+            importance_floor=fusion.importance_floor,
+        )
+
+
+Ranker = Callable[[Trace, FusionSettings], tuple[int, ...]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class System:
+    name: str
+    group: Group
+    description: str
+    rank: Ranker
+
+
+def engine_fusion(
+    trace: Trace,
+    settings: FusionSettings,
+    *,
+    without: RetrieverName | None = None,
+    k: int | None = None,
+    weights: Mapping[RetrieverName, float] | None = None,
+) -> tuple[int, ...]:
+    """The engine's fusion (score-weighted RRF, candidates without evidence dropped, then the
+    importance prior) over the runs, less ``without``, with ``k`` or ``weights`` swapped in."""
+    runs = [run for run in trace.runs if run.name is not without]
+    fused = weighted_rrf(
+        runs,
+        trace.weights if weights is None else weights,
+        k=settings.k if k is None else k,
+        multi_hop_factor=settings.multi_hop_factor,
+    )
+    return _prior(fused, trace, settings)
+
+
+def default_systems() -> tuple[System, ...]:
+    """Every system of the benchmark, in report order; names are unique."""
+    return (
+        System(
+            name=ENGINE,
+            group=Group.ENGINE,
+            description="the engine as configured (its own final ranking)",
+            rank=_engine,
+        ),
+        System(
+            name=OPTIMIZED,
+            group=Group.ENGINE,
+            description="the engine with the rule optimizer (plans per query, its own ranking)",
+            rank=_optimized,
+        ),
+        *_baselines(),
+        *(_alone(name) for name in _OTHER_RETRIEVERS),
+        *(_ablation(name) for name in RetrieverName),
+        *_challengers(),
+    )
+
+
+def _optimized(trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
+    return trace.optimized if trace.optimized is not None else ()
+
+
+# Semantic and lexical alone are the plain dense and plain BM25 baselines.
+_OTHER_RETRIEVERS = (RetrieverName.GRAPH, RetrieverName.TEMPORAL, RetrieverName.TYPE)
+
+
+def _baselines() -> tuple[System, ...]:
+    return (
+        System(
+            name="bm25",
+            group=Group.BASELINE,
+            description="plain BM25: the lexical leg alone (FTS5 BM25, porter, stop words)",
+            rank=partial(_alone_rank, name=RetrieverName.LEXICAL),
+        ),
+        System(
+            name="dense",
+            group=Group.BASELINE,
+            description="plain dense: the semantic leg alone (cosine, all-MiniLM-L6-v2)",
+            rank=partial(_alone_rank, name=RetrieverName.SEMANTIC),
+        ),
+        System(
+            name="rrf-dense-bm25",
+            group=Group.BASELINE,
+            description=f"plain RRF (k={PLAIN_RRF_K}) of dense and BM25",
+            rank=_plain_pair,
+        ),
+    )
+
+
+def _alone(name: RetrieverName) -> System:
+    return System(
+        name=f"only-{name.value}",
+        group=Group.ALONE,
+        description=f"the {name.value} retriever alone (empty where it did not run)",
+        rank=partial(_alone_rank, name=name),
+    )
+
+
+def _ablation(name: RetrieverName) -> System:
+    return System(
+        name=f"minus-{name.value}",
+        group=Group.ABLATION,
+        description=f"the engine's fusion over every run but {name.value}",
+        rank=partial(_fusion_rank, without=name),
+    )
+
+
+def _challengers() -> tuple[System, ...]:
+    return (
+        System(
+            name="plain-rrf-all",
+            group=Group.CHALLENGER,
+            description=f"plain RRF (k={PLAIN_RRF_K}) of every run, confidences ignored",
+            rank=_plain_all,
+        ),
+        System(
+            name="convex",
+            group=Group.CHALLENGER,
+            description="convex combination of min-max normalized confidences",
+            rank=_convex,
+        ),
+        System(
+            name=f"graph-w{CHALLENGER_GRAPH_WEIGHT}",
+            group=Group.CHALLENGER,
+            description=f"weighted RRF with the graph weight {CHALLENGER_GRAPH_WEIGHT}",
+            rank=_graph_weight,
+        ),
+        *(
+            System(
+                name=f"wrrf-k{k}",
+                group=Group.CHALLENGER,
+                description=f"weighted RRF with k={k} instead of the configured k",
+                rank=partial(_fusion_rank, k=k),
+            )
+            for k in CHALLENGER_KS
+        ),
+    )
+
+
+# --- rankers ----------------------------------------------------------------------------------
+
+
+def _engine(trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
+    return trace.engine
+
+
+def _alone_rank(trace: Trace, settings: FusionSettings, *, name: RetrieverName) -> tuple[int, ...]:
+    run = trace.run(name)
+    return () if run is None else tuple(item.id for item in run.items)
+
+
+def _fusion_rank(
+    trace: Trace,
+    settings: FusionSettings,
+    *,
+    without: RetrieverName | None = None,
+    k: int | None = None,
+) -> tuple[int, ...]:
+    return engine_fusion(trace, settings, without=without, k=k)
+
+
+def _plain_pair(trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
+    runs = [run for name in _PAIR if (run := trace.run(name)) is not None]
+    return _ids(plain_rrf(runs, k=PLAIN_RRF_K))
+
+
+_PAIR = (RetrieverName.SEMANTIC, RetrieverName.LEXICAL)
+
+
+def _plain_all(trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
+    return _prior(plain_rrf(trace.runs, k=PLAIN_RRF_K), trace, settings)
+
+
+def _convex(trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
+    return _prior(convex(trace.runs, trace.weights), trace, settings)
+
+
+def _graph_weight(trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
+    weights = {**trace.weights, RetrieverName.GRAPH: CHALLENGER_GRAPH_WEIGHT}
+    return engine_fusion(trace, settings, weights=weights)
+
+
+def _prior(fused: Sequence[Fused], trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
+    """What the engine does after fusing: drop candidates with a fused score of 0 (no evidence
+    for them), then apply the importance prior. Challengers replace the fusion step only, so a
+    difference from the engine is the fusion's."""
+    evidenced = [f for f in fused if f.score > 0.0]
+    return _ids(apply_prior(evidenced, trace.importance, settings.importance_floor))
+
+
+def _ids(fused: Sequence[Fused]) -> tuple[int, ...]:
+    return tuple(f.id for f in fused)
