@@ -332,3 +332,25 @@ def test_specificity_weighting_discounts_entities_named_everywhere(
     assert specificity(total, mel_df) == pytest.approx(mel)
     assert specificity(1, 1) == 1.0
     assert specificity(100, 100) == 0.0
+
+
+def test_a_hub_entity_costs_a_bounded_read_of_its_recent_mentions(
+    hashing_mem: fivefold.Memory,
+) -> None:
+    ids = [
+        r.id
+        for r in hashing_mem.remember_many(
+            [{"content": f"Mel said {i}", "entities": ["Mel"]} for i in range(250)]
+        )
+    ]
+    found = graph_search(
+        hashing_mem.store,
+        Scope(),
+        refs(hashing_mem, "Mel"),
+        depth=10,
+        now=NOW,
+        config=GraphConfig(rarity_weighting=False),
+    )
+    assert len(found) == 10
+    # Only the 200 most recent mentions are read (4 x depth, at least 200).
+    assert min(s.id for s in found) > ids[49]

@@ -7,7 +7,6 @@ All SQL of the embedded backend runs here; statements live in ``schema.py``.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import sqlite3
 import threading
@@ -522,20 +521,9 @@ def _connect(path: str) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
         conn.execute("PRAGMA foreign_keys = ON")
-        _ensure_math(conn)
     except sqlite3.DatabaseError as exc:
         raise _translate(exc, path) from exc
     return conn
-
-
-def _ensure_math(conn: sqlite3.Connection) -> None:
-    """SQLite builds without SQLITE_ENABLE_MATH_FUNCTIONS lack ln() and exp(); the graph's
-    noisy-or needs them, so register Python ones there."""
-    try:
-        conn.execute("SELECT ln(2.0), exp(1.0)").fetchone()
-    except sqlite3.OperationalError:
-        conn.create_function("ln", 1, math.log, deterministic=True)
-        conn.create_function("exp", 1, math.exp, deterministic=True)
 
 
 def _translate(exc: sqlite3.DatabaseError, path: str) -> StoreError:

@@ -199,32 +199,22 @@ class ReadQueries:
             return []
         where, params = scope_sql(scope)
         type_clause, type_params = types_sql(types)
-        scores = json.dumps([[e.entity_id, e.score, e.hops, e.rarity] for e in entities])
-        # Noisy-or over the entities a memory names: 1 - prod(1 - score).
-        sql = f"""
-            WITH es(eid, score, hops, rarity) AS (
-                SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),
-                       json_extract(value, '$[2]'), json_extract(value, '$[3]')
-                FROM json_each(?)
-            )
-            SELECT mn.memory_id,
-                   CASE WHEN count(*) = 1 OR max(es.score) >= 0.999999 THEN max(es.score)
-                        ELSE 1.0 - exp(sum(ln(1.0 - min(es.score, 0.999999)))) END AS best,
-                   min(es.hops) AS hops,
-                   sum(es.hops = 0) AS touched,
-                   sum(CASE WHEN es.hops = 0 THEN es.rarity ELSE 0 END) AS rarity
-            FROM es JOIN mentions mn ON mn.entity_id = es.eid
-            JOIN memories m ON m.id = mn.memory_id
-            WHERE {where}{type_clause}
-            GROUP BY mn.memory_id
-            ORDER BY best DESC, touched DESC, rarity DESC, mn.memory_id
-            LIMIT ?
-        """
-        rows = self._conn.execute(sql, [scores, *params, *type_params, k])
-        return [
-            MentionHit(int(i), float(best), int(hops), int(touched), float(rarity))
-            for i, best, hops, touched, rarity in rows
-        ]
+        # Per entity, its most recent mentions in scope, walked backwards on the (entity_id,
+        # memory_id) key: the cost is bounded by the cap, not by how many memories name a hub.
+        sql = (
+            "SELECT mn.memory_id FROM mentions mn JOIN memories m ON m.id = mn.memory_id "
+            f"WHERE mn.entity_id = ? AND {where}{type_clause} "
+            "ORDER BY mn.memory_id DESC LIMIT ?"
+        )
+        cap = max(MENTIONS_PER_RESULT * k, MIN_MENTIONS_PER_ENTITY)
+        named: dict[int, list[EntityScore]] = {}
+        for entity in entities:
+            rows = self._conn.execute(sql, [entity.entity_id, *params, *type_params, cap])
+            for (memory_id,) in rows:
+                named.setdefault(int(memory_id), []).append(entity)
+        hits = [_mention_hit(memory_id, found) for memory_id, found in named.items()]
+        hits.sort(key=lambda h: (-h.score, -h.touched, -h.rarity, h.memory_id))
+        return hits[:k]
 
     def events_between(
         self, scope: Scope, start: datetime, end: datetime, k: int
@@ -278,6 +268,26 @@ class ReadQueries:
             size_bytes=size,
             location=location,
         )
+
+
+# Mentions read per entity: enough for any ranking the graph retriever returns (depth k), few
+# enough that a speaker named in a million memories costs a bounded index walk.
+MENTIONS_PER_RESULT = 4
+MIN_MENTIONS_PER_ENTITY = 200
+
+
+def _mention_hit(memory_id: int, found: Sequence[EntityScore]) -> MentionHit:
+    """Noisy-or of the entity scores (one entity: its score; a fully confident one: 1.0)."""
+    best = max(e.score for e in found)
+    if len(found) > 1 and best < 1.0:
+        best = 1.0 - math.prod(1.0 - e.score for e in found)
+    return MentionHit(
+        memory_id=memory_id,
+        score=best,
+        hops=min(e.hops for e in found),
+        touched=sum(e.hops == 0 for e in found),
+        rarity=sum(e.rarity for e in found if e.hops == 0),
+    )
 
 
 def _record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
