@@ -57,6 +57,16 @@ class OptimizerMode(StrEnum):
     OFF = "off"
 
 
+class TypeFilterMode(StrEnum):
+    """How the optimizer's type hints act. ``hard``: DESIGN's pre-filter on the semantic and
+    lexical legs (widened below 5 results). ``soft``: no pre-filter; the type leg only adds
+    fusion weight to on-type memories. ``off``: hints are reported but not used."""
+
+    HARD = "hard"
+    SOFT = "soft"
+    OFF = "off"
+
+
 class Budget(StrEnum):
     LOW = "low"
     MID = "mid"

@@ -23,6 +23,7 @@ from fivefold.model import (
     RetrieverRun,
     Scope,
     Scored,
+    TypeFilterMode,
 )
 from fivefold.rerank.cross_encoder import Reranker
 from fivefold.rerank.mmr import mmr_order
@@ -175,11 +176,15 @@ class ReadPipeline:
         """Semantic and lexical, type-filtered when a type filter is active, widened (filter
         dropped, both run again) when fewer than ``type_widen_below`` results survive, unless
         the caller forced the types."""
-        types = state.forced or (state.query.type_hints if Y in wanted else ())
-        state.text_types = tuple(types)
-        legs = self._semantic_lexical(state, wanted, types)
+        hinted = state.query.type_hints if Y in wanted else ()
+        types = state.forced or hinted
+        # Soft type filtering: no pre-filter; the type leg below still favours on-type memories.
+        soft = not state.forced and self._config.optimizer.type_filter is TypeFilterMode.SOFT
+        prefilter = () if soft else tuple(types)
+        state.text_types = prefilter
+        legs = self._semantic_lexical(state, wanted, prefilter)
         notes: tuple[str, ...] = ()
-        if types and not state.forced:
+        if prefilter and not state.forced:
             found = {item.id for run in legs for item in run.items}
             if len(found) < self._config.retrieval.type_widen_below:
                 notes = (f"widened: only {len(found)} results of type {[t.value for t in types]}",)

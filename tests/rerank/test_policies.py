@@ -124,7 +124,10 @@ def test_mmr_prefers_a_diverse_second_result() -> None:
 
 
 def test_exploratory_plan_runs_mmr_and_rewrites() -> None:
-    config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE), mmr=MMRConfig(lambda_=0.5))
+    config = Config(
+        optimizer=OptimizerConfig(mode=OptimizerMode.RULE, rewrites=True),
+        mmr=MMRConfig(lambda_=0.5),
+    )
     with _store(config) as mem:
         result = mem.recall("something about our API")
     assert result.plan.name.value == "exploratory"
@@ -192,7 +195,7 @@ def test_llm_rewrites_from_an_openai_compatible_endpoint(fake_llm: str) -> None:
 
 def test_llm_rewrites_feed_the_semantic_leg(fake_llm: str) -> None:
     config = Config(
-        optimizer=OptimizerConfig(mode=OptimizerMode.RULE),
+        optimizer=OptimizerConfig(mode=OptimizerMode.RULE, rewrites=True),
         rewrite=RewriteConfig(endpoint=fake_llm),
     )
     with _store(config) as mem:
@@ -204,7 +207,7 @@ def test_an_unreachable_endpoint_falls_back_to_feedback() -> None:
     with pytest.raises(RewriteError):
         llm_rewrites("q", RewriteConfig(endpoint="http://127.0.0.1:9/v1", timeout_seconds=0.5))
     config = Config(
-        optimizer=OptimizerConfig(mode=OptimizerMode.RULE),
+        optimizer=OptimizerConfig(mode=OptimizerMode.RULE, rewrites=True),
         rewrite=RewriteConfig(endpoint="http://127.0.0.1:9/v1", timeout_seconds=0.5),
     )
     with _store(config) as mem:

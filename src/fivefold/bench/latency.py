@@ -1,10 +1,11 @@
 """The latency-and-scale benchmark: build a synthetic store of each size, then time ``recall``.
 
 Per size: ingest throughput (precomputed vectors for the whole corpus; the real embedder on a
-sample, once per run), the dense index's build and load times, recall latency percentiles per
-query kind, per set of retrievers that ran and per plan, the pipeline's own stage timings, peak
-and serving RSS, and the store's size on disk. Results are frozen dataclasses, rendered as
-markdown or JSON (``render``) and plotted (``plot``).
+sample, once per run), the dense index's build and load times, peak and serving RSS, the store's
+size on disk; and per optimizer mode (``off``: the balanced plan; ``cached``: the rule optimizer
+behind the result cache), recall latency percentiles per query kind, per set of retrievers that
+ran and per plan, and the pipeline's own stage timings. Results are frozen dataclasses with a
+JSON form (``LatencyReport.to_json``); ``latency_cli`` renders them as markdown and a plot.
 
 Timing is ``time.perf_counter`` around ``Memory.recall`` with ``k=10, budget="mid"`` and the
 corpus's fixed ``now``: the query embedding is inside, as DESIGN §6 asks. Lazy loads (the model,

@@ -9,8 +9,8 @@ same generator version -> byte-identical corpus (``digest``).
 Entities are picked with a skew (a few colleagues are named in thousands of memories, most in a
 handful), slot fillers come from lists of a few hundred phrases plus unique identifiers, so BM25
 document frequencies and graph hubs look like a real agent's store rather than every memory
-sharing the same ten words. ``SyntheticVectors`` gives every memory a vector derived from a pool
-of real embeddings (see its docstring).
+sharing the same ten words. (``fivefold.bench.latency.SyntheticVectors`` gives each memory a
+vector derived from a pool of real embeddings.)
 """
 
 from __future__ import annotations
