@@ -14,7 +14,7 @@ import pytest
 
 import fivefold
 from fivefold.config import Config, OptimizerConfig
-from fivefold.model import MemoryType, OptimizerMode, PlanName, RetrieverName
+from fivefold.model import MemoryType, OptimizerMode, PlanName, RetrieverName, TypeFilterMode
 
 NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)
 S, L, G, T, Y = (
@@ -60,7 +60,16 @@ def _corpus() -> list[dict[str, object]]:
 
 @pytest.fixture(scope="module")
 def rule_mem() -> Iterator[fivefold.Memory]:
-    config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE))
+    # The seed's own settings (graph weight 2.0 in entity plans, the hard type filter): the
+    # worked examples are its derivations. The shipped defaults differ by measurement.
+    config = Config(
+        optimizer=OptimizerConfig(
+            mode=OptimizerMode.RULE,
+            entity_graph_weight=2.0,
+            type_filter=TypeFilterMode.HARD,
+            skip_embedding_for_attributes=True,
+        )
+    )
     with fivefold.Memory.open(
         ":memory:", embedder=fivefold.HashingEmbedder(), config=config
     ) as mem:
@@ -186,3 +195,18 @@ def test_a_name_every_memory_carries_does_not_anchor_an_entity_plan() -> None:
         result = mem.recall("When did Caroline go to the support group?", now=NOW)
     assert [r.name for r in result.query.entity_refs] == ["Caroline"]
     assert result.plan.name is not PlanName.ENTITY_CENTRIC
+
+
+def test_shipped_defaults_follow_the_benchmark_not_the_seed() -> None:
+    defaults = OptimizerConfig()
+    assert defaults.entity_graph_weight == 1.0
+    assert defaults.type_filter is TypeFilterMode.OFF
+    assert not defaults.skip_embedding_for_attributes
+    config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE))
+    with fivefold.Memory.open(
+        ":memory:", embedder=fivefold.HashingEmbedder(), config=config
+    ) as mem:
+        mem.remember("I prefer tea over coffee")
+        result = mem.recall("what are my general preferences?")
+    assert result.query.type_hints == (MemoryType.PREFERENCE,)
+    assert RetrieverName.TYPE not in result.plan.retrievers

@@ -107,7 +107,11 @@ def _entity_centric(
     # An attribute of a well-resolved entity ("Sarah's manager") is answered by the graph and
     # BM25 in SQL; the embedding call is skipped on purpose (seed 004). Without an attribute to
     # look up ("who is on the backend team?") semantic stays, for members described in prose.
-    skip = spec >= config.entity_skip_embedding_min and bool(query.predicate_hints)
+    skip = (
+        config.skip_embedding_for_attributes
+        and spec >= config.entity_skip_embedding_min
+        and bool(query.predicate_hints)
+    )
     retrievers = [G, L] if skip else [G, L, S]
     why = f"{best.name!r} resolved at {best.confidence:.2f}"
     if skip:
