@@ -206,12 +206,14 @@ class ReadQueries:
             f"WHERE mn.entity_id = ? AND {where}{type_clause} "
             "ORDER BY mn.memory_id DESC LIMIT ?"
         )
-        cap = max(MENTIONS_PER_RESULT * k, MIN_MENTIONS_PER_ENTITY)
+        direct_cap = max(MENTIONS_PER_RESULT * k, MIN_MENTIONS_PER_ENTITY)
         named: dict[int, list[EntityScore]] = {}
         for entity in entities:
+            # Entities reached over edges score 0.6 or less: k of their mentions is plenty.
+            cap = direct_cap if entity.hops == 0 else k
             rows = self._conn.execute(sql, [entity.entity_id, *params, *type_params, cap])
             for (memory_id,) in rows:
-                named.setdefault(int(memory_id), []).append(entity)
+                named.setdefault(memory_id, []).append(entity)
         hits = [_mention_hit(memory_id, found) for memory_id, found in named.items()]
         hits.sort(key=lambda h: (-h.score, -h.touched, -h.rarity, h.memory_id))
         return hits[:k]
@@ -278,8 +280,12 @@ MIN_MENTIONS_PER_ENTITY = 200
 
 def _mention_hit(memory_id: int, found: Sequence[EntityScore]) -> MentionHit:
     """Noisy-or of the entity scores (one entity: its score; a fully confident one: 1.0)."""
+    if len(found) == 1:
+        (only,) = found
+        direct = only.hops == 0
+        return MentionHit(memory_id, only.score, only.hops, int(direct), only.rarity * direct)
     best = max(e.score for e in found)
-    if len(found) > 1 and best < 1.0:
+    if best < 1.0:
         best = 1.0 - math.prod(1.0 - e.score for e in found)
     return MentionHit(
         memory_id=memory_id,
