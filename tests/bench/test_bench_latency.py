@@ -137,7 +137,8 @@ def test_targets_are_judged_against_design(report: LatencyReport) -> None:
     judged = {t.name: t.met for t in targets(replace(report, results=results))}
     assert judged["recall p99 at 100,000, optimizer off"] is True
     assert judged["recall p99 at 1,000,000, optimizer off"] is False
-    assert judged["cache hit at 100,000, optimizer off"] is False
+    assert judged["cache hit at 100,000"] is (cached.repeat.p99 < 1.0)
+    assert not any(name.startswith("cache hit at 1,000,000") for name in judged)  # cache off
     unmeasured = {t.name: t.met for t in targets(report)}
     assert unmeasured["recall p99 at 100,000"] is None
 

@@ -253,6 +253,8 @@ def run_latency(
     if not sizes or min(sizes) < 1 or queries < 1 or warmup < 0 or sample < 0 or not modes:
         raise ValueError("sizes, queries and modes are needed; warmup and sample not negative")
     started, clock = datetime.now(UTC), time.perf_counter()
+    # Before anything runs: the commit is that of the code about to be measured.
+    machine = machine_info(embedder)
     say = progress or (lambda _message: None)
     model_ms = _ms(lambda: embedder.embed(["load the model before anything is timed"]))
     settings = _Settings(
@@ -269,7 +271,7 @@ def run_latency(
     samples = sample_ingest(SyntheticCorpus(sample, seed=seed), embedder, say) if sample else ()
     results = tuple(_run_size(size, settings) for size in sizes)
     return LatencyReport(
-        machine=machine_info(embedder),
+        machine=machine,
         started_at=started.isoformat(timespec="seconds"),
         seconds=time.perf_counter() - clock,
         model_load_ms=model_ms,

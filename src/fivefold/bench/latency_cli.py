@@ -56,9 +56,10 @@ def targets(report: LatencyReport) -> list[Target]:
             name = f"recall p99 at {size:,}, optimizer {m.mode}"
             met = m.overall.p99 <= goal
             out.append(Target(name, f"<= {goal:.0f} ms", f"{m.overall.p99:.1f} ms", met))
-    for r, m in _cells(report):
+    # Only the cached mode has a result cache to judge.
+    for r, m in (c for c in _cells(report) if c[1].mode == OptimizerMode.CACHED.value):
         cached, total = m.repeat_cached, m.repeat.count
-        name = f"cache hit at {r.size:,}, optimizer {m.mode}"
+        name = f"cache hit at {r.size:,}"
         if not cached:
             out.append(Target(name, "< 1 ms", f"0/{total} repeats served from cache", False))
             continue
