@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from fivefold import cli as cli_module
 from fivefold import config_file
-from fivefold.cli import EXIT_CODES, cli
+from fivefold.cli import cli
+from fivefold.cli_errors import EXIT_CODES
 from fivefold.config import Config
 from fivefold.config_file import config_from_toml
 from fivefold.errors import ConfigError

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, replace
-from functools import wraps
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -17,6 +15,7 @@ import click
 from rich.console import Console
 
 from fivefold import errors
+from fivefold.cli_errors import friendly
 from fivefold.cli_render import (
     explanation_json,
     metrics_json,
@@ -32,26 +31,6 @@ from fivefold.memory import Memory
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-EXIT_CODES: tuple[tuple[type[errors.FivefoldError], int], ...] = (
-    (errors.InvalidInput, 2),
-    (errors.NotFound, 3),
-    (errors.StoreError, 4),
-    (errors.FivefoldError, 1),
-)
-
-
-def _friendly(command: Callable[P, R]) -> Callable[P, R]:
-    @wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except errors.FivefoldError as exc:
-            click.echo(f"error: {exc}", err=True)
-            code = next(code for kind, code in EXIT_CODES if isinstance(exc, kind))
-            sys.exit(code)
-
-    return wrapper
 
 
 @contextmanager
@@ -114,7 +93,7 @@ def cli(ctx: click.Context, db: str | None, config_path: Path | None) -> None:
 @click.option("--metadata", help="A JSON object stored with the memory.")
 @_scope_options
 @click.pass_context
-@_friendly
+@friendly
 def remember(ctx: click.Context, /, content: str, mtype: str | None, **opts: Any) -> None:
     """Store one memory; print its id and what was inferred."""
     metadata = _json_object(opts.pop("metadata"))
@@ -145,7 +124,7 @@ def remember(ctx: click.Context, /, content: str, mtype: str | None, **opts: Any
 @click.option("--explain", is_flag=True, help="Show each retriever's list and the fusion terms.")
 @_scope_options
 @click.pass_context
-@_friendly
+@friendly
 def recall(
     ctx: click.Context,
     /,
@@ -184,7 +163,7 @@ def recall(
 @click.option("--no-record", is_flag=True, help="Add the edge only; store no fact memory.")
 @_scope_options
 @click.pass_context
-@_friendly
+@friendly
 def relate(ctx: click.Context, /, no_record: bool, **opts: Any) -> None:
     """Add a typed edge SOURCE -RELATION-> TARGET between two entities."""
     with _open(ctx) as mem:
@@ -197,7 +176,7 @@ def relate(ctx: click.Context, /, no_record: bool, **opts: Any) -> None:
 @click.argument("alias")
 @click.option("--namespace", "-n", default="default", show_default=True)
 @click.pass_context
-@_friendly
+@friendly
 def alias(ctx: click.Context, /, name: str, alias: str, namespace: str) -> None:
     """Make ALIAS another name of the entity NAME."""
     with _open(ctx) as mem:
@@ -209,7 +188,7 @@ def alias(ctx: click.Context, /, name: str, alias: str, namespace: str) -> None:
 @click.argument("memory_id", type=int)
 @click.option("--namespace", "-n", default=None, help="Only if the memory is in this namespace.")
 @click.pass_context
-@_friendly
+@friendly
 def forget(ctx: click.Context, /, memory_id: int, namespace: str | None) -> None:
     """Delete memory MEMORY_ID and everything derived from it."""
     with _open(ctx) as mem:
@@ -231,7 +210,7 @@ def forget(ctx: click.Context, /, memory_id: int, namespace: str | None) -> None
 )
 @click.option("--batch-size", default=256, show_default=True)
 @click.pass_context
-@_friendly
+@friendly
 def import_(
     ctx: click.Context, /, path: Path, fmt: str, namespace: str | None, batch_size: int
 ) -> None:
@@ -246,7 +225,7 @@ def import_(
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-@_friendly
+@friendly
 def stats(ctx: click.Context, /, as_json: bool) -> None:
     """Counts, namespaces, types, embedding model and size of the store, and this process's
     recall metrics."""
@@ -265,7 +244,7 @@ def stats(ctx: click.Context, /, as_json: bool) -> None:
 @cli.command()
 @click.option("-k", default=3, show_default=True, help="Hits shown per query.")
 @click.pass_context
-@_friendly
+@friendly
 def demo(ctx: click.Context, /, k: int) -> None:
     """Load the bundled sample of a fictional engineer's memories into a throwaway store and
     run queries of every kind, showing plan and top hits."""
@@ -283,7 +262,7 @@ def config_group() -> None:
 @config_group.command(name="show")
 @click.option("--defaults", is_flag=True, help="Print the built-in defaults instead.")
 @click.pass_context
-@_friendly
+@friendly
 def config_show(ctx: click.Context, /, defaults: bool) -> None:
     """Print the effective settings as TOML (every key; never the API key)."""
     click.echo(config_to_toml(Config() if defaults else _settings(ctx)), nl=False)
@@ -291,7 +270,7 @@ def config_show(ctx: click.Context, /, defaults: bool) -> None:
 
 @config_group.command(name="path")
 @click.pass_context
-@_friendly
+@friendly
 def config_path(ctx: click.Context, /) -> None:
     """Print the config file in effect, or "built-in defaults"."""
     path = config_in_effect(ctx.obj["config_path"])

@@ -8,10 +8,8 @@ The commands are plain ``click.Command`` objects; the ``bench`` group adds them 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import wraps
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -29,6 +27,7 @@ from fivefold.bench.report import (
     write_report,
 )
 from fivefold.bench.runner import LOCOMO_CATEGORIES, BenchResult, limit_dataset, run_benchmark
+from fivefold.cli_errors import friendly
 from fivefold.embed.base import Embedder
 
 __all__ = ["COMMANDS", "LOCOMO_ENV", "beir", "default_locomo_path", "locomo", "longmemeval"]
@@ -39,14 +38,6 @@ R = TypeVar("R")
 # Where the LoCoMo README puts the data: ../shared/data/locomo/ beside the repository.
 LOCOMO_RELATIVE = Path("shared/data/locomo/locomo_public.json")
 LOCOMO_ENV = "FIVEFOLD_LOCOMO"
-# The exit codes of ``fivefold.cli``, repeated here because that module imports this one (through
-# the bench group): importing them back would be circular.
-EXIT_CODES: tuple[tuple[type[errors.FivefoldError], int], ...] = (
-    (errors.InvalidInput, 2),
-    (errors.NotFound, 3),
-    (errors.StoreError, 4),
-    (errors.FivefoldError, 1),
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,20 +61,6 @@ def default_locomo_path(*starts: Path) -> Path | None:
             if candidate.is_file():
                 return candidate
     return None
-
-
-def _friendly(command: Callable[P, R]) -> Callable[P, R]:
-    """Library errors become one line on stderr and the exit codes of ``fivefold``'s CLI."""
-
-    @wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except errors.FivefoldError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(next(code for kind, code in EXIT_CODES if isinstance(exc, kind)))
-
-    return wrapper
 
 
 _Decorator = Callable[[Callable[..., None]], Callable[..., None]]
@@ -154,7 +131,7 @@ def _common(limit_help: str) -> _Decorator:
     "beside the repository.",
 )
 @_common("Only the first N conversations.")
-@_friendly
+@friendly
 def locomo(data: Path | None, **options: Any) -> None:
     """LoCoMo: one memory per turn, categories 1-4 scored (5, adversarial, left out)."""
     path = data or default_locomo_path()
@@ -174,7 +151,7 @@ def locomo(data: Path | None, **options: Any) -> None:
     help="A LongMemEval file (longmemeval_s.json, _m or _oracle).",
 )
 @_common("Only the first N questions (each has its own haystack).")
-@_friendly
+@friendly
 def longmemeval(data: Path, **options: Any) -> None:
     """LongMemEval: user turns of each question's haystack; abstention questions skipped."""
     _run(load_longmemeval(data), None, _Options(**options))
@@ -189,7 +166,7 @@ def longmemeval(data: Path, **options: Any) -> None:
 )
 @click.option("--split", default="test", show_default=True, help="The qrels file to score.")
 @_common("Only the first N queries (over the whole corpus).")
-@_friendly
+@friendly
 def beir(data: Path, split: str, **options: Any) -> None:
     """Any BEIR-format directory, one namespace, every judged query."""
     _run(load_beir(data, split=split), None, _Options(**options))

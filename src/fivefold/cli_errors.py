@@ -1,0 +1,36 @@
+"""Library errors at the command-line boundary: one line on stderr and an exit code (2 bad input,
+3 not found, 4 store problem, 1 anything else of ours), never a traceback. Shared by ``fivefold``
+and its ``bench`` commands."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import ParamSpec, TypeVar
+
+import click
+
+from fivefold import errors
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+EXIT_CODES: tuple[tuple[type[errors.FivefoldError], int], ...] = (
+    (errors.InvalidInput, 2),
+    (errors.NotFound, 3),
+    (errors.StoreError, 4),
+    (errors.FivefoldError, 1),
+)
+
+
+def friendly(command: Callable[P, R]) -> Callable[P, R]:
+    @wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except errors.FivefoldError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(next(code for kind, code in EXIT_CODES if isinstance(exc, kind)))
+
+    return wrapper
