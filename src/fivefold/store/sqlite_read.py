@@ -327,8 +327,3 @@ def _record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
         # Read-only: a cached result must not change under a caller who edits it.
         metadata=MappingProxyType(json.loads(metadata)),
     )
-
-
-def idf(total: int, frequency: int) -> float:
-    """BM25's IDF as FTS5 computes it, floored so ubiquitous terms count a little, not negative."""
-    return max(math.log((total - frequency + 0.5) / (frequency + 0.5)), 1e-6)
