@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -574,3 +576,23 @@ def test_naive_datetimes_are_taken_as_utc(hashing_mem: Memory) -> None:
         Scope(), datetime(2026, 3, 18, tzinfo=UTC), datetime(2026, 3, 19, tzinfo=UTC), 10
     )
     assert window == [(record.id, naive.replace(tzinfo=UTC))]
+
+
+def test_building_an_hnsw_index_before_the_model_loads_does_not_crash(tmp_path: Path) -> None:
+    # usearch imported before onnxruntime segfaults the process; the dense index orders them.
+    script = (
+        "import numpy as np\n"
+        "from fivefold.config import IndexConfig\n"
+        "from fivefold.store.dense import NamespaceIndex\n"
+        "index = NamespaceIndex(4, IndexConfig(hnsw_threshold=2))\n"
+        "v = np.eye(4, dtype=np.float32)\n"
+        "index.add([1, 2, 3, 4], v, [''] * 4, [''] * 4, ['fact'] * 4)\n"
+        "assert index.uses_hnsw\n"
+        "import onnxruntime\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

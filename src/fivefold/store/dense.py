@@ -8,10 +8,11 @@ fallback when a scope or type filter leaves too few of its candidates.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -111,10 +112,9 @@ class NamespaceIndex:
 
     # -- HNSW ----------------------------------------------------------------------------------
     def build_hnsw(self) -> None:
-        from usearch.index import Index
-
+        index_class = _usearch_index()
         cfg = self.config
-        self._hnsw = Index(
+        self._hnsw = index_class(
             ndim=self.dim,
             metric="ip",
             dtype="f16",
@@ -150,9 +150,7 @@ class NamespaceIndex:
                 return False
             if meta.get("generation") != self.generation or meta.get("count") != len(self._pos):
                 return False
-            from usearch.index import Index
-
-            self._hnsw = Index.restore(str(path))
+            self._hnsw = _usearch_index().restore(str(path))
         except (OSError, ValueError, RuntimeError):
             return False
         return self._hnsw is not None
@@ -219,6 +217,17 @@ class NamespaceIndex:
         # The filter removed most of HNSW's candidates: the filtered subset is small enough
         # that an exact scan of it is both correct and cheap.
         return self._search_exact(query[None, :], k, mask)[0]
+
+
+def _usearch_index() -> Any:
+    """usearch's Index class, imported after onnxruntime: with usearch 2.26 and onnxruntime
+    1.31, loading onnxruntime after usearch segfaults the process (libstdc++ symbol clash), and
+    the embedder loads onnxruntime lazily, possibly after the first HNSW index is built."""
+    with contextlib.suppress(ImportError):  # a hard dependency; only the order matters here
+        import onnxruntime  # noqa: F401
+    from usearch.index import Index
+
+    return Index
 
 
 def _top_k(ids: Ids, sims: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
