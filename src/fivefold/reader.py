@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
@@ -239,6 +239,4 @@ class Reader:
 def _with_notes(plan: Plan, notes: tuple[str, ...]) -> Plan:
     if not notes:
         return plan
-    from dataclasses import replace
-
     return replace(plan, reasons=(*plan.reasons, *notes))

@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from fivefold.config import FusionConfig
 from fivefold.model import MemoryType, ParsedQuery, Plan, PlanName, RetrieverName
+from fivefold.plan.inputs import MISSING_INPUT, has_input
 
 
 def balanced_plan(
@@ -16,22 +17,11 @@ def balanced_plan(
 ) -> Plan:
     retrievers: list[RetrieverName] = []
     reasons = ["balanced plan: the optimizer is off; every retriever with inputs runs"]
-    if query.focus.strip():
-        retrievers.append(RetrieverName.SEMANTIC)
-    else:
-        reasons.append("semantic skipped: nothing left to embed after removing negations")
-    if query.terms:
-        retrievers.append(RetrieverName.LEXICAL)
-    else:
-        reasons.append("lexical skipped: no content terms")
-    if query.entity_refs:
-        retrievers.append(RetrieverName.GRAPH)
-    else:
-        reasons.append("graph skipped: no entity of the store named in the query")
-    if query.temporal_window is not None:
-        retrievers.append(RetrieverName.TEMPORAL)
-    else:
-        reasons.append("temporal skipped: no time window in the query")
+    for retriever, missing in MISSING_INPUT.items():
+        if has_input(retriever, query):
+            retrievers.append(retriever)
+        else:
+            reasons.append(f"{retriever.value} skipped: {missing}")
     if query.type_hints or forced_types:
         retrievers.append(RetrieverName.TYPE)
     else:

@@ -27,6 +27,7 @@ from fivefold.model import (
     TypeFilterMode,
 )
 from fivefold.plan.features import Features
+from fivefold.plan.inputs import has_input
 
 S, L, G, T, Y = (
     RetrieverName.SEMANTIC,
@@ -80,7 +81,8 @@ def choose_plan(
     elif spec < config.exploratory_threshold:
         plan = _exploratory(query, spec)
     else:
-        plan = _named(PlanName.BALANCED, _with_inputs(query), "no rule fired")
+        # _finish drops the legs without input.
+        plan = _named(PlanName.BALANCED, [S, L, G, T], "no rule fired")
     plan = _finish(plan, query, spec, config, fusion, forced_types)
     return replace(plan, reasons=(f"features {signature}", *plan.reasons)), query
 
@@ -132,17 +134,6 @@ def _exploratory(query: ParsedQuery, spec: float) -> Plan:
     return replace(plan, rerank=True, mmr=True)
 
 
-def _with_inputs(query: ParsedQuery) -> list[RetrieverName]:
-    retrievers = [S]
-    if query.terms:
-        retrievers.append(L)
-    if query.entity_refs:
-        retrievers.append(G)
-    if query.temporal_window is not None:
-        retrievers.append(T)
-    return retrievers
-
-
 def _finish(
     plan: Plan,
     query: ParsedQuery,
@@ -152,7 +143,7 @@ def _finish(
     forced_types: Sequence[MemoryType],
 ) -> Plan:
     """Weights, the type filter, the safety semantic leg, rewrites; drop legs with no input."""
-    retrievers = [r for r in plan.retrievers if _has_input(r, query)]
+    retrievers = [r for r in plan.retrievers if has_input(r, query)]
     reasons = list(plan.reasons)
     skipped_on_purpose = plan.name is PlanName.ENTITY_CENTRIC and S not in plan.retrievers
     if S not in retrievers and not skipped_on_purpose and query.focus.strip():
@@ -178,15 +169,3 @@ def _finish(
 
 
 _TYPED_PLANS = frozenset({PlanName.ENTITY_CENTRIC, PlanName.EXPLORATORY, PlanName.BALANCED})
-
-
-def _has_input(retriever: RetrieverName, query: ParsedQuery) -> bool:
-    if retriever is L:
-        return bool(query.terms)
-    if retriever is G:
-        return bool(query.entity_refs)
-    if retriever is T:
-        return query.temporal_window is not None
-    if retriever is S:
-        return bool(query.focus.strip())
-    return True
