@@ -124,6 +124,8 @@ _RANGES: Mapping[str, _Range] = MappingProxyType(
         "optimizer.entity_skip_embedding_min": _UNIT,
         "optimizer.entity_anchor_min_specificity": _UNIT,
         "optimizer.entity_graph_weight": _NON_NEGATIVE,
+        "optimizer.graph_min_specificity": _UNIT,
+        "optimizer.fusion_k": _ONE_UP,
         "optimizer.precise_semantic_depth": _ONE_UP,
         # A zero step would divide by zero when features are quantized.
         "optimizer.quantum": _Range(0.0, 1.0, open_low=True),

@@ -199,7 +199,7 @@ class RetrieverRun:
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What one recall runs. ``depths`` overrides the budget's candidate depth per retriever
-    (the precise plan's "semantic top 20")."""
+    (the precise plan's "semantic top 20"); ``fusion_k`` the RRF constant of ``fusion.k``."""
 
     name: PlanName
     retrievers: tuple[RetrieverName, ...]
@@ -210,6 +210,7 @@ class Plan:
     temporal_post_filter: bool = False
     reasons: tuple[str, ...] = ()
     depths: Mapping[RetrieverName, int] = field(default_factory=lambda: MappingProxyType({}))
+    fusion_k: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -290,7 +290,7 @@ class ReadPipeline:
         fused = weighted_rrf(
             state.runs,
             state.plan.weights,
-            k=fusion.k,
+            k=state.plan.fusion_k or fusion.k,
             multi_hop_factor=fusion.graph_multi_hop_weight,
         )
         # A memory whose every list gave it confidence 0 (a cosine clipped at 0) has no

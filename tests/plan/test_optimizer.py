@@ -197,9 +197,64 @@ def test_a_name_every_memory_carries_does_not_anchor_an_entity_plan() -> None:
     assert result.plan.name is not PlanName.ENTITY_CENTRIC
 
 
+def _caroline_store(config: Config) -> fivefold.Memory:
+    mem = fivefold.Memory.open(":memory:", embedder=fivefold.HashingEmbedder(), config=config)
+    mem.remember_many(
+        [{"content": f"Caroline: message number {i} about the weekend"} for i in range(30)]
+        + [{"content": "Caroline: I went to the LGBTQ support group yesterday"}]
+    )
+    return mem
+
+
+def test_the_graph_leg_needs_an_entity_specific_enough_to_walk_from() -> None:
+    query = "what did Caroline say about the support group?"
+    with _caroline_store(Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE))) as mem:
+        gated = mem.recall(query, now=NOW)
+    assert [r.name for r in gated.query.entity_refs] == ["Caroline"]
+    assert G not in gated.plan.retrievers
+    assert any(
+        r.startswith("graph skipped: only common entities (Caroline 0.") for r in gated.plan.reasons
+    )
+    assert gated.hits[0].memory.content.endswith("support group yesterday")
+    ungated = Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE, graph_min_specificity=0.0))
+    with _caroline_store(ungated) as mem:
+        walked = mem.recall(query, now=NOW)
+    assert walked.plan.name is gated.plan.name
+    assert G in walked.plan.retrievers
+    assert "graph" in walked.hits[0].sources
+
+
+def test_the_optimizer_fuses_with_its_own_rrf_constant() -> None:
+    query = "what did Caroline say about the support group?"
+    rule = Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE, fusion_k=7))
+    with _caroline_store(rule) as mem:
+        optimized = mem.explain(query, now=NOW)
+    with _caroline_store(Config()) as mem:
+        balanced = mem.explain(query, now=NOW)
+    assert optimized.plan.fusion_k == 7
+    assert balanced.plan.fusion_k is None  # the balanced plan keeps fusion.k (60)
+    for explanation, k in ((optimized, 7), (balanced, 60)):
+        for term in explanation.hits[0].terms:
+            expected = term.weight * term.confidence**0.5 / (k + term.rank)
+            assert term.contribution == pytest.approx(expected)
+
+
+def test_mmr_in_exploratory_plans_can_be_switched_off() -> None:
+    query = "anything about the weekend"
+    for mmr in (True, False):
+        config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE, mmr=mmr))
+        with _caroline_store(config) as mem:
+            result = mem.recall(query, now=NOW)
+        assert result.plan.name is PlanName.EXPLORATORY
+        assert result.plan.mmr is mmr
+        assert ("mmr" in result.timings) is mmr
+
+
 def test_shipped_defaults_follow_the_benchmark_not_the_seed() -> None:
     defaults = OptimizerConfig()
     assert defaults.entity_graph_weight == 1.0
+    assert defaults.fusion_k == 10
+    assert defaults.graph_min_specificity == 0.3
     assert defaults.type_filter is TypeFilterMode.OFF
     assert not defaults.skip_embedding_for_attributes
     config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE))

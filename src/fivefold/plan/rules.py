@@ -79,11 +79,11 @@ def choose_plan(
             f"rare terms (lexical rarity {q.lexical_rarity:.2f})",
         )
     elif spec < config.exploratory_threshold:
-        plan = _exploratory(query, spec)
+        plan = _exploratory(query, spec, config)
     else:
         # _finish drops the legs without input.
         plan = _named(PlanName.BALANCED, [S, L, G, T], "no rule fired")
-    plan = _finish(plan, query, spec, config, fusion, forced_types)
+    plan = _finish(plan, query, spec, config, fusion, forced_types, specificity)
     return replace(plan, reasons=(f"features {signature}", *plan.reasons)), query
 
 
@@ -128,10 +128,10 @@ def _entity_centric(
     return plan
 
 
-def _exploratory(query: ParsedQuery, spec: float) -> Plan:
+def _exploratory(query: ParsedQuery, spec: float, config: OptimizerConfig) -> Plan:
     retrievers = [S, L, *([G] if query.entity_refs else [])]
     plan = _named(PlanName.EXPLORATORY, retrievers, f"low specificity ({spec:.2f})")
-    return replace(plan, rerank=True, mmr=True)
+    return replace(plan, rerank=True, mmr=config.mmr)
 
 
 def _finish(
@@ -141,10 +141,17 @@ def _finish(
     config: OptimizerConfig,
     fusion: FusionConfig,
     forced_types: Sequence[MemoryType],
+    specificity: Mapping[int, float],
 ) -> Plan:
-    """Weights, the type filter, the safety semantic leg, rewrites; drop legs with no input."""
+    """Weights, the fusion constant, the type filter, the safety semantic leg, rewrites; drop
+    legs with no input and the graph leg when no query entity is specific enough to walk from."""
     retrievers = [r for r in plan.retrievers if has_input(r, query)]
     reasons = list(plan.reasons)
+    if G in retrievers and plan.name is not PlanName.ENTITY_CENTRIC:
+        common = _common_entities(query.entity_refs, specificity, config.graph_min_specificity)
+        if common is not None:
+            retrievers.remove(G)
+            reasons.append(f"graph skipped: only common entities ({common})")
     skipped_on_purpose = plan.name is PlanName.ENTITY_CENTRIC and S not in plan.retrievers
     if S not in retrievers and not skipped_on_purpose and query.focus.strip():
         retrievers.append(S)
@@ -165,7 +172,18 @@ def _finish(
         weights=MappingProxyType(weights),
         rewrites=rewrites,
         reasons=tuple(reasons),
+        fusion_k=config.fusion_k,
     )
+
+
+def _common_entities(
+    refs: Sequence[EntityRef], specificity: Mapping[int, float], floor: float
+) -> str | None:
+    """``None`` when some entity is at least ``floor`` specific (unknown counts as specific),
+    else the entities with their specificity, for the plan's reasons."""
+    if any(specificity.get(r.entity_id, 1.0) >= floor for r in refs):
+        return None
+    return ", ".join(f"{r.name} {specificity.get(r.entity_id, 1.0):.2f}" for r in refs)
 
 
 _TYPED_PLANS = frozenset({PlanName.ENTITY_CENTRIC, PlanName.EXPLORATORY, PlanName.BALANCED})
