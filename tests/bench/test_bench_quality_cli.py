@@ -59,10 +59,22 @@ def test_locomo_prints_every_system_and_writes_json_and_report(tmp_path: Path) -
     assert result.exit_code == 0, result.output
     assert _system_rows(result.output) == [s.name for s in default_systems()]
     assert "1 multi-hop" in result.output
+    assert "`cache-hit`" in result.output
+    assert "`balanced`" in result.output
     saved = read_json(tmp_path / "out.json")
     # --limit 1 keeps conv-a; its category 5 question is left out
     assert saved.question_ids == ("conv-a/q0", "conv-a/q1", "conv-a/q2")
     assert (tmp_path / "report" / "report.md").is_file()
+
+
+def test_no_policies_runs_only_the_optimizer(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    result = CliRunner().invoke(
+        locomo, ["--data", LOCOMO_TINY, "--limit", "1", *FAST, "--no-policies", "--json", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in read_json(out).policies] == ["optimized"]
+    assert "`balanced`" not in result.output
 
 
 def test_locomo_with_the_default_model_and_k_max(tmp_path: Path) -> None:

@@ -98,6 +98,9 @@ def test_markdown_report_holds_every_table_and_note(result: BenchResult) -> None
         "## Systems",
         "## R@10 per category",
         "## Ablations and fusion challengers against `fivefold`",
+        "## The optimizer against the plain baselines",
+        "## Read policies, before and after",
+        "## Recall latency per plan",
         "## Retrievers that ran",
         "![recall@k per system](recall_at_k.png)",
     ):

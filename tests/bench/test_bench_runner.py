@@ -77,6 +77,23 @@ def test_locomo_end_to_end_scores_categories_1_to_4_only(locomo_result: BenchRes
             assert 0.0 <= value <= 1.0
 
 
+def test_locomo_runs_every_policy_and_tests_the_optimizer_on_each_baseline(
+    locomo_result: BenchResult,
+) -> None:
+    result = locomo_result
+    names = [p.name for p in result.policies]
+    assert names[0] == "optimized"
+    assert {"balanced", "no-negation", "mmr-off", "fusion-k60", "cache-hit"} <= set(names)
+    baselines = {s.name for s in result.systems if s.group == Group.BASELINE.value}
+    assert set(result.optimized_vs) == baselines
+    optimized = result.system("fivefold-optimized").overall["R@10"]
+    assert result.policies[0].overall["R@10"] == optimized
+    balanced = next(p for p in result.policies if p.name == "balanced")
+    # The balanced policy is the engine's own recall.
+    assert balanced.overall["R@10"] == result.system(ENGINE).overall["R@10"]
+    assert result.timings["optimized_mean_ms"] == pytest.approx(result.policies[0].latency.mean)
+
+
 def test_locomo_every_system_is_compared_with_the_engine(locomo_result: BenchResult) -> None:
     engine = locomo_result.system(ENGINE)
     assert engine.comparison is None

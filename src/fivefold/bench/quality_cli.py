@@ -19,6 +19,7 @@ from rich.progress import Progress
 
 from fivefold import errors
 from fivefold.bench.datasets import Dataset, load_beir, load_locomo, load_longmemeval
+from fivefold.bench.policy_report import baselines_table, plan_latency_table, policy_table
 from fivefold.bench.report import (
     category_table,
     change_table,
@@ -26,7 +27,13 @@ from fivefold.bench.report import (
     write_json,
     write_report,
 )
-from fivefold.bench.runner import LOCOMO_CATEGORIES, BenchResult, limit_dataset, run_benchmark
+from fivefold.bench.runner import (
+    LOCOMO_CATEGORIES,
+    BenchResult,
+    limit_dataset,
+    run_benchmark,
+    significance_label,
+)
 from fivefold.cli_errors import friendly
 from fivefold.embed.base import Embedder
 
@@ -49,6 +56,8 @@ class _Options:
     budget: str
     resamples: int
     embedder: str
+    policies: bool
+    rerank_model: Path | None
 
 
 def default_locomo_path(*starts: Path) -> Path | None:
@@ -106,6 +115,18 @@ _SHARED_OPTIONS: tuple[_Decorator, ...] = (
         default="minilm",
         show_default=True,
         help="minilm: the default model. hashing: fast and not semantic, for smoke runs.",
+    ),
+    click.option(
+        "--policies/--no-policies",
+        default=True,
+        show_default=True,
+        help="Recall every question once per read policy (optimizer off, negation, MMR, "
+        "rewrites, RRF constant, graph gate, cache) for the before/after table.",
+    ),
+    click.option(
+        "--rerank-model",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="A cross-encoder directory (ONNX + tokenizer.json): adds a rerank policy.",
     ),
 )
 
@@ -188,6 +209,8 @@ def _run(dataset: Dataset, categories: Mapping[str, str] | None, options: _Optio
             budget=options.budget,
             resamples=options.resamples,
             progress=lambda done, total: progress.update(task, completed=done, total=total),
+            all_policies=options.policies,
+            rerank_model=None if options.rerank_model is None else str(options.rerank_model),
         )
     _print(result)
     if options.json_path is not None:
@@ -212,7 +235,16 @@ def _print(result: BenchResult) -> None:
         f"embedder {setup.embedder}; all figures x100; Δ = system minus fivefold, "
         "* = p < 0.05 (paired bootstrap)\n"
     )
-    for table in (summary_table(result), category_table(result), change_table(result)):
+    sig = significance_label(setup.k_max)
+    recall = {s.name: s.overall.get(sig) for s in result.systems}
+    for table in (
+        summary_table(result),
+        category_table(result),
+        change_table(result),
+        baselines_table(result.optimized_vs, recall, sig),
+        policy_table(result.policies, sig),
+        plan_latency_table(result.policies),
+    ):
         if table:
             click.echo(table + "\n")
     click.echo(

@@ -17,15 +17,25 @@ from types import MappingProxyType
 from typing import Any
 
 from fivefold.bench.metrics import Metric
+from fivefold.bench.policies import REFERENCE
+from fivefold.bench.policy_report import (
+    baselines_table,
+    comparison_from_json,
+    comparison_to_json,
+    plan_latency_table,
+    policies_from_json,
+    policies_to_json,
+    policy_table,
+)
 from fivefold.bench.runner import (
     BenchResult,
-    Comparison,
     MetricSpec,
     Setup,
     SystemResult,
     significance_label,
 )
 from fivefold.bench.systems import ENGINE, FusionSettings, Group
+from fivefold.bench.table import delta_cells, diff, mark, p_value, pct, signed, table
 from fivefold.errors import InvalidInput
 
 __all__ = [
@@ -89,6 +99,8 @@ def to_json(result: BenchResult) -> dict[str, Any]:
         "reproduced": result.reproduced,
         "timings": dict(result.timings),
         "plans": dict(result.plans),
+        "policies": policies_to_json(result.policies),
+        "optimized_vs": {n: comparison_to_json(c) for n, c in result.optimized_vs.items()},
     }
 
 
@@ -101,16 +113,7 @@ def _system_json(system: SystemResult) -> dict[str, Any]:
         "overall": dict(system.overall),
         "by_category": {c: dict(v) for c, v in system.by_category.items()},
         "per_question": {m: list(v) for m, v in system.per_question.items()},
-        "comparison": None
-        if comparison is None
-        else {
-            "metric": comparison.metric,
-            "mean_diff": comparison.mean_diff,
-            "ci_low": comparison.ci_low,
-            "ci_high": comparison.ci_high,
-            "p_value": comparison.p_value,
-            "n": comparison.n,
-        },
+        "comparison": comparison_to_json(comparison),
     }
 
 
@@ -135,6 +138,14 @@ def from_json(data: Mapping[str, Any]) -> BenchResult:
             reproduced=int(data["reproduced"]),
             timings=MappingProxyType(dict(data["timings"])),
             plans=MappingProxyType(dict(data.get("plans", {}))),
+            policies=policies_from_json(data.get("policies", [])),
+            optimized_vs=MappingProxyType(
+                {
+                    name: c
+                    for name, raw in data.get("optimized_vs", {}).items()
+                    if (c := comparison_from_json(raw)) is not None
+                }
+            ),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput(f"malformed benchmark result: {exc!r}") from exc
@@ -151,7 +162,7 @@ def _system_from_json(data: Mapping[str, Any]) -> SystemResult:
             {c: MappingProxyType(dict(v)) for c, v in data["by_category"].items()}
         ),
         per_question=MappingProxyType({m: tuple(v) for m, v in data["per_question"].items()}),
-        comparison=None if comparison is None else Comparison(**comparison),
+        comparison=comparison_from_json(comparison),
     )
 
 
@@ -182,12 +193,12 @@ def summary_table(result: BenchResult) -> str:
         [
             f"`{s.name}`",
             s.group,
-            *(_pct(s.overall[label]) for label in labels),
-            *_delta_cells(s.comparison),
+            *(pct(s.overall[label]) for label in labels),
+            *delta_cells(s.comparison),
         ]
         for s in result.systems
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 HEADLINE_LABELS = ("R@5", "R@10", "R@25", "nDCG@10", "MRR")
@@ -209,13 +220,13 @@ def headline_table(result: BenchResult) -> str:
     rows = [
         [
             f"`{s.name}`",
-            *(_pct(s.overall[label]) for label in labels),
-            *(_pct(s.by_category[c][sig]) if c in s.by_category else "-" for c in categories),
-            _delta_cells(s.comparison)[0],
+            *(pct(s.overall[label]) for label in labels),
+            *(pct(s.by_category[c][sig]) if c in s.by_category else "-" for c in categories),
+            delta_cells(s.comparison)[0],
         ]
         for s in result.systems
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def category_table(result: BenchResult) -> str:
@@ -242,15 +253,12 @@ def category_table(result: BenchResult) -> str:
     rows = [
         [
             f"`{s.name}`",
-            *(
-                _pct(s.by_category[c][sig]) if c in s.by_category else "-"
-                for c in result.categories
-            ),
-            _pct(s.overall[sig]) + _mark(s.comparison),
+            *(pct(s.by_category[c][sig]) if c in s.by_category else "-" for c in result.categories),
+            pct(s.overall[sig]) + mark(s.comparison),
         ]
         for s in result.systems
     ]
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def change_table(result: BenchResult) -> str:
@@ -268,17 +276,17 @@ def change_table(result: BenchResult) -> str:
         rows.append(
             [
                 f"`{s.name}`",
-                f"{_signed(c.mean_diff)}{_mark(c)} [{_signed(c.ci_low)}, {_signed(c.ci_high)}]",
-                _p(c.p_value),
-                *(_signed(_diff(s.overall[lb], engine.overall[lb])) for lb in shown),
+                f"{signed(c.mean_diff)}{mark(c)} [{signed(c.ci_low)}, {signed(c.ci_high)}]",
+                p_value(c.p_value),
+                *(signed(diff(s.overall[lb], engine.overall[lb])) for lb in shown),
             ]
         )
-    return _table(header, rows)
+    return table(header, rows)
 
 
 def coverage_table(result: BenchResult) -> str:
     rows = [[f"`{name}`", f"{share * 100:.1f} %"] for name, share in result.coverage.items()]
-    return _table(["retriever", "ran on (share of questions)"], rows)
+    return table(["retriever", "ran on (share of questions)"], rows)
 
 
 def render_markdown(
@@ -303,6 +311,21 @@ def render_markdown(
         *_section(f"## {sig} per category", category_table(result)),
         "## Ablations and fusion challengers against `fivefold`",
         change_table(result),
+        *_section(
+            "## The optimizer against the plain baselines",
+            baselines_table(
+                result.optimized_vs,
+                {s.name: s.overall.get(sig) for s in result.systems},
+                sig,
+            ),
+        ),
+        *_section(
+            "## Read policies, before and after",
+            _policy_intro(result) + "\n\n" + policy_table(result.policies, sig)
+            if result.policies
+            else "",
+        ),
+        *_section("## Recall latency per plan", plan_latency_table(result.policies)),
         "## Retrievers that ran",
         coverage_table(result),
         "## Plots",
@@ -313,6 +336,15 @@ def render_markdown(
         _notes(result),
     ]
     return "\n\n".join(part for part in parts if part) + "\n"
+
+
+def _policy_intro(result: BenchResult) -> str:
+    return (
+        f"Each policy recalls every question (`recall(k={result.setup.k_max})`, interleaved "
+        f"question by question); Δ is against `{REFERENCE}` (the rule optimizer as configured), "
+        f"paired bootstrap, {result.setup.resamples:,} resamples. Latency is the whole recall, "
+        "query embedding included, in ms."
+    )
 
 
 def _section(heading: str, body: str) -> tuple[str, ...]:
@@ -437,41 +469,3 @@ def _defined_labels(result: BenchResult) -> list[str]:
     """Metric labels that at least one question defines (BEIR has no sessions, for example)."""
     engine = result.system(ENGINE)
     return [m.label for m in result.metrics if engine.overall.get(m.label) is not None]
-
-
-def _delta_cells(comparison: Comparison | None) -> list[str]:
-    if comparison is None:
-        return ["", ""]
-    return [f"{_signed(comparison.mean_diff)}{_mark(comparison)}", _p(comparison.p_value)]
-
-
-def _mark(comparison: Comparison | None) -> str:
-    return "*" if comparison is not None and comparison.significant else ""
-
-
-def _p(value: float) -> str:
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}"
-
-
-def _signed(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:+.1f}"
-
-
-def _diff(value: float | None, reference: float | None) -> float | None:
-    return None if value is None or reference is None else value - reference
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A GitHub markdown table, columns padded so it also reads well as plain text."""
-    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
-    lines = [_row(header, widths), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    lines.extend(_row(row, widths) for row in rows)
-    return "\n".join(lines)
-
-
-def _row(cells: Sequence[str], widths: Sequence[int]) -> str:
-    return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
