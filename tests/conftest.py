@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 import fivefold
+from fivefold.config import Config, OptimizerConfig
+from fivefold.model import OptimizerMode
 
 
 @pytest.fixture(autouse=True)
@@ -38,8 +40,13 @@ def mem(minilm: fivefold.MiniLMEmbedder) -> Iterator[fivefold.Memory]:
 
 @pytest.fixture
 def hashing_mem() -> Iterator[fivefold.Memory]:
-    """A throwaway store with the fast, deterministic (not semantic) hashing embedder."""
-    with fivefold.Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as memory:
+    """A throwaway store with the fast, deterministic (not semantic) hashing embedder, read with
+    the optimizer off: the balanced plan runs every retriever that has inputs, which is what
+    the retriever, store and isolation tests exercise. Optimizer tests set their own mode."""
+    config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
+    with fivefold.Memory.open(
+        ":memory:", embedder=fivefold.HashingEmbedder(), config=config
+    ) as memory:
         yield memory
 
 

@@ -33,7 +33,7 @@ def test_remember_recall_json_round_trip(db: str) -> None:
     assert code == 0
     payload = json.loads(out)
     assert payload["hits"][0]["memory"]["id"] == written["id"]
-    assert payload["plan"]["name"] == "balanced"
+    assert payload["plan"]["name"] == "exploratory"  # one memory: no term is rare yet
     assert "lexical" in payload["hits"][0]["sources"]
 
 
@@ -114,7 +114,8 @@ def test_demo_runs_and_shows_plans() -> None:
     result = CliRunner().invoke(cli, ["demo", "-k", "2"], catch_exceptions=False)
     assert result.exit_code == 0
     assert "Loaded 334 memories" in result.stdout
-    assert "plan balanced" in result.stdout
+    assert "plan exploratory" in result.stdout
+    assert "plan entity_centric" in result.stdout
     assert "right first" in result.stdout
 
 

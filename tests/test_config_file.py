@@ -52,7 +52,7 @@ def test_an_empty_file_is_the_built_in_defaults(tmp_path: Path) -> None:
 
 def test_the_default_dump_is_the_seed_defaults() -> None:
     text = config_to_toml(Config())
-    assert 'mode = "off"' in text
+    assert 'mode = "rule"' in text
     assert "precise_threshold = 0.8" in text
     assert "exploratory_threshold = 0.4" in text
     assert "entity_confidence_min = 0.85" in text
@@ -89,7 +89,7 @@ SECTIONS: list[tuple[str, Callable[[Config], object], object]] = [
     ("[retrieval]\nnegation_threshold = 0.5", lambda c: c.retrieval.negation_threshold, 0.5),
     ("[index]\nhnsw_threshold = 500", lambda c: c.index.hnsw_threshold, 500),
     ('[optimizer]\nmode = "cached"', lambda c: c.optimizer.mode, OptimizerMode.CACHED),
-    ('[optimizer]\nmode = "rule"', lambda c: c.optimizer.mode, OptimizerMode.RULE),
+    ('[optimizer]\nmode = "off"', lambda c: c.optimizer.mode, OptimizerMode.OFF),
     ("[optimizer]\nprecise_threshold = 0.9", lambda c: c.optimizer.precise_threshold, 0.9),
     ("[optimizer]\nexploratory_threshold = 0.3", lambda c: c.optimizer.exploratory_threshold, 0.3),
     ("[optimizer]\nentity_confidence_min = 0.7", lambda c: c.optimizer.entity_confidence_min, 0.7),

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -88,7 +89,7 @@ def test_the_reference_is_the_optimizer_and_each_policy_changes_one_thing() -> N
         ref, optimizer=replace(ref.optimizer, mode=OptimizerMode.OFF)
     )
     assert by_name["no-negation"].config.retrieval.negation_threshold == 1.0
-    assert by_name["mmr-off"].config.optimizer == replace(ref.optimizer, mmr=False)
+    assert by_name["mmr-on"].config.optimizer == replace(ref.optimizer, mmr=True)
     assert by_name["rewrites-on"].config.optimizer == replace(ref.optimizer, rewrites=True)
     assert by_name["fusion-k60"].config.optimizer == replace(ref.optimizer, fusion_k=60)
     assert by_name["graph-ungated"].config.optimizer.graph_min_specificity == 0.0
@@ -100,10 +101,10 @@ def test_the_reference_is_the_optimizer_and_each_policy_changes_one_thing() -> N
 
 
 def test_a_configured_mode_is_kept_and_toggles_follow_the_config() -> None:
-    config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.CACHED, mmr=False))
+    config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.CACHED, mmr=True, rewrites=True))
     assert optimized_config(config).optimizer.mode is OptimizerMode.CACHED
     names = {p.name for p in default_policies(config)}
-    assert {"mmr-on", "rewrites-on"} <= names
+    assert {"mmr-off", "rewrites-off"} <= names
 
 
 def test_policies_recall_every_question_and_score_against_the_reference(
@@ -158,6 +159,15 @@ def test_policies_recall_every_question_and_score_against_the_reference(
     assert f"`{REFERENCE}`" in latency
     assert "`balanced`" in latency
     assert CACHE not in latency
+
+
+def test_the_timed_passes_leave_the_collector_as_they_found_it(
+    store: tuple[fivefold.Memory, dict[int, Doc]],
+) -> None:
+    mem, _ = store
+    before = gc.get_freeze_count()
+    run_policies(mem, QUERIES[:1], default_policies(mem.config)[:1], k_max=3, budget="low")
+    assert gc.get_freeze_count() == before
 
 
 def test_latency_summary() -> None:

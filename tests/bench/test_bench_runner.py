@@ -83,7 +83,7 @@ def test_locomo_runs_every_policy_and_tests_the_optimizer_on_each_baseline(
     result = locomo_result
     names = [p.name for p in result.policies]
     assert names[0] == "optimized"
-    assert {"balanced", "no-negation", "mmr-off", "fusion-k60", "cache-hit"} <= set(names)
+    assert {"balanced", "no-negation", "mmr-on", "fusion-k60", "cache-hit"} <= set(names)
     baselines = {s.name for s in result.systems if s.group == Group.BASELINE.value}
     assert set(result.optimized_vs) == baselines
     optimized = result.system("fivefold-optimized").overall["R@10"]

@@ -68,6 +68,7 @@ def rule_mem() -> Iterator[fivefold.Memory]:
             entity_graph_weight=2.0,
             type_filter=TypeFilterMode.HARD,
             skip_embedding_for_attributes=True,
+            mmr=True,
         )
     )
     with fivefold.Memory.open(
@@ -229,7 +230,7 @@ def test_the_optimizer_fuses_with_its_own_rrf_constant() -> None:
     rule = Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE, fusion_k=7))
     with _caroline_store(rule) as mem:
         optimized = mem.explain(query, now=NOW)
-    with _caroline_store(Config()) as mem:
+    with _caroline_store(Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))) as mem:
         balanced = mem.explain(query, now=NOW)
     assert optimized.plan.fusion_k == 7
     assert balanced.plan.fusion_k is None  # the balanced plan keeps fusion.k (60)
@@ -239,7 +240,7 @@ def test_the_optimizer_fuses_with_its_own_rrf_constant() -> None:
             assert term.contribution == pytest.approx(expected)
 
 
-def test_mmr_in_exploratory_plans_can_be_switched_off() -> None:
+def test_mmr_in_exploratory_plans_is_a_switch() -> None:
     query = "anything about the weekend"
     for mmr in (True, False):
         config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE, mmr=mmr))
@@ -254,6 +255,7 @@ def test_shipped_defaults_follow_the_benchmark_not_the_seed() -> None:
     defaults = OptimizerConfig()
     assert defaults.entity_graph_weight == 1.0
     assert defaults.fusion_k == 10
+    assert not defaults.mmr
     assert defaults.graph_min_specificity == 0.3
     assert defaults.type_filter is TypeFilterMode.OFF
     assert not defaults.skip_embedding_for_attributes

@@ -90,7 +90,11 @@ def test_cross_encoder_scores_pairs(tmp_path: Path) -> None:
 
 def test_rerank_reorders_the_top_candidates(tmp_path: Path) -> None:
     directory = build_cross_encoder(tmp_path / "ce", "desk")
-    config = Config(rerank=RerankConfig(model_path=str(directory), depth=10))
+    # The balanced plan reranks only on budget "high" (exploratory plans always do).
+    config = Config(
+        optimizer=OptimizerConfig(mode=OptimizerMode.OFF),
+        rerank=RerankConfig(model_path=str(directory), depth=10),
+    )
     with _store(config) as mem:
         plain = mem.recall("notes about the API", k=4)
         assert "beagle" not in plain.hits[0].memory.content
@@ -125,7 +129,7 @@ def test_mmr_prefers_a_diverse_second_result() -> None:
 
 def test_exploratory_plan_runs_mmr_and_rewrites() -> None:
     config = Config(
-        optimizer=OptimizerConfig(mode=OptimizerMode.RULE, rewrites=True),
+        optimizer=OptimizerConfig(mode=OptimizerMode.RULE, rewrites=True, mmr=True),
         mmr=MMRConfig(lambda_=0.5),
     )
     with _store(config) as mem:

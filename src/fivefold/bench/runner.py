@@ -48,7 +48,7 @@ from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.errors import FivefoldError, InvalidInput
 from fivefold.memory import Memory
-from fivefold.model import Explanation, RetrieverName
+from fivefold.model import Explanation, OptimizerMode, RetrieverName
 
 __all__ = [
     "LOCOMO_CATEGORIES",
@@ -154,11 +154,15 @@ def run_benchmark(
     ``fivefold.bench.policies`` (a rerank row with ``rerank_model``)."""
     queries, chosen = _checked(dataset, categories, systems, k_max)
     marks = [time.perf_counter()]
-    with Memory.open(":memory:", embedder=embedder, config=config) as mem:
+    given = config or Config()
+    # The traced engine is the balanced plan (the optimizer off), whatever the default: the
+    # derived systems re-fuse its runs, which only means "fivefold minus one thing" there.
+    balanced = replace(given, optimizer=replace(given.optimizer, mode=OptimizerMode.OFF))
+    with Memory.open(":memory:", embedder=embedder, config=balanced) as mem:
         doc_of = ingest(mem, dataset)
         marks.append(time.perf_counter())
         traces, latencies = trace_queries(mem, queries, k_max=k_max, budget=budget, on=progress)
-        policies = default_policies(mem.config, rerank_model=rerank_model)
+        policies = default_policies(given, rerank_model=rerank_model)
         runs = run_policies(
             mem,
             queries,

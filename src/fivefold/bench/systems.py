@@ -5,7 +5,8 @@ plan's weights and the engine's own final ranking. Every other system is derived
 with the fusion functions of ``fivefold.fuse``, so all systems see the same embeddings, the same
 BM25 index and the same candidates, and differ only in what the benchmark means to measure:
 
-- ``fivefold``: the engine as configured (its final ranking, negation demotion included);
+- ``fivefold``: the engine with the optimizer off, i.e. the balanced plan (its final ranking,
+  negation demotion included); ``fivefold-optimized``: the engine through the rule optimizer;
 - baselines: plain BM25 (the lexical leg alone), plain dense (the semantic leg alone) and plain
   RRF of the two (k = 60, Cormack et al.);
 - each other retriever alone (graph, temporal, type): its own run order, empty when it did not
@@ -130,7 +131,7 @@ def default_systems() -> tuple[System, ...]:
         System(
             name=ENGINE,
             group=Group.ENGINE,
-            description="the engine as configured (its own final ranking)",
+            description="the engine with the optimizer off: the balanced plan, DESIGN's fusion",
             rank=_engine,
         ),
         System(
