@@ -34,6 +34,7 @@ def test_remember_recall_json_round_trip(db: str) -> None:
     payload = json.loads(out)
     assert payload["hits"][0]["memory"]["id"] == written["id"]
     assert payload["plan"]["name"] == "exploratory"  # one memory: no term is rare yet
+    assert payload["plan"]["fusion_k"] == 10
     assert "lexical" in payload["hits"][0]["sources"]
 
 
