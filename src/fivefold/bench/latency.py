@@ -538,7 +538,11 @@ def _measure(corpus: SyntheticCorpus, path: Path, build: BuildInfo, s: _Settings
         reused=False,
         build=build,
         modes=modes,
-        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        # The kernel updates ru_maxrss lazily, so it can trail a resident size read since.
+        peak_rss_mb=max(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+            max(m.rss_mb for m in modes),
+        ),
         rss_mb=max(m.rss_mb for m in modes),
         disk_bytes={},
         memories=stats.memories,

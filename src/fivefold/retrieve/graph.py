@@ -17,14 +17,14 @@ ordered by how many query entities a memory names and how rare they are (in SQL)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from fivefold.config import GraphConfig
 from fivefold.model import EdgeKind, EntityRef, MemoryType, Scope, Scored
 from fivefold.retrieve.lexical import idf
 from fivefold.retrieve.ranking import clip01
-from fivefold.store.base import EdgeHop, EntityScore, Store
+from fivefold.store.base import EntityScore, NeighbourStep, Store
 
 # Entities kept per hop: a hub (a speaker named in half the corpus) must not drag the whole
 # graph into the next hop.
@@ -74,7 +74,9 @@ def _walk(
     config: GraphConfig,
     multi_hop: bool,
 ) -> dict[int, tuple[float, int]]:
-    """Best path product and hop count of every entity reached, roots included."""
+    """Best path product and hop count of every entity reached, roots included. Each hop keeps
+    the ``FRONTIER_CAP`` best new entities; the store computes a hop's best paths itself, so a
+    hub's thousands of co-mention edges never cross into Python."""
     reached: dict[int, tuple[float, int]] = {}
     for ref in refs:
         weight = 1.0 if ref.confidence >= config.ambiguous_below else ref.confidence
@@ -82,43 +84,23 @@ def _walk(
             reached[ref.entity_id] = (weight, 0)
     frontier = {e: p for e, (p, _) in reached.items()}
     max_hops = config.multi_hop_max_hops if multi_hop else config.max_hops
-    for hop in range(1, max_hops + 1):
-        if not frontier:
-            break
-        step = _expand(store.edges_touching(scope, list(frontier)), frontier, now, config)
-        step = {e: p for e, p in step.items() if e not in reached}
-        kept = sorted(step.items(), key=lambda kv: (-kv[1], kv[0]))[:FRONTIER_CAP]
-        frontier = dict(kept)
-        for entity_id, path in kept:
-            reached[entity_id] = (path, hop)
-    return reached
-
-
-def _expand(
-    edges: Sequence[EdgeHop], frontier: Mapping[int, float], now: datetime, config: GraphConfig
-) -> dict[int, float]:
-    step: dict[int, float] = {}
-    for edge in edges:
-        factor = edge.confidence * _prior(edge.kind, config) * _freshness(edge, now, config)
-        # Edges are walked both ways: "who reports to Sarah?" starts at Sarah and must reach
-        # the people whose reports_to edges point at her.
-        for here, there in ((edge.source_id, edge.target_id), (edge.target_id, edge.source_id)):
-            if here in frontier:
-                path = frontier[here] * factor
-                if path > step.get(there, 0.0):
-                    step[there] = path
-    return step
-
-
-def _prior(kind: EdgeKind, config: GraphConfig) -> float:
-    return {
+    priors = {
         EdgeKind.STRUCTURAL: config.structural_prior,
         EdgeKind.SEMANTIC: config.semantic_prior,
         EdgeKind.LIFECYCLE: config.lifecycle_prior,
-    }[kind]
-
-
-def _freshness(edge: EdgeHop, now: datetime, config: GraphConfig) -> float:
-    if edge.valid_to is not None and edge.valid_to < now:
-        return config.expired_freshness
-    return 1.0
+    }
+    for hop in range(1, max_hops + 1):
+        if not frontier:
+            break
+        step = NeighbourStep(
+            frontier=frontier,
+            priors=priors,
+            now=now,
+            expired_freshness=config.expired_freshness,
+            exclude=reached.keys(),
+            limit=FRONTIER_CAP,
+        )
+        frontier = dict(store.neighbours(scope, step))
+        for entity_id, path in frontier.items():
+            reached[entity_id] = (path, hop)
+    return reached

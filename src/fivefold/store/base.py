@@ -7,7 +7,7 @@ backend (PostgreSQL) implements the same protocol and passes the same contract t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -54,6 +54,20 @@ class EdgeHop:
     kind: EdgeKind
     confidence: float
     valid_to: datetime | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NeighbourStep:
+    """What one hop of the graph walk needs: the frontier (entity id -> path weight so far),
+    the edge priors by kind, the freshness of a lifecycle edge whose ``valid_to`` is before
+    ``now``, the entities already reached, and how many to keep."""
+
+    frontier: Mapping[int, float]
+    priors: Mapping[EdgeKind, float]
+    now: datetime
+    expired_freshness: float
+    exclude: Collection[int]
+    limit: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +195,13 @@ class Store(Protocol):
         ...
 
     def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]: ...
+
+    def neighbours(self, scope: Scope, step: NeighbourStep) -> list[tuple[int, float]]:
+        """One hop of the graph walk: every entity one edge in scope away from the frontier
+        (walked both ways), with its best path weight ``w x edge confidence x prior(kind) x
+        freshness`` (a co-mention's confidence is ``1 - 0.5^support``), ``step.exclude``
+        left out, best first, ties by id, at most ``step.limit``."""
+        ...
 
     def mentions(
         self,

@@ -7,6 +7,7 @@ All SQL of the embedded backend runs here; statements live in ``schema.py``.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sqlite3
 import threading
@@ -35,6 +36,7 @@ from fivefold.store.base import (
     EntityScore,
     MemoryAttributes,
     MentionHit,
+    NeighbourStep,
     NewEdge,
     NewMemory,
     StoreStats,
@@ -422,6 +424,10 @@ class SQLiteStore:
         with self._lock:
             return self._reads.edges_touching(scope, entity_ids)
 
+    def neighbours(self, scope: Scope, step: NeighbourStep) -> list[tuple[int, float]]:
+        with self._lock:
+            return self._reads.neighbours(scope, step)
+
     def mentions(
         self,
         scope: Scope,
@@ -521,9 +527,29 @@ def _connect(path: str) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
         conn.execute("PRAGMA foreign_keys = ON")
+        _ensure_math(conn)
     except sqlite3.DatabaseError as exc:
         raise _translate(exc, path) from exc
     return conn
+
+
+def _ensure_math(conn: sqlite3.Connection) -> None:
+    """The graph scores in SQL with ``ln`` and ``exp``, which SQLite has only when it was built
+    with its math functions (most builds since 3.35); elsewhere Python provides them."""
+    try:
+        conn.execute("SELECT ln(2.0), exp(1.0)").fetchone()
+    except sqlite3.OperationalError:
+        _register_math(conn)
+
+
+def _register_math(conn: sqlite3.Connection) -> None:
+    conn.create_function("ln", 1, _ln, deterministic=True)
+    conn.create_function("exp", 1, math.exp, deterministic=True)
+
+
+def _ln(value: float) -> float | None:
+    # SQLite's own ln() returns NULL outside its domain; so does this one.
+    return math.log(value) if value > 0.0 else None
 
 
 def _translate(exc: sqlite3.DatabaseError, path: str) -> StoreError:

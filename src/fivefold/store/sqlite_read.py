@@ -4,7 +4,6 @@ in SQL, so no retriever can forget to."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from fivefold.store.base import (
     EntityScore,
     MemoryAttributes,
     MentionHit,
+    NeighbourStep,
     StoreStats,
 )
 from fivefold.store.timeconv import from_ts, to_ts
@@ -159,19 +159,11 @@ class ReadQueries:
     def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
         if not entity_ids:
             return []
-        # Namespace-wide edges ('' scope, e.g. an org chart) are visible to every user of the
-        # namespace; edges written in a user's or agent's scope only to that scope.
-        clauses, params = ["namespace = ?"], [scope.namespace]
-        if scope.user_id is not None:
-            clauses.append("user_id IN ('', ?)")
-            params.append(scope.user_id)
-        if scope.agent_id is not None:
-            clauses.append("agent_id IN ('', ?)")
-            params.append(scope.agent_id)
+        where, params = _edge_scope_sql(scope, "edges")
         ids = json.dumps([int(i) for i in entity_ids])
         sql = (
             "SELECT source_id, target_id, kind, confidence, support, relation, valid_to FROM edges "
-            f"WHERE {' AND '.join(clauses)} AND (source_id IN (SELECT value FROM json_each(?)) "
+            f"WHERE {where} AND (source_id IN (SELECT value FROM json_each(?)) "
             "OR target_id IN (SELECT value FROM json_each(?)))"
         )
         out = []
@@ -192,6 +184,49 @@ class ReadQueries:
             )
         return out
 
+    def neighbours(self, scope: Scope, step: NeighbourStep) -> list[tuple[int, float]]:
+        if not step.frontier or step.limit <= 0:
+            return []
+        where, params = _edge_scope_sql(scope, "ed")
+        # The factor of an edge, as graph.py documents it; 1 << n is 2^n, so a co-mention seen
+        # n times has confidence 1 - 0.5^n without SQLite's optional math functions.
+        factor = (
+            f"(CASE WHEN ed.relation = '{schema.COMENTION}' "
+            "THEN 1.0 - 1.0 / (1 << min(max(ed.support, 1), 62)) ELSE ed.confidence END) "
+            "* (CASE ed.kind WHEN 'structural' THEN ? WHEN 'semantic' THEN ? ELSE ? END) "
+            "* (CASE WHEN ed.valid_to IS NOT NULL AND ed.valid_to < ? THEN ? ELSE 1.0 END)"
+        )
+        factor_args = [
+            step.priors.get(EdgeKind.STRUCTURAL, 1.0),
+            step.priors.get(EdgeKind.SEMANTIC, 1.0),
+            step.priors.get(EdgeKind.LIFECYCLE, 1.0),
+            to_ts(step.now),
+            step.expired_freshness,
+        ]
+        sides = [
+            f"SELECT ed.{there} AS there, f.w * {factor} AS path FROM f "
+            f"JOIN edges ed ON ed.{here} = f.id WHERE {where}"
+            for here, there in (("source_id", "target_id"), ("target_id", "source_id"))
+        ]
+        sql = (
+            "WITH f(id, w) AS (SELECT CAST(key AS INTEGER), value FROM json_each(?)) "
+            "SELECT there, max(path) AS best FROM ("
+            + " UNION ALL ".join(sides)
+            + ") WHERE there NOT IN (SELECT value FROM json_each(?)) "
+            "GROUP BY there ORDER BY best DESC, there LIMIT ?"
+        )
+        frontier = json.dumps({str(int(e)): float(w) for e, w in step.frontier.items()})
+        args = [
+            frontier,
+            *factor_args,
+            *params,
+            *factor_args,
+            *params,
+            json.dumps(sorted(int(e) for e in step.exclude)),
+            step.limit,
+        ]
+        return [(int(e), float(w)) for e, w in self._conn.execute(sql, args)]
+
     def mentions(
         self, scope: Scope, entities: Sequence[EntityScore], k: int, types: Sequence[MemoryType]
     ) -> list[MentionHit]:
@@ -201,22 +236,39 @@ class ReadQueries:
         type_clause, type_params = types_sql(types)
         # Per entity, its most recent mentions in scope, walked backwards on the (entity_id,
         # memory_id) key: the cost is bounded by the cap, not by how many memories name a hub.
-        sql = (
-            "SELECT mn.memory_id FROM mentions mn JOIN memories m ON m.id = mn.memory_id "
-            f"WHERE mn.entity_id = ? AND {where}{type_clause} "
-            "ORDER BY mn.memory_id DESC LIMIT ?"
+        # Entities reached over edges score 0.6 or less: k of their mentions is plenty. The
+        # capped reads are one UNION ALL, and the noisy-or, the tie-breaks and the top k are
+        # computed in SQL: a 2-hop walk names ~10k memories, too many to score row by row.
+        part = (
+            "SELECT * FROM (SELECT mn.memory_id AS memory_id, ? AS score, ? AS hops, "
+            "? AS rarity FROM mentions mn "
+            f"JOIN memories m ON m.id = mn.memory_id WHERE mn.entity_id = ? AND {where}"
+            f"{type_clause} ORDER BY mn.memory_id DESC LIMIT ?)"
         )
         direct_cap = max(MENTIONS_PER_RESULT * k, MIN_MENTIONS_PER_ENTITY)
-        named: dict[int, list[EntityScore]] = {}
+        parts, args = [], []
         for entity in entities:
-            # Entities reached over edges score 0.6 or less: k of their mentions is plenty.
+            parts.append(part)
             cap = direct_cap if entity.hops == 0 else k
-            rows = self._conn.execute(sql, [entity.entity_id, *params, *type_params, cap])
-            for (memory_id,) in rows:
-                named.setdefault(memory_id, []).append(entity)
-        hits = [_mention_hit(memory_id, found) for memory_id, found in named.items()]
-        hits.sort(key=lambda h: (-h.score, -h.touched, -h.rarity, h.memory_id))
-        return hits[:k]
+            args += [entity.score, entity.hops, entity.rarity, entity.entity_id]
+            args += [*params, *type_params, cap]
+        sql = (
+            f"WITH s AS ({' UNION ALL '.join(parts)}) "
+            # Noisy-or: 1 - prod(1 - s) as exp(sum(ln(1 - s))); one entity keeps its score
+            # exactly, and a fully confident one (ln 0) makes it 1.0.
+            "SELECT s.memory_id, CASE WHEN count(*) = 1 OR max(s.score) >= 1.0 "
+            "THEN min(1.0, max(s.score)) "
+            "ELSE 1.0 - exp(sum(ln(1.0 - s.score))) END AS score, "
+            "min(s.hops), sum(s.hops = 0) AS touched, "
+            "total(CASE WHEN s.hops = 0 THEN s.rarity ELSE 0.0 END) AS rarity "
+            "FROM s GROUP BY s.memory_id "
+            "ORDER BY score DESC, touched DESC, rarity DESC, s.memory_id LIMIT ?"
+        )
+        rows = self._conn.execute(sql, [*args, k])
+        return [
+            MentionHit(int(i), float(score), int(hops), int(touched), float(rarity))
+            for i, score, hops, touched, rarity in rows
+        ]
 
     def events_between(
         self, scope: Scope, start: datetime, end: datetime, k: int
@@ -278,22 +330,17 @@ MENTIONS_PER_RESULT = 4
 MIN_MENTIONS_PER_ENTITY = 200
 
 
-def _mention_hit(memory_id: int, found: Sequence[EntityScore]) -> MentionHit:
-    """Noisy-or of the entity scores (one entity: its score; a fully confident one: 1.0)."""
-    if len(found) == 1:
-        (only,) = found
-        direct = only.hops == 0
-        return MentionHit(memory_id, only.score, only.hops, int(direct), only.rarity * direct)
-    best = max(e.score for e in found)
-    if best < 1.0:
-        best = 1.0 - math.prod(1.0 - e.score for e in found)
-    return MentionHit(
-        memory_id=memory_id,
-        score=best,
-        hops=min(e.hops for e in found),
-        touched=sum(e.hops == 0 for e in found),
-        rarity=sum(e.rarity for e in found if e.hops == 0),
-    )
+def _edge_scope_sql(scope: Scope, alias: str) -> tuple[str, list[Any]]:
+    """Namespace-wide edges ('' scope, e.g. an org chart) are visible to every user of the
+    namespace; edges written in a user's or agent's scope only to that scope."""
+    clauses, params = [f"{alias}.namespace = ?"], [scope.namespace]
+    if scope.user_id is not None:
+        clauses.append(f"{alias}.user_id IN ('', ?)")
+        params.append(scope.user_id)
+    if scope.agent_id is not None:
+        clauses.append(f"{alias}.agent_id IN ('', ?)")
+        params.append(scope.agent_id)
+    return " AND ".join(clauses), params
 
 
 def _record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
