@@ -29,6 +29,7 @@ from fivefold.bench.policy_report import (
 from fivefold.bench.runner import ingest
 from fivefold.bench.scoring import Comparison, metric_specs
 from fivefold.config import Config, OptimizerConfig
+from fivefold.errors import FivefoldError, InvalidInput
 from fivefold.model import OptimizerMode
 
 WHEN = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
@@ -196,3 +197,46 @@ def test_a_repeat_policy_without_a_cache_records_the_second_answer(
     policy = Policy(name="twice", description="", config=optimized_config(mem.config), repeat=True)
     (run,) = run_policies(mem, QUERIES[:1], [policy], k_max=3, budget="low")
     assert run.cached == (False,)
+
+
+def test_rounds_time_each_question_with_fresh_facades(
+    store: tuple[fivefold.Memory, dict[int, Doc]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem, _ = store
+    cached_config = replace(
+        optimized_config(mem.config),
+        optimizer=replace(mem.config.optimizer, mode=OptimizerMode.CACHED),
+    )
+    policy = Policy(name="cached-once", description="", config=cached_config)
+    served: list[bool] = []
+    recall = fivefold.Memory.recall
+
+    def spy(self: fivefold.Memory, *args: object, **kwargs: object) -> fivefold.RecallResult:
+        result = recall(self, *args, **kwargs)  # type: ignore[arg-type]
+        served.append(result.cached)
+        return result
+
+    monkeypatch.setattr(fivefold.Memory, "recall", spy)
+    (run,) = run_policies(mem, QUERIES, [policy], k_max=5, budget="mid", rounds=3)
+    assert len(served) == 3 * len(QUERIES)
+    assert not any(served)  # a later round is never answered by an earlier round's cache
+    assert len(run.latencies) == len(QUERIES)
+
+
+def test_a_ranking_that_changes_between_rounds_is_an_error(
+    store: tuple[fivefold.Memory, dict[int, Doc]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem, _ = store
+    recall = fivefold.Memory.recall
+    calls = iter(range(100))
+
+    def flaky(self: fivefold.Memory, *args: object, **kwargs: object) -> fivefold.RecallResult:
+        result = recall(self, *args, **kwargs)  # type: ignore[arg-type]
+        return replace(result, hits=result.hits[::-1]) if next(calls) == 1 else result
+
+    monkeypatch.setattr(fivefold.Memory, "recall", flaky)
+    policy = default_policies(mem.config)[0]
+    with pytest.raises(FivefoldError, match="must be deterministic"):
+        run_policies(mem, QUERIES[:1], [policy], k_max=5, budget="mid", rounds=2)
+    with pytest.raises(InvalidInput, match="rounds"):
+        run_policies(mem, QUERIES[:1], [policy], k_max=5, budget="mid", rounds=0)

@@ -58,6 +58,7 @@ class _Options:
     embedder: str
     policies: bool
     rerank_model: Path | None
+    rounds: int
 
 
 def default_locomo_path(*starts: Path) -> Path | None:
@@ -122,6 +123,14 @@ _SHARED_OPTIONS: tuple[_Decorator, ...] = (
         show_default=True,
         help="Recall every question once per read policy (optimizer off, negation, MMR, "
         "rewrites, RRF constant, graph gate, cache) for the before/after table.",
+    ),
+    click.option(
+        "--rounds",
+        type=click.IntRange(min=1),
+        default=3,
+        show_default=True,
+        help="Recalls per question and policy; the fastest is its latency (keeps stalls of a "
+        "shared machine out of the p99).",
     ),
     click.option(
         "--rerank-model",
@@ -211,6 +220,7 @@ def _run(dataset: Dataset, categories: Mapping[str, str] | None, options: _Optio
             progress=lambda done, total: progress.update(task, completed=done, total=total),
             all_policies=options.policies,
             rerank_model=None if options.rerank_model is None else str(options.rerank_model),
+            rounds=options.rounds,
         )
     _print(result)
     if options.json_path is not None:
