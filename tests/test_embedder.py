@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 import fivefold
@@ -44,3 +46,16 @@ def test_embedders_satisfy_the_protocol(minilm: fivefold.MiniLMEmbedder) -> None
 def test_hashing_embedder_shares_words() -> None:
     vectors = fivefold.HashingEmbedder(dim=256).embed(["red apple pie", "apple pie", "blue car"])
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
+
+
+def test_concurrent_callers_and_one_worker_get_the_same_vectors(
+    minilm: fivefold.MiniLMEmbedder,
+) -> None:
+    texts = [f"note {i}: " + "the quick brown fox " * (i % 9) for i in range(200)]
+    expected = minilm.embed(texts)
+    with ThreadPoolExecutor(4) as pool:
+        parts = list(pool.map(lambda i: minilm.embed(texts[i::4]), range(4)))
+    for i, part in enumerate(parts):
+        assert np.allclose(part, expected[i::4], atol=1e-5)
+    serial = fivefold.MiniLMEmbedder(threads=1)
+    assert np.allclose(serial.embed(texts), expected, atol=1e-5)

@@ -6,8 +6,10 @@ Nothing is downloaded: the model file comes from an installed package, the token
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,14 +27,21 @@ BATCH_SIZE = 64
 
 
 class MiniLMEmbedder:
-    """Batched, thread-safe, lazily loaded (opening a store must not pay for the model)."""
+    """Batched, thread-safe, lazily loaded (opening a store must not pay for the model).
+
+    Each inference runs on one thread; a long list is cut into batches that ``threads``
+    workers (default: one per CPU) run side by side. A query, one short text, is then not
+    spread over threads that wait on each other: on 2 loaded cores its embedding took 5.5 ms
+    at the median and 6.2 ms at p99 single-threaded, 7.8 and 14.5 ms with onnxruntime's
+    default of one thread per core."""
 
     def __init__(self, *, threads: int | None = None, model_path: Path | None = None) -> None:
-        self._threads = threads
+        self._workers = max(1, threads or os.cpu_count() or 1)
         self._model_path = model_path
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def name(self) -> str:
@@ -56,8 +65,8 @@ class MiniLMEmbedder:
         tokenizer.enable_truncation(MAX_TOKENS)
         tokenizer.enable_padding()  # pad to the longest text of each batch, not to 128
         options = ort.SessionOptions()
-        if self._threads:
-            options.intra_op_num_threads = self._threads
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
         options.log_severity_level = 3
         try:
             session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
@@ -71,12 +80,20 @@ class MiniLMEmbedder:
         with self._lock:
             if self._session is None:
                 self._load()
-            # Sorting by length keeps padding small inside each batch: ~2x faster on chat turns.
-            order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-            out = np.empty((len(texts), DIM), dtype=np.float32)
-            for start in range(0, len(order), BATCH_SIZE):
-                chunk = order[start : start + BATCH_SIZE]
+            if self._pool is None and self._workers > 1:
+                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="fivefold-embed")
+        # Sorting by length keeps padding small inside each batch: ~2x faster on chat turns.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        chunks = [order[start : start + BATCH_SIZE] for start in range(0, len(order), BATCH_SIZE)]
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        if len(chunks) == 1 or self._pool is None:
+            for chunk in chunks:
                 out[chunk] = self._run([texts[i] for i in chunk])
+            return out
+        # The ONNX session and the tokenizer are safe to share; onnxruntime releases the GIL.
+        results = self._pool.map(lambda chunk: self._run([texts[i] for i in chunk]), chunks)
+        for chunk, vectors in zip(chunks, results, strict=True):
+            out[chunk] = vectors
         return out
 
     def _run(self, texts: list[str]) -> Vectors:
