@@ -31,6 +31,11 @@ class LexicalConfig:
 
     predicate_weight: float = 4.0
     content_weight: float = 1.0
+    # A query term in more than this share of the store (and in more than 1,000 memories) is
+    # left out of the BM25 MATCH when a rarer term is there to match: FTS5 scores every
+    # document an OR-ed term matches, and a term in 5 % of the store weighs a quarter of one in
+    # 10 memories of 100k. On the 100k synthetic store: lexical p95 47 -> 13 ms. 1.0 keeps all.
+    max_term_share: float = 0.05
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,7 @@ _RANGES: Mapping[str, _Range] = MappingProxyType(
         "temporal.few_months_to_days": _NON_NEGATIVE,
         "lexical.predicate_weight": _NON_NEGATIVE,
         "lexical.content_weight": _NON_NEGATIVE,
+        "lexical.max_term_share": _UNIT,
         "graph.hop_scores": _UNIT,
         "graph.structural_prior": _UNIT,
         "graph.semantic_prior": _UNIT,

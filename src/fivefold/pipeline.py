@@ -225,6 +225,7 @@ class ReadPipeline:
                         hint_terms=hints,
                         depth=self._depth(state, L),
                         types=types,
+                        max_term_share=self._config.lexical.max_term_share,
                     ),
                 )
             )

@@ -12,7 +12,7 @@ import fivefold
 from fivefold.config import Config, LexicalConfig
 from fivefold.model import MemoryType, RetrieverName, Scope
 from fivefold.retrieve import lexical_search, match_confidence
-from fivefold.retrieve.lexical import HALF_SATURATION, idf, squash
+from fivefold.retrieve.lexical import HALF_SATURATION, idf, selective_terms, squash
 from fivefold.text import content_terms
 
 FILLER = [
@@ -238,3 +238,36 @@ def test_idf_is_positive_and_decreasing_in_frequency(total: int, frequency: int)
     assert idf(total, frequency) > 0.0
     if frequency < total:
         assert idf(total, frequency) >= idf(total, frequency + 1)
+
+
+@pytest.fixture(scope="module")
+def common_term_mem() -> Iterator[fivefold.Memory]:
+    """1,200 memories that all say "project"; 3 of them also say "kestrel"."""
+    with fivefold.Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as mem:
+        items = [{"content": f"project note number {i}"} for i in range(1197)]
+        items += [{"content": f"project kestrel milestone {i}"} for i in range(3)]
+        mem.remember_many(items)
+        yield mem
+
+
+def test_a_term_in_most_of_a_large_store_is_left_out_of_the_match(
+    common_term_mem: fivefold.Memory,
+) -> None:
+    store, scope = common_term_mem.store, Scope()
+    assert selective_terms(store, ["project", "kestrel"], 0.05) == ["kestrel"]
+    # Alone it stays: a query of common terms still matches something.
+    assert selective_terms(store, ["project"], 0.05) == ["project"]
+    assert selective_terms(store, ["project", "kestrel"], 1.0) == ["project", "kestrel"]
+    hits = lexical_search(store, scope, ["project", "kestrel"], depth=50, max_term_share=0.05)
+    assert len(hits) == 3  # only the rare term was scored
+    every = lexical_search(store, scope, ["project", "kestrel"], depth=50, max_term_share=1.0)
+    assert len(every) == 50
+    assert [h.id for h in every[:3]] == [h.id for h in hits]
+
+
+def test_small_stores_keep_every_term(hashing_mem: fivefold.Memory) -> None:
+    hashing_mem.remember_many(
+        [{"content": "coffee with oat milk"}, {"content": "coffee beans"}, {"content": "tea"}]
+    )
+    # "coffee" is in 2 of 3 memories, far above 5 %, but under the 1,000-memory floor.
+    assert selective_terms(hashing_mem.store, ["coffee", "oat"], 0.05) == ["coffee", "oat"]

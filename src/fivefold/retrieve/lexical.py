@@ -21,6 +21,7 @@ from fivefold.retrieve.ranking import ranked
 from fivefold.store.base import Store
 
 HALF_SATURATION = 0.5
+COMMON_TERM_MIN_DOCS = 1000
 
 
 def idf(total: int, frequency: int) -> float:
@@ -31,6 +32,18 @@ def idf(total: int, frequency: int) -> float:
 def query_weight(store: Store, terms: Sequence[str]) -> float:
     total, frequencies = store.term_document_frequencies(terms)
     return sum(idf(total, frequencies.get(t, 0)) for t in terms)
+
+
+def selective_terms(store: Store, terms: Sequence[str], max_share: float) -> list[str]:
+    """``terms`` without those in more than ``max_share`` of the store and more than
+    ``COMMON_TERM_MIN_DOCS`` memories (below that, scoring a term's documents is cheap), unless
+    that would leave none: then all of them."""
+    if max_share >= 1.0 or not terms:
+        return list(terms)
+    total, frequencies = store.term_document_frequencies(terms)
+    limit = max(max_share * total, COMMON_TERM_MIN_DOCS)
+    kept = [t for t in terms if frequencies.get(t, 0) <= limit]
+    return kept or list(terms)
 
 
 def squash(score: float, weight: float) -> float:
@@ -49,11 +62,14 @@ def lexical_search(
     hint_terms: Sequence[str] = (),
     depth: int,
     types: Sequence[MemoryType] = (),
+    max_term_share: float = 1.0,
 ) -> tuple[Scored, ...]:
     """``hint_terms`` (from predicate hints) are sent twice: FTS5 scores each OR-ed phrase on
-    its own, so a repeated term counts double."""
+    its own, so a repeated term counts double. Terms in more than ``max_term_share`` of the
+    store are left out when a rarer one remains (``selective_terms``)."""
     if not terms:
         return ()
+    terms = selective_terms(store, terms, max_term_share)
     query_terms = [*terms, *(t for t in hint_terms if t in terms)]
     hits = store.lexical_search(scope, query_terms, depth, types)
     if not hits:
