@@ -38,8 +38,9 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "weights": {r.value: w for r, w in plan.weights.items()},
         "rerank": plan.rerank,
         "mmr": plan.mmr,
-        # null: the plan fuses with fusion.k (the balanced plan); the optimizer sets its own.
+        # null: fusion.k and graph.frontier_cap (the balanced plan); the optimizer sets its own.
         "fusion_k": plan.fusion_k,
+        "graph_frontier": plan.graph_frontier,
         "reasons": list(plan.reasons),
     }
 

@@ -106,6 +106,7 @@ _RANGES: Mapping[str, _Range] = MappingProxyType(
         "graph.max_hops": _ONE_UP,
         "graph.multi_hop_max_hops": _ONE_UP,
         "graph.ambiguous_below": _UNIT,
+        "graph.frontier_cap": _ONE_UP,
         "fusion.k": _ONE_UP,
         "fusion.weights": _NON_NEGATIVE,
         "fusion.graph_multi_hop_weight": _NON_NEGATIVE,
@@ -127,6 +128,7 @@ _RANGES: Mapping[str, _Range] = MappingProxyType(
         "optimizer.entity_graph_weight": _NON_NEGATIVE,
         "optimizer.graph_min_specificity": _UNIT,
         "optimizer.fusion_k": _ONE_UP,
+        "optimizer.graph_frontier": _ONE_UP,
         "optimizer.precise_semantic_depth": _ONE_UP,
         # A zero step would divide by zero when features are quantized.
         "optimizer.quantum": _Range(0.0, 1.0, open_low=True),

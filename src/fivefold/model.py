@@ -199,7 +199,8 @@ class RetrieverRun:
 @dataclass(frozen=True, slots=True)
 class Plan:
     """What one recall runs. ``depths`` overrides the budget's candidate depth per retriever
-    (the precise plan's "semantic top 20"); ``fusion_k`` the RRF constant of ``fusion.k``."""
+    (the precise plan's "semantic top 20"); ``fusion_k`` the RRF constant of ``fusion.k``;
+    ``graph_frontier`` the graph walk's ``graph.frontier_cap``."""
 
     name: PlanName
     retrievers: tuple[RetrieverName, ...]
@@ -211,6 +212,8 @@ class Plan:
     reasons: tuple[str, ...] = ()
     depths: Mapping[RetrieverName, int] = field(default_factory=lambda: MappingProxyType({}))
     fusion_k: int | None = None
+    # Entities kept per hop of the graph walk; None: graph.frontier_cap.
+    graph_frontier: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

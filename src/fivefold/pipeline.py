@@ -153,6 +153,7 @@ class ReadPipeline:
                         config=self._config.graph,
                         multi_hop=query.multi_hop,
                         types=state.forced,
+                        frontier_cap=state.plan.graph_frontier,
                     ),
                 )
             )

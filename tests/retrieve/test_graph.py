@@ -354,3 +354,44 @@ def test_a_hub_entity_costs_a_bounded_read_of_its_recent_mentions(
     assert len(found) == 10
     # Only the 200 most recent mentions are read (4 x depth, at least 200).
     assert min(s.id for s in found) > ids[49]
+
+
+def test_each_hop_keeps_only_the_frontier_cap_best_entities(hashing_mem: fivefold.Memory) -> None:
+    # A hub with five neighbours of decreasing edge confidence, each named by one memory.
+    hub = note(hashing_mem, "Hub Person")
+    spokes = [f"Spoke {name}" for name in ("Alpha", "Bravo", "Charlie", "Delta", "Echo")]
+    reached = {}
+    for rank, spoke in enumerate(spokes):
+        hashing_mem.relate("Hub Person", "works_with", spoke, confidence=1.0 - 0.1 * rank)
+        reached[spoke] = note(hashing_mem, spoke)
+    roots = refs(hashing_mem, "Hub Person")
+
+    def walk(cap: int | None, config: GraphConfig) -> set[int]:
+        found = graph_search(
+            hashing_mem.store, Scope(), roots, depth=50, now=NOW, config=config, frontier_cap=cap
+        )
+        return {s.id for s in found if s.hops == 1}
+
+    every = {reached[s] for s in spokes}
+    assert walk(None, GraphConfig()) >= every  # default cap 64
+    assert walk(2, GraphConfig()) & every == {reached[s] for s in spokes[:2]}
+    assert walk(None, GraphConfig(frontier_cap=3)) & every == {reached[s] for s in spokes[:3]}
+    assert hub not in walk(2, GraphConfig())
+
+
+def test_the_optimizer_walks_a_narrower_frontier_than_the_balanced_plan() -> None:
+    from fivefold.config import Config, OptimizerConfig
+    from fivefold.model import OptimizerMode
+
+    with fivefold.Memory.open(
+        ":memory:",
+        embedder=fivefold.HashingEmbedder(),
+        config=Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE, graph_frontier=5)),
+    ) as mem:
+        note(mem, "Ana Silva", "Ben Okafor")
+        rule = mem.explain("what about Ana Silva?", now=NOW)
+        off = fivefold.Memory(
+            mem.store, mem.embedder, Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
+        ).explain("what about Ana Silva?", now=NOW)
+    assert rule.plan.graph_frontier == 5
+    assert off.plan.graph_frontier is None

@@ -114,7 +114,10 @@ def _mentions_oracle(
 ) -> list[tuple[int, float, int, int, float]]:
     named: dict[int, list[EntityScore]] = {}
     for entity in entities:
-        for memory in _memories_naming(mem, scope, entity.entity_id):
+        # The store reads each entity's most recent mentions: max(4k, 200) of a query entity,
+        # k/4 of one reached over an edge.
+        cap = max(4 * k, 200) if entity.hops == 0 else max(1, k // 4)
+        for memory in sorted(_memories_naming(mem, scope, entity.entity_id), reverse=True)[:cap]:
             named.setdefault(memory, []).append(entity)
     rows = []
     for memory, found in named.items():

@@ -173,6 +173,7 @@ def _finish(
         rewrites=rewrites,
         reasons=tuple(reasons),
         fusion_k=config.fusion_k,
+        graph_frontier=config.graph_frontier,
     )
 
 

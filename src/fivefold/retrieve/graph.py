@@ -26,10 +26,6 @@ from fivefold.retrieve.lexical import idf
 from fivefold.retrieve.ranking import clip01
 from fivefold.store.base import EntityScore, NeighbourStep, Store
 
-# Entities kept per hop: a hub (a speaker named in half the corpus) must not drag the whole
-# graph into the next hop.
-FRONTIER_CAP = 64  # 16 halves the graph's cost on the 10k store but cost 1.6 R@10 on LoCoMo
-
 
 def graph_search(
     store: Store,
@@ -41,10 +37,13 @@ def graph_search(
     config: GraphConfig,
     multi_hop: bool = False,
     types: Sequence[MemoryType] = (),
+    frontier_cap: int | None = None,
 ) -> tuple[Scored, ...]:
+    """``frontier_cap`` overrides ``config.frontier_cap`` (the optimizer's plans set it)."""
     if not refs:
         return ()
-    reached = _walk(store, scope, refs, now, config, multi_hop)
+    cap = config.frontier_cap if frontier_cap is None else frontier_cap
+    reached = _walk(store, scope, refs, now, config, multi_hop, cap)
     frequencies = store.entity_frequencies(list(reached))
     total = store.memory_count(scope.namespace)
     scores = []
@@ -73,9 +72,10 @@ def _walk(
     now: datetime,
     config: GraphConfig,
     multi_hop: bool,
+    frontier_cap: int,
 ) -> dict[int, tuple[float, int]]:
     """Best path product and hop count of every entity reached, roots included. Each hop keeps
-    the ``FRONTIER_CAP`` best new entities; the store computes a hop's best paths itself, so a
+    the ``frontier_cap`` best new entities; the store computes a hop's best paths itself, so a
     hub's thousands of co-mention edges never cross into Python."""
     reached: dict[int, tuple[float, int]] = {}
     for ref in refs:
@@ -98,7 +98,7 @@ def _walk(
             now=now,
             expired_freshness=config.expired_freshness,
             exclude=reached.keys(),
-            limit=FRONTIER_CAP,
+            limit=frontier_cap,
         )
         frontier = dict(store.neighbours(scope, step))
         for entity_id, path in frontier.items():
