@@ -57,5 +57,5 @@ def test_concurrent_callers_and_one_worker_get_the_same_vectors(
         parts = list(pool.map(lambda i: minilm.embed(texts[i::4]), range(4)))
     for i, part in enumerate(parts):
         assert np.allclose(part, expected[i::4], atol=1e-5)
-    serial = fivefold.MiniLMEmbedder(threads=1)
+    serial = fivefold.MiniLMEmbedder(threads=1)  # one intra-op thread
     assert np.allclose(serial.embed(texts), expected, atol=1e-5)
