@@ -1,9 +1,10 @@
 """Fusion of ranked lists: pure functions, no I/O.
 
 The default is score-weighted RRF (seed 000): ``score(d) = sum_i w_i * sqrt(c_i(d)) / (k + r_i(d))``
-with ``k = 60`` and ranks from 1. Graph evidence beyond 0 hops is weighted 0.8 of the graph
-weight. The challengers DESIGN keeps measurable (plain RRF, convex combination with min-max
-normalization) live here too, so the benchmark can swap them in.
+with ``k = 60`` (``fusion.k``, the balanced plan's; the optimizer's plans pass
+``optimizer.fusion_k``, 10) and ranks from 1. Graph evidence beyond 0 hops is weighted 0.8 of
+the graph weight. The challengers DESIGN keeps measurable (plain RRF, convex combination with
+min-max normalization) live here too, so the benchmark can swap them in.
 """
 
 from __future__ import annotations
