@@ -26,6 +26,8 @@ NEGATED = [
     ("any projects but not Kestrel", ["kestrel"], ["projects"]),
     ("stuff not related to frontend work", ["frontend work"], ["stuff"]),
     ("NOT ABOUT THE FRONTEND", ["frontend"], []),
+    ("Ann's beagle, not the one from Spain", ["spain"], ["ann", "beagle"]),
+    ("Ann's beagle but not the rescue from Spain", ["rescue spain"], ["ann", "beagle"]),
     ("trips that weren’t about work", ["work"], ["trips"]),  # typographic apostrophe
     # several negations in one query
     ("not Kestrel, not Falcon", ["kestrel", "falcon"], []),

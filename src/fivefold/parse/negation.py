@@ -35,7 +35,7 @@ def find_negations(text: str) -> tuple[list[str], str]:
     while (match := _NEGATION.search(text, position)) is not None:
         position = match.start("object")
         phrase = _STOP_AT.split(match.group("object"))[0]
-        terms = [t for t in content_terms(phrase) if t not in STOP_WORDS]
+        terms = [t for t in content_terms(phrase) if t not in STOP_WORDS | _GENERIC]
         if not terms:
             continue
         # Verbs right after the cue ("didn't finish") negate an action, not a topic: only
@@ -52,6 +52,10 @@ def find_negations(text: str) -> tuple[list[str], str]:
         kept = kept.replace(text[match.start() : clause_end], " ")
     return negated, re.sub(r"\s+", " ", kept).strip()
 
+
+# Words that stand for the topic without naming it ("not the one from Spain" rules out Spain).
+_GENERIC = frozenset({"one", "ones", "thing", "things", "stuff"})
+_DETERMINERS = frozenset({"the", "a", "an", "my", "our", "any", "anything"})
 
 # "without" narrows a search after these words ("notes without the frontend"); after a verb it
 # describes a manner ("able to jog without pain") and rules nothing out.
@@ -71,7 +75,8 @@ def _is_bare_verb_negation(cue_to_object: str) -> bool:
     if not words:
         return False
     strong = {"except", "excluding", "other", "apart", "without", "for", "than", "from"}
-    if strong & set(words):
+    # A determiner starts a noun phrase: "but not the rescue from Spain" rules out a topic.
+    if (strong | _DETERMINERS) & set(words):
         return False
     linking = {"related", "relating", "connected", "about", "involving", "involve", "involved"}
     return not linking & set(words)
