@@ -250,3 +250,14 @@ def test_plot_writes_a_png(report: LatencyReport, tmp_path: Path) -> None:
     path = tmp_path / "latency.png"
     assert plot(report, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_tail_rate_counts_a_partial_last_batch() -> None:
+    from fivefold.bench.latency_store import _ingest
+
+    # 2,000 memories in batches of 256: seven full batches and one of 208, a second each.
+    ingest = _ingest("sample", 2000, [1.0] * 8, 256)
+    assert ingest.per_second == pytest.approx(250.0)
+    assert ingest.tail_per_second == pytest.approx(208.0)  # the tail is the last batch alone
+    whole = _ingest("bulk", 20, [1.0, 1.0], 10)
+    assert whole.tail_per_second == pytest.approx(10.0)
