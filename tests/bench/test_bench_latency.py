@@ -261,3 +261,8 @@ def test_the_tail_rate_counts_a_partial_last_batch() -> None:
     assert ingest.tail_per_second == pytest.approx(208.0)  # the tail is the last batch alone
     whole = _ingest("bulk", 20, [1.0, 1.0], 10)
     assert whole.tail_per_second == pytest.approx(10.0)
+
+
+def test_the_cli_times_every_optimizer_mode_by_default() -> None:
+    option = next(p for p in latency.params if p.name == "modes")
+    assert option.default == "off,rule,cached"

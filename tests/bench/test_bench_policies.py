@@ -169,6 +169,14 @@ def test_the_timed_passes_leave_the_collector_as_they_found_it(
     before = gc.get_freeze_count()
     run_policies(mem, QUERIES[:1], default_policies(mem.config)[:1], k_max=3, budget="low")
     assert gc.get_freeze_count() == before
+    # A caller's own freeze survives the run.
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        run_policies(mem, QUERIES[:1], default_policies(mem.config)[:1], k_max=3, budget="low")
+        assert gc.get_freeze_count() == frozen > 0
+    finally:
+        gc.unfreeze()
 
 
 def test_latency_summary() -> None:

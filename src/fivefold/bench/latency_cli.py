@@ -325,7 +325,7 @@ def _embedder(name: str) -> Embedder:
 @click.option(
     "--optimizer",
     "modes",
-    default="off,cached",
+    default="off,rule,cached",
     show_default=True,
     callback=_modes,
     help="Optimizer modes to time, comma-separated: off (the balanced plan), rule, "

@@ -201,12 +201,16 @@ def run_policies(
     round is served by an earlier round's result cache)."""
     if rounds < 1:
         raise InvalidInput(f"rounds must be at least 1, got {rounds}")
-    gc.collect()
-    gc.freeze()
+    # A caller that froze its own heap keeps it frozen: freeze and thaw only what this run did.
+    owned = gc.get_freeze_count() == 0
+    if owned:
+        gc.collect()
+        gc.freeze()
     try:
         return _run(mem, queries, policies, k_max=k_max, budget=budget, rounds=rounds, on=on)
     finally:
-        gc.unfreeze()
+        if owned:
+            gc.unfreeze()
 
 
 def _run(
