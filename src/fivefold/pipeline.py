@@ -336,7 +336,11 @@ class ReadPipeline:
         strikes: dict[int, int] = {}
         for phrase in negations:
             for memory_id, value in match_confidence(
-                self._store, scope, phrase.split(), ids
+                self._store,
+                scope,
+                phrase.split(),
+                ids,
+                max_term_share=self._config.lexical.max_term_share,
             ).items():
                 if value > threshold:
                     strikes[memory_id] = strikes.get(memory_id, 0) + 1

@@ -271,3 +271,14 @@ def test_small_stores_keep_every_term(hashing_mem: fivefold.Memory) -> None:
     )
     # "coffee" is in 2 of 3 memories, far above 5 %, but under the 1,000-memory floor.
     assert selective_terms(hashing_mem.store, ["coffee", "oat"], 0.05) == ["coffee", "oat"]
+
+
+def test_negation_matching_leaves_a_common_term_out_too(common_term_mem: fivefold.Memory) -> None:
+    store, scope = common_term_mem.store, Scope()
+    everyone = [h.id for h in lexical_search(store, scope, ["project"], depth=1200)]
+    kestrel = {h.id for h in lexical_search(store, scope, ["kestrel"], depth=10)}
+    scores = match_confidence(store, scope, ["project", "kestrel"], everyone, max_term_share=0.05)
+    assert set(scores) == kestrel  # only the rare term was matched
+    assert all(value > 0.6 for value in scores.values())  # and they still count as negated
+    every = match_confidence(store, scope, ["project", "kestrel"], everyone, max_term_share=1.0)
+    assert len(every) == 1200

@@ -79,11 +79,20 @@ def lexical_search(
 
 
 def match_confidence(
-    store: Store, scope: Scope, terms: Sequence[str], within: Sequence[int]
+    store: Store,
+    scope: Scope,
+    terms: Sequence[str],
+    within: Sequence[int],
+    *,
+    max_term_share: float = 1.0,
 ) -> dict[int, float]:
-    """Squashed BM25 of each memory in ``within`` against ``terms`` (for negation demotion)."""
+    """Squashed BM25 of each memory in ``within`` against ``terms`` (for negation demotion).
+    As in ``lexical_search``, a common term is left out when a rarer one remains: "other than
+    Project Taldra" rules out what names Taldra, and "project" would make FTS5 score half of a
+    large store to find it."""
     if not terms or not within:
         return {}
+    terms = selective_terms(store, terms, max_term_share)
     hits = store.lexical_search(scope, terms, len(within), (), within)
     weight = query_weight(store, terms)
     return {i: squash(s, weight) for i, s in hits}
