@@ -29,14 +29,17 @@ from fivefold.store.base import (
 from fivefold.store.timeconv import from_ts, to_ts
 
 
-def scope_sql(scope: Scope, alias: str = "m") -> tuple[str, list[Any]]:
-    """``namespace = ?`` always; ``user_id``/``agent_id`` only when the scope sets them."""
+def scope_sql(scope: Scope, alias: str = "m", *, shared: bool = False) -> tuple[str, list[Any]]:
+    """``namespace = ?`` always; ``user_id``/``agent_id`` only when the scope sets them. With
+    ``shared``, rows written namespace-wide ('' user or agent, e.g. an org chart's edges) are
+    visible to every user and agent of the namespace too."""
+    match = "IN ('', ?)" if shared else "= ?"
     clauses, params = [f"{alias}.namespace = ?"], [scope.namespace]
     if scope.user_id is not None:
-        clauses.append(f"{alias}.user_id = ?")
+        clauses.append(f"{alias}.user_id {match}")
         params.append(scope.user_id)
     if scope.agent_id is not None:
-        clauses.append(f"{alias}.agent_id = ?")
+        clauses.append(f"{alias}.agent_id {match}")
         params.append(scope.agent_id)
     return " AND ".join(clauses), params
 
@@ -159,7 +162,7 @@ class ReadQueries:
     def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
         if not entity_ids:
             return []
-        where, params = _edge_scope_sql(scope, "edges")
+        where, params = scope_sql(scope, "edges", shared=True)
         ids = json.dumps([int(i) for i in entity_ids])
         sql = (
             "SELECT source_id, target_id, kind, confidence, support, relation, valid_to FROM edges "
@@ -187,7 +190,7 @@ class ReadQueries:
     def neighbours(self, scope: Scope, step: NeighbourStep) -> list[tuple[int, float]]:
         if not step.frontier or step.limit <= 0:
             return []
-        where, params = _edge_scope_sql(scope, "ed")
+        where, params = scope_sql(scope, "ed", shared=True)
         # The factor of an edge, as graph.py documents it; 1 << n is 2^n, so a co-mention seen
         # n times has confidence 1 - 0.5^n without SQLite's optional math functions.
         factor = (
@@ -333,19 +336,6 @@ MIN_MENTIONS_PER_ENTITY = 200
 # (57.3 vs 57.5 balanced, 62.7 both optimized); on the 100k synthetic store the graph leg of
 # entity questions fell from 43 to 26 ms at the median.
 REACHED_MENTIONS_DIVISOR = 4
-
-
-def _edge_scope_sql(scope: Scope, alias: str) -> tuple[str, list[Any]]:
-    """Namespace-wide edges ('' scope, e.g. an org chart) are visible to every user of the
-    namespace; edges written in a user's or agent's scope only to that scope."""
-    clauses, params = [f"{alias}.namespace = ?"], [scope.namespace]
-    if scope.user_id is not None:
-        clauses.append(f"{alias}.user_id IN ('', ?)")
-        params.append(scope.user_id)
-    if scope.agent_id is not None:
-        clauses.append(f"{alias}.agent_id IN ('', ?)")
-        params.append(scope.agent_id)
-    return " AND ".join(clauses), params
 
 
 def _record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
