@@ -155,7 +155,9 @@ def print_explanation(console: Console, explanation: Explanation) -> None:
         )
         fusion.add_row(
             str(hit.id),
-            hit.content + (" [demoted]" if hit.demoted else ""),
+            hit.content
+            + (" [demoted]" if hit.demoted else "")
+            + (" [matched through its session context]" if hit.via_context else ""),
             terms,
             f"{hit.fused:.4f}",
             f"{hit.importance:.2f}",

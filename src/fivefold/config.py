@@ -39,6 +39,22 @@ class LexicalConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextConfig:
+    """Session context (``store/context.py``): a memory with a ``session_id`` is indexed with
+    its neighbours in the session, up to ``window`` places away (0: no context, 1 or 2).
+    ``lexical_*``: BM25 column weights of the neighbours' text at distance 1 and 2 (read at
+    query time; 0 leaves it out). ``vector_*``: their weights in the searched embedding,
+    ``own + near x d1 + far x d2`` re-normalised. ``window`` and ``vector_*`` apply when a
+    memory is written: a store written with others is re-indexed when opened."""
+
+    window: int = 2
+    lexical_near: float = 0.5
+    lexical_far: float = 0.25
+    vector_near: float = 0.25
+    vector_far: float = 0.25
+
+
+@dataclass(frozen=True, slots=True)
 class GraphConfig:
     """Hop scores and edge priors of seed 000 / DESIGN §2."""
 
@@ -81,6 +97,9 @@ class FusionConfig:
     temporal_speculative_weight: float = 0.5
     # final = fused * (importance_floor + (1 - importance_floor) * importance)  (seed 002)
     importance_floor: float = 0.7
+    # A memory spoken by a person the query names scores x (1 + speaker_boost): "what did
+    # Caroline say about ..." prefers Caroline's own turns. 0 turns it off.
+    speaker_boost: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +227,7 @@ class Config:
         default_factory=lambda: MappingProxyType({})
     )
     lexical: LexicalConfig = field(default_factory=LexicalConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
     fusion: FusionConfig = field(default_factory=FusionConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)

@@ -10,7 +10,7 @@ min-max normalization) live here too, so the benchmark can swap them in.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from fivefold.model import FusionTerm, RetrieverName, RetrieverRun
@@ -82,6 +82,14 @@ def apply_prior(
         Fused(f.id, f.score * (floor + (1.0 - floor) * importance.get(f.id, 0.5)), f.terms)
         for f in fused
     ]
+    return sorted(out, key=lambda f: (-f.score, f.id))
+
+
+def boost(fused: Sequence[Fused], chosen: Collection[int], factor: float) -> list[Fused]:
+    """``score x (1 + factor)`` for the ``chosen`` ids, re-sorted (ties by id)."""
+    if not chosen or factor == 0.0:
+        return list(fused)
+    out = [Fused(f.id, f.score * (1.0 + factor), f.terms) if f.id in chosen else f for f in fused]
     return sorted(out, key=lambda f: (-f.score, f.id))
 
 

@@ -98,7 +98,10 @@ class Memory:
         agent_id: str | None = None,
         session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        speaker: str | None = None,
     ) -> MemoryRecord:
+        """Store one memory. ``speaker`` is who said or did it; when None it is read from a
+        leading "Name: text", as conversation transcripts write turns."""
         item = {
             "content": content,
             "type": type,
@@ -111,6 +114,7 @@ class Memory:
             "agent_id": agent_id,
             "session_id": session_id,
             "metadata": metadata,
+            "speaker": speaker,
         }
         return self.remember_many([{k: v for k, v in item.items() if v is not None}])[0]
 

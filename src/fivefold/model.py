@@ -107,6 +107,7 @@ class MemoryRecord:
     agent_id: str | None
     session_id: str | None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    speaker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +251,8 @@ class ExplainedHit:
     final: float
     demoted: bool
     terms: tuple[FusionTerm, ...]
+    # The lexical leg matched it only through its session neighbours' text, not its own.
+    via_context: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ post-filter, negation demotion, rewrites (a second semantic pass), cross-encoder
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -13,7 +13,7 @@ import numpy as np
 
 from fivefold.config import Config
 from fivefold.embed.base import Embedder, Vectors
-from fivefold.fuse import Fused, apply_prior, weighted_rrf
+from fivefold.fuse import Fused, apply_prior, boost, weighted_rrf
 from fivefold.model import (
     Budget,
     MemoryType,
@@ -37,6 +37,7 @@ from fivefold.retrieve import (
     type_list,
 )
 from fivefold.store.base import MemoryAttributes, Store
+from fivefold.text import normalize_name
 
 # Fused candidates kept for the post-fusion policies: enough that a memory pushed down by
 # demotion or a post-filter is replaced from below, few enough that each policy stays cheap.
@@ -301,6 +302,7 @@ class ReadPipeline:
         attributes = self._store.attributes([f.id for f in fused])
         importance = {i: a.importance for i, a in attributes.items()}
         ranked = apply_prior(fused, importance, fusion.importance_floor)
+        ranked = boost(ranked, _spoken_by_named(state.query, attributes), fusion.speaker_boost)
         state.clock.time("fuse", start)
         return ranked, attributes
 
@@ -393,3 +395,21 @@ def _timed(
     start = time.perf_counter()
     items = run()
     return RetrieverRun(name, items, clock.time(name.value, start))
+
+
+def _spoken_by_named(query: ParsedQuery, attributes: Mapping[int, MemoryAttributes]) -> set[int]:
+    """Candidates whose speaker is a person the query names: by the entity's name, the words
+    the query used for it, or its first name ("Caroline" for "Caroline Diaz")."""
+    names: set[str] = set()
+    for ref in query.entity_refs:
+        for text in (ref.name, ref.text):
+            norm = normalize_name(text)
+            if norm:
+                names.update((norm, norm.split()[0]))
+    if not names:
+        return set()
+    return {
+        i
+        for i, a in attributes.items()
+        if a.speaker is not None and normalize_name(a.speaker) in names
+    }

@@ -26,6 +26,7 @@ from fivefold.model import (
     ParsedQuery,
     Plan,
     RecallResult,
+    RetrieverName,
     Scope,
 )
 from fivefold.parse.entities import EntityResolver
@@ -134,6 +135,7 @@ class Reader:
         retrieval = self._run(args, planned)
         top = retrieval.ranked[: args.k]
         records = self._store.get_memories([f.id for f in top])
+        via_context = self._context_only(args.scope, retrieval, [f.id for f in top])
         default = self._config.default_importance
         hits = tuple(
             ExplainedHit(
@@ -146,6 +148,7 @@ class Reader:
                 final=f.score,
                 demoted=f.id in retrieval.demoted,
                 terms=f.terms,
+                via_context=f.id in via_context,
             )
             for f in top
         )
@@ -157,6 +160,22 @@ class Reader:
             hits=hits,
             timings=MappingProxyType({**planned.timings, **retrieval.timings}),
         )
+
+    def _context_only(self, scope: Scope, retrieval: Retrieval, ids: list[int]) -> set[int]:
+        """Hits the lexical leg found whose own text matches none of the query's terms."""
+        lexical = {
+            item.id
+            for run in retrieval.runs
+            if run.name is RetrieverName.LEXICAL
+            for item in run.items
+        }
+        found = [i for i in ids if i in lexical]
+        if not found or not retrieval.query.terms:
+            return set()
+        own = self._store.lexical_search(
+            scope, retrieval.query.terms, len(found), within=found, context=False
+        )
+        return set(found) - {i for i, _ in own}
 
     def metrics(self) -> MetricsSnapshot:
         return self._metrics.snapshot(cache_hits=self._cache.hits, cache_misses=self._cache.misses)

@@ -71,6 +71,8 @@ def test_every_system_of_the_issue_is_there_once_in_group_order() -> None:
         "bm25",
         "dense",
         "rrf-dense-bm25",
+        "bm25-context",
+        "dense-context",
         "only-graph",
         "only-temporal",
         "only-type",
@@ -190,3 +192,14 @@ def test_optimized_system_ranks_by_the_optimized_recall() -> None:
     ranks = _ranks(replace(TRACE, optimized=(5, 4), optimized_plan="precision"))
     assert ranks["fivefold-optimized"] == (5, 4)
     assert _ranks()["fivefold-optimized"] == ()
+
+
+def test_plain_baselines_rank_the_runs_of_the_store_without_context() -> None:
+    lexical = next(run for run in TRACE.runs if run.name is RetrieverName.LEXICAL)
+    plain = replace(lexical, items=tuple(reversed(lexical.items)))
+    trace = replace(TRACE, plain=(plain,))
+    ranks = _ranks(trace)
+    assert ranks["bm25"] == tuple(item.id for item in plain.items)
+    assert ranks["bm25-context"] == tuple(item.id for item in lexical.items)
+    assert ranks["dense"] == ()  # no semantic run on the plain side
+    assert _ranks()["bm25"] == _ranks()["bm25-context"]  # untraced: the one store's runs

@@ -23,6 +23,7 @@ from fivefold.bench.policy_report import baselines_table, plan_latency_table, po
 from fivefold.bench.report import (
     category_table,
     change_table,
+    halves_table,
     summary_table,
     write_json,
     write_report,
@@ -35,6 +36,8 @@ from fivefold.bench.runner import (
     significance_label,
 )
 from fivefold.cli_errors import friendly
+from fivefold.config import Config
+from fivefold.config_file import config_in_effect, load_config
 from fivefold.embed.base import Embedder
 
 __all__ = ["COMMANDS", "LOCOMO_ENV", "beir", "default_locomo_path", "locomo", "longmemeval"]
@@ -213,6 +216,7 @@ def _run(dataset: Dataset, categories: Mapping[str, str] | None, options: _Optio
         result = run_benchmark(
             dataset,
             embedder=_embedder(options.embedder),
+            config=_config_in_effect(),
             categories=categories,
             k_max=options.k_max,
             budget=options.budget,
@@ -227,6 +231,14 @@ def _run(dataset: Dataset, categories: Mapping[str, str] | None, options: _Optio
         click.echo(f"wrote {write_json(result, options.json_path)}")
     if options.report_dir is not None:
         click.echo(f"wrote {write_report(result, options.report_dir)}")
+
+
+def _config_in_effect() -> Config:
+    """The settings of ``fivefold --config`` (or the default file), as every other command
+    reads them: the benchmark measures what the user configured."""
+    root = click.get_current_context().find_root()
+    path = config_in_effect((root.obj or {}).get("config_path"))
+    return Config() if path is None else load_config(path)
 
 
 def _embedder(name: str) -> Embedder | None:
@@ -250,6 +262,7 @@ def _print(result: BenchResult) -> None:
     for table in (
         summary_table(result),
         category_table(result),
+        halves_table(result),
         change_table(result),
         baselines_table(result.optimized_vs, recall, sig),
         policy_table(result.policies, sig),

@@ -44,6 +44,7 @@ __all__ = [
     "change_table",
     "coverage_table",
     "from_json",
+    "halves_table",
     "headline_table",
     "read_json",
     "render_markdown",
@@ -230,6 +231,32 @@ def headline_table(result: BenchResult) -> str:
     return table(header, rows)
 
 
+def halves_table(result: BenchResult) -> str:
+    """The significance metric on the first half of the conversations (namespaces, in dataset
+    order; the larger half when odd) and on the rest: a setting chosen on one half is reported
+    on the other. Empty for a dataset with one namespace."""
+    spaces = list(dict.fromkeys(q.split("/", 1)[0] for q in result.question_ids))
+    if len(spaces) < 2:
+        return ""
+    first = set(spaces[: (len(spaces) + 1) // 2])
+    sig = significance_label(result.setup.k_max)
+    in_first = [q.split("/", 1)[0] in first for q in result.question_ids]
+
+    def mean_of(values: Sequence[float | None], want: bool) -> str:
+        chosen = [v for v, f in zip(values, in_first, strict=True) if f is want and v is not None]
+        return pct(sum(chosen) / len(chosen)) if chosen else "-"
+
+    names = sorted(first, key=spaces.index)
+    rest = [s for s in spaces if s not in first]
+    header = ["system", f"{', '.join(names)}", f"{', '.join(rest)}"]
+    rows = [
+        [f"`{s.name}`", mean_of(s.per_question[sig], True), mean_of(s.per_question[sig], False)]
+        for s in result.systems
+        if s.group in (Group.ENGINE.value, Group.BASELINE.value)
+    ]
+    return table(header, rows)
+
+
 def category_table(result: BenchResult) -> str:
     """The significance metric per category and over all scored questions; empty when there is
     a single category. ``n`` counts the questions that define the metric."""
@@ -310,6 +337,7 @@ def render_markdown(
         "session-level recall.",
         summary_table(result),
         *_section(f"## {sig} per category", category_table(result)),
+        *_section(f"## {sig} on each half of the conversations", halves_table(result)),
         "## Ablations and fusion challengers against `fivefold`",
         change_table(result),
         *_section(

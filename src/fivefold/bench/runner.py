@@ -44,11 +44,11 @@ from fivefold.bench.systems import (
     default_systems,
     engine_fusion,
 )
-from fivefold.config import Config
+from fivefold.config import Config, ContextConfig
 from fivefold.embed.base import Embedder
 from fivefold.errors import FivefoldError, InvalidInput
 from fivefold.memory import Memory
-from fivefold.model import Explanation, OptimizerMode, RetrieverName
+from fivefold.model import Explanation, OptimizerMode, RetrieverName, RetrieverRun
 
 __all__ = [
     "LOCOMO_CATEGORIES",
@@ -166,6 +166,8 @@ def run_benchmark(
         doc_of = ingest(mem, dataset)
         marks.append(time.perf_counter())
         traces, latencies = trace_queries(mem, queries, k_max=k_max, budget=budget, on=progress)
+        plain = _plain_runs(mem, dataset, queries, doc_of, k_max=k_max, budget=budget)
+        traces = [replace(t, plain=p) for t, p in zip(traces, plain, strict=True)]
         policies = default_policies(given, rerank_model=rerank_model)
         runs = run_policies(
             mem,
@@ -224,6 +226,25 @@ def run_benchmark(
         policies=scored_policies,
         optimized_vs=_optimized_vs_baselines(results, label, resamples),
     )
+
+
+def _plain_runs(
+    mem: Memory,
+    dataset: Dataset,
+    queries: Sequence[Query],
+    doc_of: Mapping[int, Doc],
+    *,
+    k_max: int,
+    budget: str,
+) -> list[tuple[RetrieverRun, ...]]:
+    """Every question's runs on a second store, with the same embedder, that indexes every
+    memory alone (session context off): what the plain baselines rank."""
+    config = replace(mem.config, context=ContextConfig(window=0))
+    with Memory.open(":memory:", embedder=mem.embedder, config=config) as plain:
+        if ingest(plain, dataset) != doc_of:
+            raise InvalidInput("the plain store numbered the memories differently")
+        traces, _ = trace_queries(plain, queries, k_max=k_max, budget=budget)
+    return [trace.runs for trace in traces]
 
 
 def _optimized_vs_baselines(

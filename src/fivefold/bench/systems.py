@@ -8,7 +8,9 @@ BM25 index and the same candidates, and differ only in what the benchmark means 
 - ``fivefold``: the engine with the optimizer off, i.e. the balanced plan (its final ranking,
   negation demotion included); ``fivefold-optimized``: the engine through the rule optimizer;
 - baselines: plain BM25 (the lexical leg alone), plain dense (the semantic leg alone) and plain
-  RRF of the two (k = 60, Cormack et al.);
+  RRF of the two (k = 60, Cormack et al.), on a second store that indexes every memory alone
+  (no session context), as a generic hybrid search library would; the two legs with the
+  session context are reported alone (``bm25-context``, ``dense-context``);
 - each other retriever alone (graph, temporal, type): its own run order, empty when it did not
   run for a question;
 - ablations: the engine's fusion (score-weighted RRF and the importance prior) over every run but
@@ -72,6 +74,9 @@ class Trace:
     # The same question recalled through the query optimizer (rule mode), when benchmarked.
     optimized: tuple[int, ...] | None = None
     optimized_plan: str | None = None
+    # The same question on a store that indexes every memory alone (no session context): the
+    # plain baselines, as a generic hybrid search library would index the turns.
+    plain: tuple[RetrieverRun, ...] = ()
 
     def run(self, name: RetrieverName) -> RetrieverRun | None:
         return next((run for run in self.runs if run.name is name), None)
@@ -160,22 +165,43 @@ def _baselines() -> tuple[System, ...]:
         System(
             name="bm25",
             group=Group.BASELINE,
-            description="plain BM25: the lexical leg alone (FTS5 BM25, porter, stop words)",
-            rank=partial(_alone_rank, name=RetrieverName.LEXICAL),
+            description="plain BM25: the lexical leg alone, every memory indexed alone "
+            "(FTS5 BM25, porter, stop words)",
+            rank=partial(_plain_rank, name=RetrieverName.LEXICAL),
         ),
         System(
             name="dense",
             group=Group.BASELINE,
-            description="plain dense: the semantic leg alone (cosine, all-MiniLM-L6-v2)",
-            rank=partial(_alone_rank, name=RetrieverName.SEMANTIC),
+            description="plain dense: the semantic leg alone, every memory indexed alone "
+            "(cosine, all-MiniLM-L6-v2)",
+            rank=partial(_plain_rank, name=RetrieverName.SEMANTIC),
         ),
         System(
             name="rrf-dense-bm25",
             group=Group.BASELINE,
-            description=f"plain RRF (k={PLAIN_RRF_K}) of dense and BM25",
+            description=f"plain RRF (k={PLAIN_RRF_K}) of plain dense and plain BM25",
             rank=_plain_pair,
         ),
+        System(
+            name="bm25-context",
+            group=Group.ALONE,
+            description="the lexical leg alone, with the session context",
+            rank=partial(_alone_rank, name=RetrieverName.LEXICAL),
+        ),
+        System(
+            name="dense-context",
+            group=Group.ALONE,
+            description="the semantic leg alone, with the session context",
+            rank=partial(_alone_rank, name=RetrieverName.SEMANTIC),
+        ),
     )
+
+
+def _plain_rank(trace: Trace, settings: FusionSettings, *, name: RetrieverName) -> tuple[int, ...]:
+    """A leg alone on the store without session context (the main store's when not traced)."""
+    runs = trace.plain or trace.runs
+    run = next((r for r in runs if r.name is name), None)
+    return () if run is None else tuple(item.id for item in run.items)
 
 
 def _alone(name: RetrieverName) -> System:
@@ -251,7 +277,8 @@ def _fusion_rank(
 
 
 def _plain_pair(trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
-    runs = [run for name in _PAIR if (run := trace.run(name)) is not None]
+    plain = trace.plain or trace.runs
+    runs = [run for name in _PAIR for run in plain if run.name is name]
     return _ids(plain_rrf(runs, k=PLAIN_RRF_K))
 
 

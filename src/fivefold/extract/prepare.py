@@ -11,6 +11,7 @@ from fivefold import validate
 from fivefold.errors import InvalidInput
 from fivefold.extract.entities import extract_entities
 from fivefold.extract.infer import infer_predicate, infer_type
+from fivefold.extract.speaker import infer_speaker
 from fivefold.model import MemoryType
 from fivefold.parse.temporal import infer_event_at
 from fivefold.store.base import NewMemory
@@ -29,6 +30,7 @@ FIELDS = frozenset(
         "session_id",
         "metadata",
         "created_at",
+        "speaker",
     }
 )
 MAX_PREDICATE_CHARS = 500
@@ -53,6 +55,9 @@ def prepare(
     )
     importance = item.get("importance")
     entities = validate.names(item.get("entities"), "entities")
+    speaker = validate.optional_text(
+        item.get("speaker"), "speaker", max_chars=validate.MAX_SCOPE_CHARS
+    )
 
     inferred_event = given_event or infer_event_at(content, reference=created)
     mtype = given_type or infer_type(content, has_event_date=inferred_event is not None)
@@ -81,4 +86,5 @@ def prepare(
         ),
         session_id=validate.optional_text(item.get("session_id"), "session_id"),
         metadata=validate.metadata(item.get("metadata")),
+        speaker=speaker.strip() if speaker else infer_speaker(content),
     )

@@ -93,6 +93,7 @@ def match_confidence(
     if not terms or not within:
         return {}
     terms = selective_terms(store, terms, max_term_share)
-    hits = store.lexical_search(scope, terms, len(within), (), within)
+    # A memory is demoted for what it says, not for what its session neighbours say.
+    hits = store.lexical_search(scope, terms, len(within), (), within, context=False)
     weight = query_weight(store, terms)
     return {i: squash(s, weight) for i, s in hits}

@@ -30,6 +30,7 @@ class NewMemory:
     scope: Scope
     session_id: str | None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    speaker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,7 @@ class MemoryAttributes:
     type: MemoryType
     event_at: datetime | None
     created_at: datetime
+    speaker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,8 +191,11 @@ class Store(Protocol):
         k: int,
         types: Sequence[MemoryType] = (),
         within: Sequence[int] | None = None,
+        *,
+        context: bool = True,
     ) -> list[tuple[int, float]]:
-        """BM25 (positive, higher is better) over predicate and content, best first. ``terms``
+        """BM25 (positive, higher is better) over predicate and content and, with
+        ``context``, the session neighbours' text at their lower weights; best first. ``terms``
         are plain words; the store escapes them, so query syntax never reaches the engine."""
         ...
 

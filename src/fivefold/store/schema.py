@@ -3,11 +3,17 @@
 Scope columns (``user_id``, ``agent_id``) hold ``''`` for "none" rather than NULL: NULLs are
 distinct in UNIQUE constraints and need ``IS`` instead of ``=`` in filters, and both would make
 the scope checks easier to get wrong.
+
+Derived columns (``store/context.py``): ``memories.context_near`` / ``context_far`` hold the text
+of a session memory's neighbours at distance 1 and 2, indexed in ``context_fts`` (a table of
+its own, so the memory's own BM25 keeps its statistics); ``vectors.context`` its embedding smoothed
+with theirs, which the dense index searches (NULL without neighbours: ``embedding`` is searched).
+``vectors.embedding`` stays the memory's own embedding.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -26,18 +32,29 @@ CREATE TABLE IF NOT EXISTS memories (
     event_at    REAL,
     created_at  REAL NOT NULL,
     importance  REAL NOT NULL,
-    metadata    TEXT NOT NULL DEFAULT '{}'
+    metadata    TEXT NOT NULL DEFAULT '{}',
+    speaker     TEXT,
+    context_near TEXT NOT NULL DEFAULT '',
+    context_far  TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS memories_scope ON memories(namespace, user_id, agent_id);
 CREATE INDEX IF NOT EXISTS memories_event_at ON memories(namespace, type, event_at);
+CREATE INDEX IF NOT EXISTS memories_session
+    ON memories(namespace, user_id, agent_id, session_id) WHERE session_id IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     predicate, content,
     content='memories', content_rowid='id',
     tokenize='porter unicode61 remove_diacritics 2'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS context_fts USING fts5(
+    context_near, context_far,
+    content='memories', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
 CREATE TABLE IF NOT EXISTS vectors (
     memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
-    embedding BLOB NOT NULL
+    embedding BLOB NOT NULL,
+    context   BLOB
 );
 CREATE TABLE IF NOT EXISTS entities (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -102,12 +119,18 @@ COMENTION = "co_mentioned"
 
 INSERT_MEMORY = """
 INSERT INTO memories (namespace, user_id, agent_id, session_id, content, predicate, type,
-                      event_at, created_at, importance, metadata)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      event_at, created_at, importance, metadata, speaker)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 INSERT_FTS = "INSERT INTO memories_fts (rowid, predicate, content) VALUES (?, ?, ?)"
 DELETE_FTS = (
     "INSERT INTO memories_fts (memories_fts, rowid, predicate, content) VALUES ('delete', ?, ?, ?)"
+)
+# Only memories with a context are in context_fts, so its statistics are those of contexts.
+INSERT_CONTEXT_FTS = "INSERT INTO context_fts (rowid, context_near, context_far) VALUES (?, ?, ?)"
+DELETE_CONTEXT_FTS = (
+    "INSERT INTO context_fts (context_fts, rowid, context_near, context_far) "
+    "VALUES ('delete', ?, ?, ?)"
 )
 INSERT_VECTOR = "INSERT INTO vectors (memory_id, embedding) VALUES (?, ?)"
 
@@ -160,7 +183,7 @@ NAMESPACE_STATE = (
 
 SELECT_MEMORY_COLUMNS = """
 SELECT id, namespace, user_id, agent_id, session_id, content, predicate, type, event_at,
-       created_at, importance, metadata
+       created_at, importance, metadata, speaker
 FROM memories
 """
 SELECT_MEMORY_ENTITIES = """
@@ -168,7 +191,7 @@ SELECT mn.memory_id, e.name FROM mentions mn JOIN entities e ON e.id = mn.entity
 WHERE mn.memory_id IN (SELECT value FROM json_each(?)) ORDER BY e.id
 """
 SELECT_NAMESPACE_VECTORS = """
-SELECT m.id, v.embedding, m.user_id, m.agent_id, m.type
+SELECT m.id, coalesce(v.context, v.embedding), m.user_id, m.agent_id, m.type
 FROM memories m JOIN vectors v ON v.memory_id = m.id
 WHERE m.namespace = ? ORDER BY m.id
 """
@@ -176,4 +199,19 @@ SELECT_CATALOG = """
 SELECT id, name, norm, 0 FROM entities WHERE namespace = ?
 UNION ALL
 SELECT entity_id, alias, norm, 1 FROM aliases WHERE namespace = ?
+"""
+
+# Schema 1 -> 2: session context columns (lexical and dense), rebuilt from the rows.
+MIGRATE_1_TO_2 = """
+ALTER TABLE memories ADD COLUMN speaker TEXT;
+ALTER TABLE memories ADD COLUMN context_near TEXT NOT NULL DEFAULT '';
+ALTER TABLE memories ADD COLUMN context_far TEXT NOT NULL DEFAULT '';
+ALTER TABLE vectors ADD COLUMN context BLOB;
+CREATE VIRTUAL TABLE context_fts USING fts5(
+    context_near, context_far,
+    content='memories', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE INDEX IF NOT EXISTS memories_session
+    ON memories(namespace, user_id, agent_id, session_id) WHERE session_id IS NOT NULL;
 """

@@ -28,8 +28,9 @@ from fivefold.errors import (
     NotAFivefoldStore,
     StoreError,
 )
+from fivefold.extract.speaker import infer_speaker
 from fivefold.model import Edge, Entity, MemoryRecord, MemoryType, Scope
-from fivefold.store import schema
+from fivefold.store import context, schema
 from fivefold.store.base import (
     CatalogEntry,
     EdgeHop,
@@ -47,6 +48,7 @@ from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_SMOOTHING_KEY = "context_smoothing"
 DF_CACHE_TERMS = 20_000
 
 
@@ -121,10 +123,14 @@ class SQLiteStore:
                         ("embedding_model", embedding_model),
                         ("embedding_dim", str(dim)),
                         ("store_id", store_id),
+                        (_SMOOTHING_KEY, self._smoothing_tag()),
                     ],
                 )
             return store_id
         meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema_version") == "1":
+            self._migrate_1_to_2()
+            meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
             raise NotAFivefoldStore(
                 f"{self._path} has fivefold schema version {meta.get('schema_version')}; this "
@@ -138,8 +144,45 @@ class SQLiteStore:
                 f"({dim}-d); open it with the model it was built with, or re-import into a "
                 "new store"
             )
+        if meta.get(_SMOOTHING_KEY) != self._smoothing_tag():
+            self._rebuild_context()
         # Stores created before store ids existed get none; their saved graphs are rebuilt.
         return str(meta.get("store_id", ""))
+
+    def _smoothing_tag(self) -> str:
+        smoothing = self._smoothing()
+        return f"{smoothing.window},{smoothing.near!r},{smoothing.far!r}"
+
+    def _migrate_1_to_2(self) -> None:
+        """Schema 2 adds the session context columns; fill them from the rows."""
+        with self._transaction():
+            for statement in schema.MIGRATE_1_TO_2.split(";"):
+                if statement.strip():
+                    self._conn.execute(statement)
+            # Rows written before speakers existed get the one their text names, as new
+            # writes do (the "Name: text" convention).
+            rows = self._conn.execute("SELECT id, content FROM memories").fetchall()
+            self._conn.executemany(
+                "UPDATE memories SET speaker = ? WHERE id = ?",
+                [(infer_speaker(c), i) for i, c in rows if infer_speaker(c) is not None],
+            )
+            self._conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        self._rebuild_context()
+
+    def _rebuild_context(self) -> None:
+        """Recompute every session memory's context with the configured smoothing (derived
+        data: the dense indexes rebuild from it on their next read)."""
+        with self._transaction():
+            context.rebuild_all(self._conn, dim=self._dim, smoothing=self._smoothing())
+            self._conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (_SMOOTHING_KEY, self._smoothing_tag()),
+            )
+            self._conn.execute(
+                "UPDATE namespaces SET generation = generation + 1, "
+                "vector_generation = vector_generation + 1"
+            )
 
     # -- plumbing -------------------------------------------------------------------------------
     def _execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
@@ -173,13 +216,35 @@ class SQLiteStore:
         with self._transaction():
             for memory, vector in zip(memories, vectors, strict=True):
                 ids.append(self._insert_one(memory, vector))
+            searched = self._refresh_context(memories, ids)
             counts: dict[str, int] = {}
             for memory in memories:
                 counts[memory.scope.namespace] = counts.get(memory.scope.namespace, 0) + 1
             for namespace, count in counts.items():
                 self._conn.execute(schema.BUMP_NAMESPACE, (namespace, count, 1))
-        self._after_insert(memories, vectors, ids)
+        self._after_insert(memories, vectors, ids, searched)
         return ids
+
+    def _smoothing(self) -> context.Smoothing:
+        cfg = self._config.context
+        return context.Smoothing(window=cfg.window, near=cfg.vector_near, far=cfg.vector_far)
+
+    def _refresh_context(self, memories: Sequence[NewMemory], ids: list[int]) -> dict[int, Any]:
+        """New session memories get their neighbours' text and vectors, and become context of
+        the ones before them; returns the searched vector of every memory that has one."""
+        groups: dict[context.Group, list[int]] = {}
+        for memory, memory_id in zip(memories, ids, strict=True):
+            if memory.session_id:
+                user, agent = memory.scope.user_id or "", memory.scope.agent_id or ""
+                key = (memory.scope.namespace, user, agent, memory.session_id)
+                groups.setdefault(key, []).append(memory_id)
+        window = self._config.context.window
+        if not groups or window == 0:
+            return {}
+        affected: list[int] = []
+        for key, members in groups.items():
+            affected.extend(context.affected_by_insert(self._conn, key, members, window))
+        return context.refresh(self._conn, affected, dim=self._dim, smoothing=self._smoothing())
 
     def _insert_one(self, memory: NewMemory, vector: Vectors) -> int:
         scope = memory.scope
@@ -199,6 +264,7 @@ class SQLiteStore:
                 created,
                 memory.importance,
                 json.dumps(dict(memory.metadata)),
+                memory.speaker,
             ),
         )
         memory_id = int(cur.lastrowid or 0)
@@ -241,13 +307,20 @@ class SQLiteStore:
         return int(row[0])
 
     def _after_insert(
-        self, memories: Sequence[NewMemory], vectors: Vectors, ids: list[int]
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Vectors,
+        ids: list[int],
+        searched: dict[int, Any],
     ) -> None:
-        """Keep already-loaded dense indexes current without a rebuild."""
+        """Keep already-loaded dense indexes current without a rebuild: add the new memories
+        (with their searched vectors) and replace the vectors of older ones whose context
+        changed."""
         with self._lock:
             by_namespace: dict[str, list[int]] = {}
             for row, memory in enumerate(memories):
                 by_namespace.setdefault(memory.scope.namespace, []).append(row)
+            new = set(ids)
             for namespace, rows in by_namespace.items():
                 index = self._dense.get(namespace)
                 if index is None:
@@ -255,14 +328,35 @@ class SQLiteStore:
                 if index.generation + 1 != self._namespace_state(namespace)[2]:
                     del self._dense[namespace]  # another process wrote too: rebuild on next read
                     continue
+                self._replace_vectors(index, [i for i in searched if i not in new])
                 index.add(
                     [ids[r] for r in rows],
-                    vectors[rows],
+                    np.stack([searched.get(ids[r], vectors[r]) for r in rows]),
                     [memories[r].scope.user_id or "" for r in rows],
                     [memories[r].scope.agent_id or "" for r in rows],
                     [memories[r].type.value for r in rows],
                 )
                 index.generation += 1
+
+    def _replace_vectors(self, index: NamespaceIndex, ids: Sequence[int]) -> None:
+        """Re-add memories whose searched vector changed (their neighbours did)."""
+        if not ids:
+            return
+        rows = self._conn.execute(
+            "SELECT m.id, coalesce(v.context, v.embedding), m.user_id, m.agent_id, m.type "
+            "FROM memories m JOIN vectors v ON v.memory_id = m.id "
+            "WHERE m.id IN (SELECT value FROM json_each(?)) ORDER BY m.id",
+            (json.dumps([int(i) for i in ids]),),
+        ).fetchall()
+        live = [r for r in rows if index.remove(int(r[0]))]
+        if live:
+            index.add(
+                [int(r[0]) for r in live],
+                np.stack([np.frombuffer(r[1], dtype=np.float32) for r in live]),
+                [r[2] for r in live],
+                [r[3] for r in live],
+                [r[4] for r in live],
+            )
 
     def delete_memory(self, memory_id: int, namespace: str | None = None) -> bool:
         with self._transaction():
@@ -274,6 +368,14 @@ class SQLiteStore:
             if row is None or (namespace is not None and row[0] != namespace):
                 return False
             ns, user, agent, predicate, content = row
+            group = context.group_of(self._conn, memory_id)
+            around: list[int] = []
+            if group is not None:
+                before, after = context.neighbours(self._conn, group, memory_id)
+                around = [int(r[0]) for r in (*before, *after)]
+            near, far = self._conn.execute(
+                "SELECT context_near, context_far FROM memories WHERE id = ?", (memory_id,)
+            ).fetchone()
             entity_ids = [
                 r[0]
                 for r in self._conn.execute(
@@ -287,12 +389,17 @@ class SQLiteStore:
                     self._conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
             self._conn.execute(schema.PRUNE_COMENTIONS)
             self._conn.execute(schema.DELETE_FTS, (memory_id, predicate or "", content))
+            if near or far:
+                self._conn.execute(schema.DELETE_CONTEXT_FTS, (memory_id, near, far))
             self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            # Its neighbours no longer carry its text: forgetting leaves no trace in context.
+            context.refresh(self._conn, around, dim=self._dim, smoothing=self._smoothing())
             self._conn.execute(schema.BUMP_NAMESPACE, (ns, -1, 1))
         with self._lock:
             index = self._dense.get(ns)
             if index is not None:
                 index.remove(memory_id)
+                self._replace_vectors(index, around)
                 index.generation += 1
         return True
 
@@ -416,9 +523,11 @@ class SQLiteStore:
         k: int,
         types: Sequence[MemoryType] = (),
         within: Sequence[int] | None = None,
+        *,
+        context: bool = True,
     ) -> list[tuple[int, float]]:
         with self._lock:
-            return self._reads.lexical(scope, terms, k, types, within)
+            return self._reads.lexical(scope, terms, k, types, within, context)
 
     def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
         with self._lock:

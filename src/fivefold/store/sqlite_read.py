@@ -80,15 +80,15 @@ class ReadQueries:
         if not ids:
             return {}
         rows = self._conn.execute(
-            "SELECT id, importance, type, event_at, created_at FROM memories "
+            "SELECT id, importance, type, event_at, created_at, speaker FROM memories "
             "WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps([int(i) for i in ids]),),
         )
         return {
             int(i): MemoryAttributes(
-                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c)
+                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c), s
             )
-            for i, v, t, e, c in rows
+            for i, v, t, e, c, s in rows
         }
 
     def catalog(self, namespace: str) -> list[CatalogEntry]:
@@ -138,25 +138,44 @@ class ReadQueries:
         k: int,
         types: Sequence[MemoryType],
         within: Sequence[int] | None,
+        context: bool,
     ) -> list[tuple[int, float]]:
         query = fts_query(terms)
         if not query or k <= 0:
             return []
+        ctx, lex = self._config.context, self._config.lexical
         where, params = scope_sql(scope)
         type_clause, type_params = types_sql(types)
         within_clause, within_params = "", []
         if within is not None:
             within_clause = " AND m.id IN (SELECT value FROM json_each(?))"
             within_params = [json.dumps([int(i) for i in within])]
-        lex = self._config.lexical
+        filters = [*params, *type_params, *within_params]
+        if not (context and ctx.window > 0 and (ctx.lexical_near > 0.0 or ctx.lexical_far > 0.0)):
+            sql = (
+                "SELECT m.id, -bm25(memories_fts, ?, ?) AS score FROM memories_fts "
+                "JOIN memories m ON m.id = memories_fts.rowid "
+                f"WHERE memories_fts MATCH ? AND {where}{type_clause}{within_clause} "
+                "ORDER BY score DESC, m.id LIMIT ?"
+            )
+            weights = [lex.predicate_weight, lex.content_weight, query]
+            return [(int(i), float(s)) for i, s in self._conn.execute(sql, [*weights, *filters, k])]
+        # The session neighbours' text adds its own BM25 (its own statistics, lower column
+        # weights) to the memory's: a turn is found by what the turns around it say.
+        # MATERIALIZED: flattened into the outer query, bm25() is out of its context.
         sql = (
-            "SELECT m.id, -bm25(memories_fts, ?, ?) AS score FROM memories_fts "
-            "JOIN memories m ON m.id = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where}{type_clause}{within_clause} "
-            "ORDER BY score DESC, m.id LIMIT ?"
+            "WITH t AS MATERIALIZED ("
+            "SELECT rowid AS id, -bm25(memories_fts, ?, ?) AS s FROM memories_fts "
+            "WHERE memories_fts MATCH ? "
+            "UNION ALL SELECT rowid, -bm25(context_fts, ?, ?) FROM context_fts "
+            "WHERE context_fts MATCH ?) "
+            "SELECT m.id, sum(t.s) AS score FROM t JOIN memories m ON m.id = t.id "
+            f"WHERE {where}{type_clause}{within_clause} "
+            "GROUP BY m.id ORDER BY score DESC, m.id LIMIT ?"
         )
-        args = [lex.predicate_weight, lex.content_weight, query, *params, *type_params]
-        rows = self._conn.execute(sql, [*args, *within_params, k])
+        args = [lex.predicate_weight, lex.content_weight, query]
+        args += [ctx.lexical_near, ctx.lexical_far, query]
+        rows = self._conn.execute(sql, [*args, *filters, k])
         return [(int(i), float(s)) for i, s in rows]
 
     def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
@@ -352,6 +371,7 @@ def _record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
         created_at,
         importance,
         metadata,
+        speaker,
     ) = row
     return MemoryRecord(
         id=int(memory_id),
@@ -368,4 +388,5 @@ def _record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
         session_id=session,
         # Read-only: a cached result must not change under a caller who edits it.
         metadata=MappingProxyType(json.loads(metadata)),
+        speaker=speaker,
     )

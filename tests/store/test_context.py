@@ -1,0 +1,204 @@
+"""Session context: neighbours' text and vectors, kept within one scope and session."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fivefold
+from fivefold.config import Config, ContextConfig
+from fivefold.model import Scope
+from fivefold.store import schema
+
+TURNS = [
+    "Caroline: I went to the support group yesterday.",
+    "Melanie: How did it go?",
+    "Caroline: Wonderful, everyone was kind.",
+    "Melanie: Yes! Last Friday I painted a lake.",
+    "Caroline: Show me the painting sometime.",
+]
+
+
+def _context(mem: fivefold.Memory, memory_id: int) -> tuple[str, str]:
+    conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+    row = conn.execute(
+        "SELECT context_near, context_far FROM memories WHERE id = ?", (memory_id,)
+    ).fetchone()
+    return str(row[0]), str(row[1])
+
+
+def _lexical(mem: fivefold.Memory, scope: Scope, word: str, *, context: bool = True) -> list[int]:
+    return [i for i, _ in mem.store.lexical_search(scope, [word], 50, context=context)]
+
+
+def test_neighbours_at_distance_one_and_two(hashing_mem: fivefold.Memory) -> None:
+    ids = [
+        r.id for r in hashing_mem.remember_many([{"content": t, "session_id": "s1"} for t in TURNS])
+    ]
+    near, far = _context(hashing_mem, ids[2])
+    assert near.splitlines() == [TURNS[1], TURNS[3]]
+    assert far.splitlines() == [TURNS[0], TURNS[4]]
+    assert _context(hashing_mem, ids[0]) == (TURNS[1], TURNS[2])
+    # The content itself never changes.
+    assert hashing_mem.get(ids[2]).content == TURNS[2]
+
+
+def test_one_at_a_time_equals_a_batch(hashing_mem: fivefold.Memory) -> None:
+    batch = [
+        r.id for r in hashing_mem.remember_many([{"content": t, "session_id": "a"} for t in TURNS])
+    ]
+    single = [hashing_mem.remember(t, session_id="b").id for t in TURNS]
+    assert [_context(hashing_mem, i) for i in batch] == [_context(hashing_mem, i) for i in single]
+
+
+def test_a_turn_is_found_through_its_neighbour(hashing_mem: fivefold.Memory) -> None:
+    ids = [
+        r.id for r in hashing_mem.remember_many([{"content": t, "session_id": "s"} for t in TURNS])
+    ]
+    found = _lexical(hashing_mem, Scope(), "sometime")
+    assert found[0] == ids[4]  # its own text first: the context column weighs less
+    assert set(found) == {ids[2], ids[3], ids[4]}
+    assert _lexical(hashing_mem, Scope(), "sometime", context=False) == [ids[4]]
+
+
+def test_memories_without_a_session_have_no_context(hashing_mem: fivefold.Memory) -> None:
+    ids = [r.id for r in hashing_mem.remember_many([{"content": t} for t in TURNS])]
+    assert all(_context(hashing_mem, i) == ("", "") for i in ids)
+
+
+def test_forget_removes_the_text_from_its_neighbours(hashing_mem: fivefold.Memory) -> None:
+    ids = [
+        r.id for r in hashing_mem.remember_many([{"content": t, "session_id": "s"} for t in TURNS])
+    ]
+    hashing_mem.forget(ids[4])
+    assert _lexical(hashing_mem, Scope(), "sometime") == []
+    assert _context(hashing_mem, ids[3]) == (TURNS[2], TURNS[1])
+
+
+def test_smoothed_vectors_are_searched_and_own_vectors_kept(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    with fivefold.Memory.open(path, embedder=fivefold.HashingEmbedder()) as mem:
+        ids = [r.id for r in mem.remember_many([{"content": t, "session_id": "s"} for t in TURNS])]
+        conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+        own, searched = conn.execute(
+            "SELECT embedding, context FROM vectors WHERE memory_id = ?", (ids[2],)
+        ).fetchone()
+        vectors = {
+            i: np.frombuffer(b, np.float32)
+            for i, b in conn.execute("SELECT memory_id, embedding FROM vectors")
+        }
+        expected = vectors[ids[2]] + 0.25 * (
+            vectors[ids[1]] + vectors[ids[3]] + vectors[ids[0]] + vectors[ids[4]]
+        )
+        expected /= np.linalg.norm(expected)
+        assert np.allclose(np.frombuffer(searched, np.float32), expected, atol=1e-6)
+        assert np.allclose(np.frombuffer(own, np.float32), mem.store.vectors([ids[2]])[ids[2]])
+        hit = mem.store.vector_search(Scope(), expected[None, :], 1)[0][0]
+        assert hit[0] == ids[2]
+        assert hit[1] > 0.999
+    # Other smoothing weights re-smooth the store when it is opened.
+    config = Config(context=ContextConfig(vector_near=0.0, vector_far=0.0))
+    with fivefold.Memory.open(path, embedder=fivefold.HashingEmbedder(), config=config) as mem:
+        conn = mem.store._conn  # type: ignore[attr-defined]
+        assert (
+            conn.execute("SELECT count(*) FROM vectors WHERE context IS NOT NULL").fetchone()[0]
+            == 0
+        )
+
+
+_scopes = st.tuples(
+    st.sampled_from(["n1", "n2"]),
+    st.sampled_from([None, "u1", "u2"]),
+    st.sampled_from([None, "a1"]),
+    st.sampled_from([None, "s1", "s2"]),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(writes=st.lists(st.lists(_scopes, min_size=1, max_size=4), min_size=1, max_size=6))
+def test_context_never_crosses_a_scope_or_session(
+    writes: list[list[tuple[str, str | None, str | None, str | None]]],
+) -> None:
+    """Batches of memories in random scopes and sessions, each with a word of its own: a
+    memory is found through a word only if it holds the word or sits within two places of
+    the memory that does, in the same namespace, user, agent and session."""
+    with fivefold.Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as mem:
+        where: dict[int, tuple[str, str | None, str | None, str | None]] = {}
+        word: dict[int, str] = {}
+        serial = 0
+        for batch in writes:
+            items = []
+            for namespace, user, agent, session in batch:
+                serial += 1
+                items.append(
+                    {
+                        "content": f"memory zq{serial}x",
+                        "namespace": namespace,
+                        "user_id": user,
+                        "agent_id": agent,
+                        "session_id": session,
+                    }
+                )
+            for record, key in zip(mem.remember_many(items), batch, strict=True):
+                where[record.id] = key
+                word[record.id] = record.content.split()[1]
+        scopes = {
+            Scope(k[0], u, a) for k in where.values() for u in (None, k[1]) for a in (None, k[2])
+        }
+        for scope in scopes:
+            for memory_id, key in where.items():
+                for other in _lexical(mem, scope, word[memory_id]):
+                    found = where[other]
+                    assert found[0] == scope.namespace
+                    assert scope.user_id in (None, found[1] or None)
+                    assert scope.agent_id in (None, found[2] or None)
+                    if other == memory_id:
+                        continue
+                    # Found through context: the same scope and session, two places at most.
+                    assert key[3] is not None
+                    assert found == key
+                    peers = sorted(i for i, k in where.items() if k == key)
+                    assert abs(peers.index(other) - peers.index(memory_id)) <= 2
+
+
+def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
+        ids = [r.id for r in mem.remember_many([{"content": t, "session_id": "s"} for t in TURNS])]
+    # Turn it back into what schema 1 wrote: no context or speaker columns.
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        DROP TABLE context_fts;
+        DROP INDEX memories_session;
+        ALTER TABLE memories DROP COLUMN context_near;
+        ALTER TABLE memories DROP COLUMN context_far;
+        ALTER TABLE memories DROP COLUMN speaker;
+        ALTER TABLE vectors DROP COLUMN context;
+        UPDATE meta SET value = '1' WHERE key = 'schema_version';
+        DELETE FROM meta WHERE key = 'context_smoothing';
+        """
+    )
+    conn.close()
+    with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
+        assert mem.get(ids[0]).speaker == "Caroline"
+        assert _context(mem, ids[2])[0].splitlines() == [TURNS[1], TURNS[3]]
+        assert set(_lexical(mem, Scope(), "sometime")) == {ids[2], ids[3], ids[4]}
+        conn2: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+        version = conn2.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        assert version[0] == str(schema.SCHEMA_VERSION)
+
+
+def test_explain_says_when_a_hit_matched_through_its_context(
+    hashing_mem: fivefold.Memory,
+) -> None:
+    ids = [
+        r.id for r in hashing_mem.remember_many([{"content": t, "session_id": "s"} for t in TURNS])
+    ]
+    hits = {h.id: h for h in hashing_mem.explain("sometime", k=10).hits}
+    assert not hits[ids[4]].via_context
+    assert hits[ids[3]].via_context
