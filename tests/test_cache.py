@@ -211,7 +211,7 @@ def test_a_write_elsewhere_keeps_this_namespace_entry(mem: fivefold.Memory) -> N
     mem.remember("My badge ID changed to 99999", namespace="other")
     mem.relate("Sarah Chen", "reports_to", "Priya Patel", namespace="other")
     mem.alias("Priya Patel", "PP", namespace="other")
-    mem.forget(other.hits[0].memory.id)
+    mem.forget(other.hits[0].memory.id, namespace="other")
     assert mem.recall(QUERY).cached is True
     assert mem.recall(QUERY, namespace="other").cached is False
 

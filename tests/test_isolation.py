@@ -270,3 +270,33 @@ def test_entity_names_of_another_user_are_not_resolved(hashing_mem: fivefold.Mem
     # A namespace-wide recall (no user filter) sees every entity of the namespace.
     everyone = hashing_mem.recall("what did Zephyrine Quast say?", namespace="ns")
     assert [r.name for r in everyone.query.entity_refs] == ["Zephyrine Quast"]
+
+
+def test_get_and_forget_act_in_a_scope(hashing_mem: fivefold.Memory) -> None:
+    mine = hashing_mem.remember("Ana's locker code is 5521", namespace="a", user_id="ana")
+    with pytest.raises(fivefold.NotFound, match="namespace 'default'"):
+        hashing_mem.get(mine.id)
+    with pytest.raises(fivefold.NotFound):
+        hashing_mem.get(mine.id, namespace="b")
+    with pytest.raises(fivefold.NotFound, match="user 'bob'"):
+        hashing_mem.get(mine.id, namespace="a", user_id="bob")
+    for scope in ({}, {"namespace": "b"}, {"namespace": "a", "user_id": "bob"}):
+        with pytest.raises(fivefold.NotFound):
+            hashing_mem.forget(mine.id, **scope)
+    assert hashing_mem.get(mine.id, namespace="a", user_id="ana").content == mine.content
+    assert hashing_mem.get(mine.id, namespace="a").id == mine.id  # None: any user of "a"
+    hashing_mem.forget(mine.id, namespace="a", user_id="ana")
+    with pytest.raises(fivefold.NotFound):
+        hashing_mem.get(mine.id, namespace="a")
+
+
+def test_a_forgotten_name_resolves_nowhere(hashing_mem: fivefold.Memory) -> None:
+    kept = hashing_mem.remember("Quillon Varga joined the team", entities=["Quillon Varga"])
+    other = hashing_mem.remember("Zephyrine Okoro likes tea", entities=["Zephyrine Okoro"])
+    refs = hashing_mem.explain("what does Zephyrine Okoro like?").query.entity_refs
+    assert [r.name for r in refs] == ["Zephyrine Okoro"]
+    hashing_mem.forget(other.id)
+    assert hashing_mem.explain("what does Zephyrine Okoro like?").query.entity_refs == ()
+    refs = hashing_mem.explain("who is Quillon Varga?").query.entity_refs
+    assert [r.name for r in refs] == ["Quillon Varga"]
+    assert hashing_mem.get(kept.id).entities == ("Quillon Varga",)

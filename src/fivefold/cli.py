@@ -186,11 +186,13 @@ def alias(ctx: click.Context, /, name: str, alias: str, namespace: str) -> None:
 
 @cli.command()
 @click.argument("memory_id", type=int)
-@click.option("--namespace", "-n", default=None, help="Only if the memory is in this namespace.")
+@click.option(
+    "--namespace", "-n", default="default", show_default=True, help="The memory's namespace."
+)
 @click.pass_context
 @friendly
-def forget(ctx: click.Context, /, memory_id: int, namespace: str | None) -> None:
-    """Delete memory MEMORY_ID and everything derived from it."""
+def forget(ctx: click.Context, /, memory_id: int, namespace: str) -> None:
+    """Delete memory MEMORY_ID (of the namespace) and everything derived from it."""
     with _open(ctx) as mem:
         mem.forget(memory_id, namespace=namespace)
     click.echo(f"forgot {memory_id}")

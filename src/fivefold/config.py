@@ -47,9 +47,10 @@ class ContextConfig:
     ``own + near x d1 + far x d2`` re-normalised. ``window`` and ``vector_*`` apply when a
     memory is written: a store written with others is re-indexed when opened."""
 
+    # Chosen on LoCoMo, each half of the conversations checked against the other (BENCHMARKS).
     window: int = 2
     lexical_near: float = 0.5
-    lexical_far: float = 0.25
+    lexical_far: float = 0.5
     vector_near: float = 0.25
     vector_far: float = 0.25
 
@@ -98,8 +99,9 @@ class FusionConfig:
     # final = fused * (importance_floor + (1 - importance_floor) * importance)  (seed 002)
     importance_floor: float = 0.7
     # A memory spoken by a person the query names scores x (1 + speaker_boost): "what did
-    # Caroline say about ..." prefers Caroline's own turns. 0 turns it off.
-    speaker_boost: float = 0.0
+    # Caroline say about ..." prefers Caroline's own turns. 0 turns it off. LoCoMo: 1.0 chosen
+    # on either half of the conversations (+1.9 and +1.5 R@10 on the other half).
+    speaker_boost: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from fivefold.model import (
     Explanation,
     MemoryRecord,
     RecallResult,
+    Scope,
 )
 from fivefold.reader import Reader, RecallArgs
 from fivefold.store import Store, open_store
@@ -233,16 +234,34 @@ class Memory:
             validate.text(alias, "alias", max_chars=validate.MAX_SCOPE_CHARS),
         )
 
-    def forget(self, memory_id: int, *, namespace: str | None = None) -> None:
-        """Delete a memory and everything derived from it. Raises ``NotFound`` if it does not
-        exist (in ``namespace``, when given)."""
-        if not self._store.delete_memory(validate.memory_id(memory_id), namespace):
-            raise NotFound(f"no memory with id {memory_id}" + _in(namespace))
+    def forget(
+        self,
+        memory_id: int,
+        *,
+        namespace: str = "default",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        """Delete a memory and every trace only it supported (its index entries, mentions,
+        co-mention edges, its session neighbours' context, and entities nothing else names).
+        Like every call, it acts in a scope: an id outside it raises ``NotFound``."""
+        scope = validate.scope(namespace, user_id, agent_id)
+        if not self._store.delete_memory(validate.memory_id(memory_id), scope):
+            raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
 
-    def get(self, memory_id: int, *, namespace: str | None = None) -> MemoryRecord:
+    def get(
+        self,
+        memory_id: int,
+        *,
+        namespace: str = "default",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> MemoryRecord:
+        """The memory with this id, if it is in the scope (else ``NotFound``)."""
+        scope = validate.scope(namespace, user_id, agent_id)
         record = self._store.get_memories([validate.memory_id(memory_id)]).get(memory_id)
-        if record is None or (namespace is not None and record.namespace != namespace):
-            raise NotFound(f"no memory with id {memory_id}" + _in(namespace))
+        if record is None or not _visible(record, scope):
+            raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
         return record
 
     def stats(self) -> StoreStats:
@@ -261,9 +280,17 @@ class Memory:
         types: Sequence[str] | str | None = None,
         budget: str = "mid",
         session_id: str | None = None,
+        min_confidence: float | None = None,
     ) -> RecallResult:
-        """The memories that answer ``query``, best first, with the plan that found them."""
-        return self._reader.recall(
+        """The memories that answer ``query``, best first, with the plan that found them. With
+        ``min_confidence``, hits whose calibrated confidence is below it are left out and
+        counted in ``RecallResult.dropped``."""
+        floor = (
+            None
+            if min_confidence is None
+            else validate.unit_interval(min_confidence, "min_confidence")
+        )
+        result = self._reader.recall(
             RecallArgs.of(
                 query,
                 k,
@@ -276,6 +303,10 @@ class Memory:
                 session_id=session_id,
             )
         )
+        if floor is None:
+            return result
+        kept = tuple(h for h in result.hits if h.confidence >= floor)
+        return replace(result, hits=kept, dropped=len(result.hits) - len(kept))
 
     def explain(self, query: str, k: int = 10, **kwargs: Any) -> Explanation:
         """Everything recall decided: the parse, the features, the plan, each retriever's
@@ -329,5 +360,18 @@ def _relation_sentence(source: str, relation: str, target: str, until: datetime 
     return sentence + "."
 
 
-def _in(namespace: str | None) -> str:
-    return "" if namespace is None else f" in namespace {namespace!r}"
+def _visible(record: MemoryRecord, scope: Scope) -> bool:
+    return (
+        record.namespace == scope.namespace
+        and scope.user_id in (None, record.user_id)
+        and scope.agent_id in (None, record.agent_id)
+    )
+
+
+def _in(scope: Scope) -> str:
+    where = f" in namespace {scope.namespace!r}"
+    if scope.user_id is not None:
+        where += f" for user {scope.user_id!r}"
+    if scope.agent_id is not None:
+        where += f" for agent {scope.agent_id!r}"
+    return where

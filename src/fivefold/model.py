@@ -231,6 +231,8 @@ class Hit:
     memory: MemoryRecord
     score: float
     sources: Mapping[str, int]
+    # Calibrated estimate in [0, 1] that this memory answers the query (fivefold.calibrate).
+    confidence: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +242,9 @@ class RecallResult:
     query: ParsedQuery
     timings: Mapping[str, float]
     cached: bool = False
+    # Hits left out because their confidence was below ``min_confidence``: "nothing stored
+    # matches" (0 hits, 0 dropped) and "nothing cleared the bar" (0 hits, n dropped) differ.
+    dropped: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 from fivefold import validate
 from fivefold.cache import ResultCache
+from fivefold.calibrate import confidence, result_features
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput
@@ -229,13 +230,15 @@ class Reader:
     ) -> RecallResult:
         top = retrieval.ranked[: args.k]
         records = self._store.get_memories([f.id for f in top])
+        features = result_features([(f.terms, f.score) for f in top])
         hits = tuple(
             Hit(
                 memory=records[f.id],
                 score=f.score,
                 sources=MappingProxyType({t.retriever.value: t.rank for t in f.terms}),
+                confidence=confidence(x),
             )
-            for f in top
+            for f, x in zip(top, features, strict=True)
             if f.id in records
         )
         timings = {**planned.timings, **retrieval.timings}

@@ -207,7 +207,7 @@ def test_ingest_stores_what_a_user_would(hashing_mem: fivefold.Memory) -> None:
     docs = ingest(hashing_mem, dataset, batch_size=3)
     assert sorted(d.id for d in docs.values()) == sorted(d.id for d in dataset.docs)
     for memory_id, doc in docs.items():
-        record = hashing_mem.get(memory_id)
+        record = hashing_mem.get(memory_id, namespace=doc.namespace)
         assert record.content == doc.content
         assert record.namespace == doc.namespace
         assert record.session_id == doc.session

@@ -39,6 +39,7 @@ from fivefold.cli_errors import friendly
 from fivefold.config import Config
 from fivefold.config_file import config_in_effect, load_config
 from fivefold.embed.base import Embedder
+from fivefold.memory import Memory
 
 __all__ = ["COMMANDS", "LOCOMO_ENV", "beir", "default_locomo_path", "locomo", "longmemeval"]
 
@@ -205,9 +206,6 @@ def beir(data: Path, split: str, **options: Any) -> None:
     _run(load_beir(data, split=split), None, _Options(**options))
 
 
-COMMANDS: tuple[click.Command, ...] = (locomo, longmemeval, beir)
-
-
 def _run(dataset: Dataset, categories: Mapping[str, str] | None, options: _Options) -> None:
     if options.limit is not None:
         dataset = limit_dataset(dataset, options.limit)
@@ -274,3 +272,40 @@ def _print(result: BenchResult) -> None:
         f"ingest {timings['ingest_s']:.1f} s, questions {timings['queries_s']:.1f} s, "
         f"scoring {timings['scoring_s']:.1f} s, total {timings['total_s']:.1f} s"
     )
+
+
+@click.command()
+@click.option(
+    "--data",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar=LOCOMO_ENV,
+    help=f"LoCoMo JSON (env {LOCOMO_ENV}); default: ../shared/data/locomo/locomo_public.json "
+    "beside the repository.",
+)
+@click.option("--limit", type=click.IntRange(min=2), help="Only the first N conversations.")
+@click.option("-k", "k", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--embedder", type=click.Choice(["minilm", "hashing"]), default="minilm", show_default=True
+)
+@friendly
+def calibration(data: Path | None, limit: int | None, k: int, embedder: str) -> None:
+    """Fit the hit confidence on LoCoMo and report it held out (reliability, ECE, top hits)."""
+    from fivefold.bench import calibration as calibration_module
+
+    path = data or default_locomo_path()
+    if path is None:
+        raise errors.InvalidInput(f"LoCoMo data not found; pass --data PATH or set {LOCOMO_ENV}")
+    dataset = load_locomo(path)
+    if limit is not None:
+        dataset = limit_dataset(dataset, limit)
+    with Memory.open(":memory:", embedder=_embedder(embedder), config=_config_in_effect()) as mem:
+        result = calibration_module.run(dataset, mem, k=k)
+    table_text, ece = calibration_module.reliability(result)
+    click.echo(f"held-out reliability (top {k} hits; fit on one half of the conversations)")
+    click.echo(table_text + f"\nexpected calibration error {ece:.4f}\n")
+    click.echo("held-out confidence of each question's top hit")
+    click.echo(calibration_module.top_hit_table(result) + "\n")
+    click.echo(calibration_module.coefficients_line(result))
+
+
+COMMANDS: tuple[click.Command, ...] = (locomo, longmemeval, beir, calibration)

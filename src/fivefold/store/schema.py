@@ -155,6 +155,12 @@ WHERE namespace = ? AND user_id = ? AND agent_id = ? AND source_id = ? AND targe
   AND relation = '{COMENTION}'
 """
 PRUNE_COMENTIONS = f"DELETE FROM edges WHERE relation = '{COMENTION}' AND support <= 0"
+DROP_ORPHAN_ENTITIES = """
+DELETE FROM entities WHERE id IN (SELECT value FROM json_each(?))
+  AND NOT EXISTS (SELECT 1 FROM mentions WHERE entity_id = entities.id)
+  AND NOT EXISTS (SELECT 1 FROM edges WHERE source_id = entities.id OR target_id = entities.id)
+  AND NOT EXISTS (SELECT 1 FROM aliases WHERE entity_id = entities.id)
+"""
 INSERT_EDGE = """
 INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation, kind,
                    confidence, valid_from, valid_to, memory_id, created_at)

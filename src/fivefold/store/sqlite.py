@@ -358,14 +358,14 @@ class SQLiteStore:
                 [r[4] for r in live],
             )
 
-    def delete_memory(self, memory_id: int, namespace: str | None = None) -> bool:
+    def delete_memory(self, memory_id: int, scope: Scope) -> bool:
         with self._transaction():
             row = self._conn.execute(
                 "SELECT namespace, user_id, agent_id, predicate, content FROM memories "
                 "WHERE id = ?",
                 (memory_id,),
             ).fetchone()
-            if row is None or (namespace is not None and row[0] != namespace):
+            if row is None or not _in_scope(row, scope):
                 return False
             ns, user, agent, predicate, content = row
             group = context.group_of(self._conn, memory_id)
@@ -394,6 +394,9 @@ class SQLiteStore:
             self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             # Its neighbours no longer carry its text: forgetting leaves no trace in context.
             context.refresh(self._conn, around, dim=self._dim, smoothing=self._smoothing())
+            # Entities only it named (no other mention, no edge, no alias a user declared)
+            # go: a forgotten name no longer resolves.
+            self._conn.execute(schema.DROP_ORPHAN_ENTITIES, (json.dumps(entity_ids),))
             self._conn.execute(schema.BUMP_NAMESPACE, (ns, -1, 1))
         with self._lock:
             index = self._dense.get(ns)
@@ -614,6 +617,15 @@ class SQLiteStore:
     def stats(self) -> StoreStats:
         with self._lock:
             return self._reads.stats(self._model, self._path)
+
+
+def _in_scope(row: Sequence[Any], scope: Scope) -> bool:
+    namespace, user, agent = row[0], row[1], row[2]
+    return (
+        namespace == scope.namespace
+        and scope.user_id in (None, user or None)
+        and scope.agent_id in (None, agent or None)
+    )
 
 
 def _stable_name(namespace: str) -> str:
