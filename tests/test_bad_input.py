@@ -613,3 +613,32 @@ def test_store_file_stays_readable_after_failed_writes(tmp_path: Path) -> None:
         finally:
             conn.close()
         assert_store_works(reopened)
+
+
+@pytest.mark.parametrize("items", [1.5, "text", b"x", {"content": "a dict, not a list"}, None])
+def test_remember_many_refuses_what_is_not_a_list_of_dicts(
+    hashing_mem: fivefold.Memory, items: object
+) -> None:
+    with pytest.raises(fivefold.InvalidInput, match="items must be a list"):
+        hashing_mem.remember_many(items)  # type: ignore[arg-type]
+    assert hashing_mem.stats().memories == 0
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e30, 1e300])
+def test_huge_and_tiny_vectors_are_normalised_not_zeroed(
+    hashing_mem: fivefold.Memory, scale: float
+) -> None:
+    vector = [scale] * hashing_mem.embedder.dim
+    record = hashing_mem.remember_many([{"content": "scaled", "vector": vector}])[0]
+    stored = hashing_mem.store.vectors([record.id])[record.id]
+    assert abs(float((stored**2).sum()) - 1.0) < 1e-5
+    assert stored[0] > 0
+
+
+@pytest.mark.parametrize("vector", [["a"] * 64, [[1.0, 2.0]], [1e400] * 64, "abc"])
+def test_a_vector_that_is_not_numbers_is_refused(
+    hashing_mem: fivefold.Memory, vector: object
+) -> None:
+    with pytest.raises(fivefold.InvalidInput, match="vector"):
+        hashing_mem.remember_many([{"content": "x", "vector": vector}])
+    assert hashing_mem.stats().memories == 0

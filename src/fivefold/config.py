@@ -39,6 +39,17 @@ class LexicalConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class WriteConfig:
+    """Bounds on one write, so no call holds the write lock for long. A memory links at most
+    ``max_entities`` names (the first ones, in the order given or found; a longer list given by
+    the caller is refused), and co-mention edges join only the first ``max_comention_entities``
+    of them: 2,000 names would otherwise be 2 million edges in one transaction."""
+
+    max_entities: int = 64
+    max_comention_entities: int = 16
+
+
+@dataclass(frozen=True, slots=True)
 class ContextConfig:
     """Session context (``store/context.py``): a memory with a ``session_id`` is indexed with
     its neighbours in the session, up to ``window`` places away (0: no context, 1 or 2).
@@ -230,6 +241,7 @@ class Config:
     )
     lexical: LexicalConfig = field(default_factory=LexicalConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
+    write: WriteConfig = field(default_factory=WriteConfig)
     graph: GraphConfig = field(default_factory=GraphConfig)
     fusion: FusionConfig = field(default_factory=FusionConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)

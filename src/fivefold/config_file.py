@@ -99,6 +99,8 @@ _RANGES: Mapping[str, _Range] = MappingProxyType(
         "lexical.content_weight": _NON_NEGATIVE,
         "lexical.max_term_share": _UNIT,
         "context.window": _Range(0.0, 2.0),
+        "write.max_entities": _ONE_UP,
+        "write.max_comention_entities": _NON_NEGATIVE,
         "context.lexical_near": _NON_NEGATIVE,
         "context.lexical_far": _NON_NEGATIVE,
         "context.vector_near": _NON_NEGATIVE,
@@ -157,6 +159,7 @@ _COMMENTS: Mapping[str, str] = MappingProxyType(
     {
         "temporal": 'Fuzzy windows in days: "recently"/"lately", "a few months ago" (seed 000).',
         "lexical": "BM25 column weights: a predicate term counts 4x a content term.",
+        "write": "Bounds on one write: names linked per memory, names joined by co-mentions.",
         "context": "Session neighbours in BM25 (column weights) and in the searched embedding.",
         "graph": "Hop scores for 0..3 hops, edge priors, freshness of expired lifecycle edges.",
         "fusion": "Score-weighted RRF: w * sqrt(c) / (k + rank), then the importance prior.",

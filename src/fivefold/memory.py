@@ -122,6 +122,8 @@ class Memory:
     def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
         """Store many memories in one transaction with one batched embedding call. An item may
         carry a precomputed ``vector`` (same model and dimension as the store's)."""
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+            raise InvalidInput(f"items must be a list of dicts, got {type(items).__name__}")
         batch = list(items)
         if not batch:
             return []
@@ -156,6 +158,7 @@ class Memory:
             known=known[namespace],
             now=now,
             default_importance=self._config.default_importance,
+            max_entities=self._config.write.max_entities,
         )
 
     def _vectors(self, prepared: Sequence[NewMemory], given: Mapping[int, Any]) -> np.ndarray:
@@ -165,13 +168,18 @@ class Memory:
         if missing:
             out[missing] = self._embedder.embed([_embed_text(prepared[i]) for i in missing])
         for position, raw in given.items():
-            vector = np.asarray(raw, dtype=np.float32).reshape(-1)
+            # float64 first: a float32 cast would turn 1e39 into inf and its square into 0 norm.
+            try:
+                vector = np.asarray(raw, dtype=np.float64).reshape(-1)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInput(f"item {position}: vector must be {dim} numbers") from exc
             if vector.shape != (dim,) or not np.all(np.isfinite(vector)):
                 raise InvalidInput(f"item {position}: vector must be {dim} finite numbers")
-            norm = float(np.linalg.norm(vector))
-            if norm == 0.0:
+            scale = float(np.max(np.abs(vector)))
+            if scale == 0.0:
                 raise InvalidInput(f"item {position}: vector is all zeros")
-            out[position] = vector / norm
+            scaled = vector / scale  # no overflow in the norm of [1e300, ...]
+            out[position] = (scaled / np.linalg.norm(scaled)).astype(np.float32)
         return out
 
     def relate(

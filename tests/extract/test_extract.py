@@ -136,6 +136,7 @@ def test_event_without_a_date_happens_when_it_was_said() -> None:
         known={},
         now=NOW,
         default_importance=0.5,
+        max_entities=64,
     )
     assert memory.type is MemoryType.EVENT
     assert memory.event_at == memory.created_at == NOW
@@ -148,6 +149,7 @@ def test_event_date_in_text_is_read_relative_to_created_at() -> None:
         known={},
         now=NOW,
         default_importance=0.5,
+        max_entities=64,
     )
     assert memory.type is MemoryType.EVENT
     assert memory.created_at == created
@@ -156,7 +158,11 @@ def test_event_date_in_text_is_read_relative_to_created_at() -> None:
 
 def test_fact_has_no_event_date() -> None:
     memory = prepare(
-        {"content": "My badge ID is 47821."}, known={}, now=NOW, default_importance=0.5
+        {"content": "My badge ID is 47821."},
+        known={},
+        now=NOW,
+        default_importance=0.5,
+        max_entities=64,
     )
     assert memory.type is MemoryType.FACT
     assert memory.event_at is None
@@ -180,6 +186,7 @@ def test_explicit_fields_win_over_inference() -> None:
         known=KNOWN,
         now=NOW,
         default_importance=0.5,
+        max_entities=64,
     )
     assert memory.type is MemoryType.EVENT
     assert memory.predicate == "drinks tea"
@@ -191,7 +198,11 @@ def test_explicit_fields_win_over_inference() -> None:
 
 def test_explicit_type_event_with_no_date_gets_created_at() -> None:
     memory = prepare(
-        {"content": "I like tea", "type": "event"}, known={}, now=NOW, default_importance=0.5
+        {"content": "I like tea", "type": "event"},
+        known={},
+        now=NOW,
+        default_importance=0.5,
+        max_entities=64,
     )
     assert memory.type is MemoryType.EVENT
     assert memory.event_at == NOW
@@ -203,6 +214,7 @@ def test_explicit_fact_with_event_date_keeps_it() -> None:
         known={},
         now=NOW,
         default_importance=0.5,
+        max_entities=64,
     )
     assert memory.type is MemoryType.FACT
     assert memory.event_at == datetime(2025, 1, 2, tzinfo=UTC)
@@ -214,6 +226,7 @@ def test_prepare_maps_known_names_to_canonical() -> None:
         known=KNOWN,
         now=NOW,
         default_importance=0.5,
+        max_entities=64,
     )
     assert sorted(memory.entities) == ["Priya Patel", "Project Kestrel"]
 
@@ -230,4 +243,4 @@ def test_prepare_maps_known_names_to_canonical() -> None:
 )
 def test_prepare_rejects_bad_items(item: dict[str, object]) -> None:
     with pytest.raises(InvalidInput):
-        prepare(item, known={}, now=NOW, default_importance=0.5)
+        prepare(item, known={}, now=NOW, default_importance=0.5, max_entities=64)

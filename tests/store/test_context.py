@@ -178,6 +178,7 @@ def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
         ALTER TABLE memories DROP COLUMN context_near;
         ALTER TABLE memories DROP COLUMN context_far;
         ALTER TABLE memories DROP COLUMN speaker;
+        ALTER TABLE mentions DROP COLUMN joined;
         ALTER TABLE vectors DROP COLUMN context;
         UPDATE meta SET value = '1' WHERE key = 'schema_version';
         DELETE FROM meta WHERE key = 'context_smoothing';

@@ -19,6 +19,7 @@ import pytest
 import fivefold
 from fivefold import EdgeKind, Memory, MemoryType, Scope
 from fivefold.config import Config, IndexConfig, OptimizerConfig
+from fivefold.errors import InvalidInput
 from fivefold.model import OptimizerMode
 from fivefold.store.base import NewMemory
 from fivefold.store.dense import NamespaceIndex
@@ -602,3 +603,24 @@ def test_building_an_hnsw_index_before_the_model_loads_does_not_crash(tmp_path: 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_a_memory_naming_thousands_is_bounded_work(hashing_mem: Memory) -> None:
+    names = [f"Person{i:04d} Zed" for i in range(2_000)]
+    with pytest.raises(InvalidInput, match=r"write\.max_entities"):
+        hashing_mem.remember("x", entities=names)
+    assert hashing_mem.stats().memories == 0
+    # Found in the text: the first 64 names are linked, the first 16 joined by co-mentions.
+    record = hashing_mem.remember(", ".join(names) + " met.")
+    assert record.entities[:2] == ("Person0000 Zed", "Person0001 Zed")
+    assert len(record.entities) == 64
+    assert hashing_mem.stats().edges == 16 * 15 // 2
+    second = hashing_mem.remember(", ".join(reversed(names[:20])) + " met again.")
+    joined_twice = hashing_mem.stats().edges
+    hashing_mem.forget(record.id)
+    # What the first memory supported is gone; what the second supports stays, once.
+    kept = hashing_mem.store.edges_touching(Scope(), list(_entity_ids(hashing_mem).values()))
+    assert len(kept) == 16 * 15 // 2
+    assert all(e.confidence == 0.5 for e in kept)
+    assert joined_twice >= len(kept)
+    assert 0 < len(hashing_mem.get(second.id).entities) <= 64

@@ -26,7 +26,10 @@ _WORD = r"[A-Z][\w'’\-]*[\w]|[A-Z]"
 # "and" is not a connector: "Sarah Chen and Priya Patel" are two people.
 _CONNECTOR = r"(?:of|de|da|del|van|von|der|la|le|the|&)"
 _NAME_SEQ = re.compile(rf"(?<!\w)(?:{_WORD})(?:\s+(?:{_CONNECTOR}\s+)?(?:{_WORD}))*")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“(]\s*)$")
+_SENTENCE_END = re.compile(r"(?:[.!?:;\n]\s*|[\"“(]\s*)$")
+# How far back a sentence end is looked for: searching the whole text before every name made a
+# text naming 2,000 people take seconds (quadratic).
+_LOOKBACK = 64
 _CODENAME = re.compile(r"\b(?:[a-z]+[A-Z]\w*|[A-Za-z]+\d+[A-Za-z\d]*)\b")
 _POSSESSIVE = re.compile(r"['’]s$")
 
@@ -85,7 +88,8 @@ def _known_names(text: str, known: Mapping[str, str]) -> Iterable[str]:
 def _capitalized_names(text: str) -> Iterable[str]:
     for match in _NAME_SEQ.finditer(text):
         words = match.group(0).split()
-        at_start = bool(_SENTENCE_START.search(text[: match.start()]))
+        start = match.start()
+        at_start = start == 0 or bool(_SENTENCE_END.search(text[max(0, start - _LOOKBACK) : start]))
         following = text[match.end() : match.end() + 2]
         trimmed = _trim(words, at_start)
         if not trimmed:

@@ -42,6 +42,7 @@ def prepare(
     known: Mapping[str, str],
     now: datetime,
     default_importance: float,
+    max_entities: int,
 ) -> NewMemory:
     unknown = set(item) - FIELDS
     if unknown:
@@ -55,6 +56,11 @@ def prepare(
     )
     importance = item.get("importance")
     entities = validate.names(item.get("entities"), "entities")
+    if entities is not None and len(entities) > max_entities:
+        raise InvalidInput(
+            f"entities has {len(entities)} names; a memory links at most {max_entities} "
+            "(write.max_entities): split it, or name the ones that matter"
+        )
     speaker = validate.optional_text(
         item.get("speaker"), "speaker", max_chars=validate.MAX_SCOPE_CHARS
     )

@@ -75,6 +75,7 @@ CREATE TABLE IF NOT EXISTS aliases (
 CREATE TABLE IF NOT EXISTS mentions (
     entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
     memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    joined    INTEGER NOT NULL DEFAULT 1,
     PRIMARY KEY (entity_id, memory_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS mentions_memory ON mentions(memory_id, entity_id);
@@ -141,7 +142,9 @@ ON CONFLICT (namespace, norm) DO UPDATE SET mentions = mentions + excluded.menti
 RETURNING id
 """
 BUMP_ENTITY_MENTIONS = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
-INSERT_MENTION = "INSERT OR IGNORE INTO mentions (entity_id, memory_id) VALUES (?, ?)"
+# ``joined``: the mention took part in the memory's co-mention edges (WriteConfig caps them), so
+# forgetting the memory takes back exactly the support it gave.
+INSERT_MENTION = "INSERT OR IGNORE INTO mentions (entity_id, memory_id, joined) VALUES (?, ?, ?)"
 UPSERT_COMENTION = f"""
 INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation, kind,
                    confidence, support, created_at)
@@ -210,6 +213,7 @@ SELECT entity_id, alias, norm, 1 FROM aliases WHERE namespace = ?
 # Schema 1 -> 2: session context columns (lexical and dense), rebuilt from the rows.
 MIGRATE_1_TO_2 = """
 ALTER TABLE memories ADD COLUMN speaker TEXT;
+ALTER TABLE mentions ADD COLUMN joined INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE memories ADD COLUMN context_near TEXT NOT NULL DEFAULT '';
 ALTER TABLE memories ADD COLUMN context_far TEXT NOT NULL DEFAULT '';
 ALTER TABLE vectors ADD COLUMN context BLOB;

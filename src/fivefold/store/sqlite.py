@@ -272,15 +272,21 @@ class SQLiteStore:
         self._conn.execute(
             schema.INSERT_VECTOR, (memory_id, np.asarray(vector, np.float32).tobytes())
         )
-        # Two spellings of one entity ("Priya Patel", "priya  patel") are one mention.
-        entity_ids = sorted(
-            {self._entity_id(scope.namespace, n, created, 0) for n in memory.entities}
+        # Two spellings of one entity ("Priya Patel", "priya  patel") are one mention. The first
+        # names count: a text naming 2,000 people is bounded work (WriteConfig).
+        bounds = self._config.write
+        named = dict.fromkeys(
+            self._entity_id(scope.namespace, n, created, 0)
+            for n in memory.entities[: bounds.max_entities]
         )
-        for entity_id in entity_ids:
-            self._conn.execute(schema.INSERT_MENTION, (entity_id, memory_id))
+        joined = sorted(list(named)[: bounds.max_comention_entities])
+        for entity_id in named:
+            self._conn.execute(
+                schema.INSERT_MENTION, (entity_id, memory_id, int(entity_id in joined))
+            )
             self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (1, entity_id))
-        for i, a in enumerate(entity_ids):
-            for b in entity_ids[i + 1 :]:
+        for i, a in enumerate(joined):
+            for b in joined[i + 1 :]:
                 self._conn.execute(
                     schema.UPSERT_COMENTION, (scope.namespace, user, agent, a, b, created)
                 )
@@ -376,16 +382,16 @@ class SQLiteStore:
             near, far = self._conn.execute(
                 "SELECT context_near, context_far FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
-            entity_ids = [
-                r[0]
-                for r in self._conn.execute(
-                    "SELECT entity_id FROM mentions WHERE memory_id = ? ORDER BY entity_id",
-                    (memory_id,),
-                )
-            ]
-            for i, a in enumerate(entity_ids):
-                self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (-1, a))
-                for b in entity_ids[i + 1 :]:
+            mentioned = self._conn.execute(
+                "SELECT entity_id, joined FROM mentions WHERE memory_id = ? ORDER BY entity_id",
+                (memory_id,),
+            ).fetchall()
+            entity_ids = [int(r[0]) for r in mentioned]
+            joined = [int(r[0]) for r in mentioned if r[1]]
+            for entity_id in entity_ids:
+                self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (-1, entity_id))
+            for i, a in enumerate(joined):
+                for b in joined[i + 1 :]:
                     self._conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
             self._conn.execute(schema.PRUNE_COMENTIONS)
             self._conn.execute(schema.DELETE_FTS, (memory_id, predicate or "", content))
