@@ -36,7 +36,7 @@ FEATURES = (
     "top_semantic",
 )
 # Fit by `fivefold bench calibration` (see the module docstring and BENCHMARKS.md).
-COEFFICIENTS = (-5.0, 1.0, -0.5, 2.0, 3.0, 0.2, 1.0, 1.0)
+COEFFICIENTS = (-7.9185, 1.0004, -0.9112, 4.2954, -0.7025, 0.2033, -0.776, 6.1049)
 
 
 def hit_features(

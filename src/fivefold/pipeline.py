@@ -302,7 +302,7 @@ class ReadPipeline:
         attributes = self._store.attributes([f.id for f in fused])
         importance = {i: a.importance for i, a in attributes.items()}
         ranked = apply_prior(fused, importance, fusion.importance_floor)
-        ranked = boost(ranked, _spoken_by_named(state.query, attributes), fusion.speaker_boost)
+        ranked = boost(ranked, spoken_by_named(state.query, attributes), fusion.speaker_boost)
         state.clock.time("fuse", start)
         return ranked, attributes
 
@@ -397,7 +397,7 @@ def _timed(
     return RetrieverRun(name, items, clock.time(name.value, start))
 
 
-def _spoken_by_named(query: ParsedQuery, attributes: Mapping[int, MemoryAttributes]) -> set[int]:
+def spoken_by_named(query: ParsedQuery, attributes: Mapping[int, MemoryAttributes]) -> set[int]:
     """Candidates whose speaker is a person the query names: by the entity's name, the words
     the query used for it, or its first name ("Caroline" for "Caroline Diaz")."""
     names: set[str] = set()

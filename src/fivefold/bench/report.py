@@ -86,6 +86,7 @@ def to_json(result: BenchResult) -> dict[str, Any]:
                 "k": setup.fusion.k,
                 "multi_hop_factor": setup.fusion.multi_hop_factor,
                 "importance_floor": setup.fusion.importance_floor,
+                "speaker_boost": setup.fusion.speaker_boost,
             },
         },
         "notes": list(result.notes),
@@ -389,7 +390,8 @@ def _setup_line(result: BenchResult) -> str:
         f"{s.docs:,} docs, {s.questions:,} questions (categories: {cats}); embedder "
         f"`{s.embedder}`; one `explain(k={s.k_max}, budget={s.budget!r})` per question; fusion "
         f"k={s.fusion.k}, multi-hop factor {s.fusion.multi_hop_factor}, importance floor "
-        f"{s.fusion.importance_floor}. Time: ingest {t['ingest_s']:.1f} s, questions "
+        f"{s.fusion.importance_floor}, speaker boost {s.fusion.speaker_boost}. "
+        f"Time: ingest {t['ingest_s']:.1f} s, questions "
         f"{t['queries_s']:.1f} s (explain p50 {t['query_p50_ms']:.1f} ms, p99 "
         f"{t['query_p99_ms']:.1f} ms), scoring {t['scoring_s']:.1f} s, total "
         f"{t['total_s']:.1f} s." + _optimized_line(result)

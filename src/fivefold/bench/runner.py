@@ -49,6 +49,7 @@ from fivefold.embed.base import Embedder
 from fivefold.errors import FivefoldError, InvalidInput
 from fivefold.memory import Memory
 from fivefold.model import Explanation, OptimizerMode, RetrieverName, RetrieverRun
+from fivefold.pipeline import spoken_by_named
 
 __all__ = [
     "LOCOMO_CATEGORIES",
@@ -363,6 +364,7 @@ def _trace(mem: Memory, explanation: Explanation) -> Trace:
         weights=explanation.plan.weights,
         importance=MappingProxyType({i: a.importance for i, a in attributes.items()}),
         engine=tuple(hit.id for hit in explanation.hits),
+        spoken=frozenset(spoken_by_named(explanation.query, attributes)),
     )
 
 

@@ -31,7 +31,7 @@ from enum import StrEnum
 from functools import partial
 
 from fivefold.config import FusionConfig
-from fivefold.fuse import Fused, apply_prior, convex, plain_rrf, weighted_rrf
+from fivefold.fuse import Fused, apply_prior, boost, convex, plain_rrf, weighted_rrf
 from fivefold.model import RetrieverName, RetrieverRun
 
 __all__ = [
@@ -77,6 +77,8 @@ class Trace:
     # The same question on a store that indexes every memory alone (no session context): the
     # plain baselines, as a generic hybrid search library would index the turns.
     plain: tuple[RetrieverRun, ...] = ()
+    # Candidates spoken by a person the question names (the engine's speaker boost).
+    spoken: frozenset[int] = frozenset()
 
     def run(self, name: RetrieverName) -> RetrieverRun | None:
         return next((run for run in self.runs if run.name is name), None)
@@ -89,6 +91,7 @@ class FusionSettings:
     k: int = 60
     multi_hop_factor: float = 0.8
     importance_floor: float = 0.7
+    speaker_boost: float = 0.0
 
     @classmethod
     def from_config(cls, fusion: FusionConfig) -> FusionSettings:
@@ -96,6 +99,7 @@ class FusionSettings:
             k=fusion.k,
             multi_hop_factor=fusion.graph_multi_hop_weight,
             importance_floor=fusion.importance_floor,
+            speaker_boost=fusion.speaker_boost,
         )
 
 
@@ -300,10 +304,11 @@ def _graph_weight(trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
 
 def _prior(fused: Sequence[Fused], trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
     """What the engine does after fusing: drop candidates with a fused score of 0 (no evidence
-    for them), then apply the importance prior. Challengers replace the fusion step only, so a
-    difference from the engine is the fusion's."""
+    for them), then apply the importance prior and the speaker boost. Challengers replace the
+    fusion step only, so a difference from the engine is the fusion's."""
     evidenced = [f for f in fused if f.score > 0.0]
-    return _ids(apply_prior(evidenced, trace.importance, settings.importance_floor))
+    prior = apply_prior(evidenced, trace.importance, settings.importance_floor)
+    return _ids(boost(prior, trace.spoken, settings.speaker_boost))
 
 
 def _ids(fused: Sequence[Fused]) -> tuple[int, ...]:
