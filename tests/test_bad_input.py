@@ -11,6 +11,7 @@ import random
 import sqlite3
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -642,3 +643,60 @@ def test_a_vector_that_is_not_numbers_is_refused(
     with pytest.raises(fivefold.InvalidInput, match="vector"):
         hashing_mem.remember_many([{"content": "x", "vector": vector}])
     assert hashing_mem.stats().memories == 0
+
+
+@pytest.mark.parametrize(
+    "when",
+    [
+        "0001-01-01T00:00:00+14:00",  # year 0 in UTC
+        "9999-06-01T00:00:00+00:00",
+        "9998-12-31T23:00:00-05:00",  # 9999 in UTC
+        datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))),
+    ],
+)
+def test_dates_off_the_supported_calendar_are_refused_before_writing(
+    hashing_mem: fivefold.Memory, when: object
+) -> None:
+    with pytest.raises(fivefold.InvalidInput, match="years 1 to 9998"):
+        hashing_mem.remember("launch party", event_at=when)
+    with pytest.raises(fivefold.InvalidInput, match="years 1 to 9998"):
+        hashing_mem.remember_many([{"content": "ok"}, {"content": "x", "created_at": when}])
+    assert hashing_mem.stats().memories == 0
+    with pytest.raises(fivefold.InvalidInput, match="now"):
+        hashing_mem.recall("anything", now=when)  # type: ignore[arg-type]
+
+
+FIRST, LAST = "0001-01-01T00:00:00+00:00", "9998-12-31T00:00:00+00:00"
+
+
+@pytest.mark.parametrize(
+    ("created", "now", "text", "query"),
+    [
+        (
+            "0001-01-01T00:00:00+00:00",
+            "0001-01-03T00:00:00+00:00",
+            "yesterday I met Ana",
+            "what did I do yesterday?",
+        ),
+        (
+            "9998-12-31T00:00:00+00:00",
+            "9998-12-31T12:00:00+00:00",
+            "next week I fly to Oslo",
+            "what happens next week?",
+        ),
+        (
+            "0001-01-01T00:00:00+00:00",
+            "0001-01-01T00:00:00+00:00",
+            "a few months ago I moved",
+            "what did I do recently?",
+        ),
+    ],
+)
+def test_date_arithmetic_at_the_ends_of_the_calendar_never_overflows(
+    hashing_mem: fivefold.Memory, created: str, now: str, text: str, query: str
+) -> None:
+    record = hashing_mem.remember_many([{"content": text, "created_at": created}])[0]
+    assert hashing_mem.get(record.id).content == text
+    for phrase in (query, "what happens next week?", "what did I do yesterday?", "last year"):
+        hashing_mem.recall(phrase, now=now)
+        hashing_mem.explain(phrase, now=now)

@@ -122,11 +122,23 @@ class Memory:
     def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
         """Store many memories in one transaction with one batched embedding call. An item may
         carry a precomputed ``vector`` (same model and dimension as the store's)."""
+        prepared, vectors = self._prepare_batch(items)
+        if not prepared:
+            return []
+        ids = self._store.insert_memories(prepared, vectors)
+        records = self._store.get_memories(ids)
+        return [records[i] for i in ids]
+
+    def _prepare_batch(
+        self, items: Iterable[Mapping[str, Any]]
+    ) -> tuple[list[NewMemory], np.ndarray]:
+        """Validate and infer every item, and embed what has no precomputed vector: all of it
+        before anything is written."""
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise InvalidInput(f"items must be a list of dicts, got {type(items).__name__}")
         batch = list(items)
         if not batch:
-            return []
+            return [], np.zeros((0, self._embedder.dim), dtype=np.float32)
         now = datetime.now(UTC)
         prepared: list[NewMemory] = []
         given: dict[int, Any] = {}
@@ -142,10 +154,7 @@ class Memory:
             except InvalidInput as exc:
                 raise InvalidInput(f"item {position}: {exc}") from exc
         prepared = _share_batch_names(prepared, batch, known)
-        vectors = self._vectors(prepared, given)
-        ids = self._store.insert_memories(prepared, vectors)
-        records = self._store.get_memories(ids)
-        return [records[i] for i in ids]
+        return prepared, self._vectors(prepared, given)
 
     def _prepare(
         self, fields: Mapping[str, Any], now: datetime, known: dict[str, dict[str, str]]
@@ -209,17 +218,21 @@ class Memory:
         edge_kind = validate.edge_kind(kind)
         edge_confidence = validate.unit_interval(confidence, "confidence")
         scope = validate.scope(namespace, user_id, agent_id)
-        memory_id = None
+        fact: NewMemory | None = None
+        vector = None
         if record:
-            memory_id = self.remember(
-                _relation_sentence(source, relation, target, end),
-                type="fact",
-                predicate=f"{source} {relation.replace('_', ' ')} {target}",
-                entities=[source, target],
-                namespace=scope.namespace,
-                user_id=scope.user_id,
-                agent_id=scope.agent_id,
-            ).id
+            item = {
+                "content": _relation_sentence(source, relation, target, end),
+                "type": "fact",
+                "predicate": f"{source} {relation.replace('_', ' ')} {target}",
+                "entities": [source, target],
+                "namespace": scope.namespace,
+                "user_id": scope.user_id,
+                "agent_id": scope.agent_id,
+            }
+            prepared, vectors = self._prepare_batch([{k: v for k, v in item.items() if v}])
+            fact, vector = prepared[0], vectors[0]
+        # The fact and its edge in one transaction: a failed edge leaves no fact behind.
         return self._store.add_edge(
             NewEdge(
                 source=source,
@@ -230,8 +243,9 @@ class Memory:
                 valid_from=start,
                 valid_to=end,
                 scope=scope,
-                memory_id=memory_id,
-            )
+            ),
+            record=fact,
+            vector=vector,
         )
 
     def alias(self, name: str, alias: str, *, namespace: str = "default") -> Entity:

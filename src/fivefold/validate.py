@@ -17,6 +17,7 @@ from fivefold.text import normalize_name
 MAX_CONTENT_CHARS = 100_000
 MAX_K = 1_000
 MAX_SCOPE_CHARS = 256
+MIN_YEAR, MAX_YEAR = 1, 9998
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -65,7 +66,19 @@ def when(value: object, name: str) -> datetime | None:
         raise InvalidInput(
             f"{name} must be a datetime or an ISO string, got {type(value).__name__}"
         )
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    # Checked in UTC, where it is stored: 0001-01-01T00:00+14:00 is in year 0 there, which no
+    # datetime can hold, and the end of the calendar leaves no room for "next week".
+    try:
+        year = aware.astimezone(UTC).year
+    except (OverflowError, ValueError):
+        year = 0
+    if not MIN_YEAR <= year <= MAX_YEAR:
+        raise InvalidInput(
+            f"{name}={value.isoformat()} is outside the supported dates: years {MIN_YEAR} to "
+            f"{MAX_YEAR} in UTC"
+        )
+    return aware
 
 
 def enum(value: object, kind: type[E], name: str) -> E:

@@ -624,3 +624,23 @@ def test_a_memory_naming_thousands_is_bounded_work(hashing_mem: Memory) -> None:
     assert all(e.confidence == 0.5 for e in kept)
     assert joined_twice >= len(kept)
     assert 0 < len(hashing_mem.get(second.id).entities) <= 64
+
+
+def test_relate_writes_its_fact_and_its_edge_together_or_not_at_all(
+    hashing_mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fivefold.store import schema
+
+    generation = hashing_mem.store.namespace_generation("default")
+    monkeypatch.setattr(schema, "INSERT_EDGE", "INSERT INTO no_such_table VALUES (?)")
+    with pytest.raises(fivefold.StoreError):
+        hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel")
+    stats = hashing_mem.stats()
+    assert (stats.memories, stats.edges, stats.entities) == (0, 0, 0)
+    assert hashing_mem.store.namespace_generation("default") == generation
+    assert hashing_mem.recall("who does Sarah Chen report to?").hits == ()
+    monkeypatch.undo()
+    edge = hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel")
+    assert edge.memory_id is not None
+    assert hashing_mem.get(edge.memory_id).content == "Sarah Chen reports to Priya Patel."
+    assert hashing_mem.recall("who does Sarah Chen report to?").hits[0].memory.id == edge.memory_id

@@ -493,10 +493,19 @@ _UNION_JOIN = re.compile(r"\s*(?:,\s*)?(?:(?:and|or|&|/)\s*)?", re.IGNORECASE)
 _SINCE_BEFORE = re.compile(r"\b(?:ever\s+)?since\s+$", re.IGNORECASE)
 
 
+def _resolve(rule: _Rule, m: re.Match[str], ctx: _Ctx) -> _Span | None:
+    """An expression whose date falls off the calendar ("next week" on 9998-12-31, "yesterday"
+    on 0001-01-01) denotes no window, rather than an OverflowError."""
+    try:
+        return rule.resolve(m, ctx)
+    except (OverflowError, ValueError):
+        return None
+
+
 def _matches(text: str, ctx: _Ctx) -> Iterator[_Found]:
     for rule in _RULES:
         for m in rule.pattern.finditer(text):
-            span = rule.resolve(m, ctx)
+            span = _resolve(rule, m, ctx)
             if span is not None and span.start <= span.end:
                 yield _Found(m.start(), m.end(), span)
 
@@ -505,7 +514,7 @@ def _range_end(text: str, pos: int, ctx: _Ctx) -> tuple[int, _Span] | None:
     best: tuple[int, _Span] | None = None
     for rule in _RANGE_ENDS:
         m = rule.pattern.match(text, pos)
-        if m and (best is None or m.end() > best[0]) and (span := rule.resolve(m, ctx)):
+        if m and (best is None or m.end() > best[0]) and (span := _resolve(rule, m, ctx)):
             best = (m.end(), span)
     return best
 

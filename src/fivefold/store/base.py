@@ -141,7 +141,12 @@ class Store(Protocol):
         only it supported; False when no such memory is in the scope."""
         ...
 
-    def add_edge(self, edge: NewEdge) -> Edge: ...
+    def add_edge(
+        self, edge: NewEdge, *, record: NewMemory | None = None, vector: Vectors | None = None
+    ) -> Edge:
+        """Write the edge and, when given, the fact memory that records it (with its vector)
+        in one transaction: both or neither."""
+        ...
 
     def add_alias(self, namespace: str, name: str, alias: str) -> Entity: ...
 

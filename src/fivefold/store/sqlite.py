@@ -412,10 +412,18 @@ class SQLiteStore:
                 index.generation += 1
         return True
 
-    def add_edge(self, edge: NewEdge) -> Edge:
+    def add_edge(
+        self, edge: NewEdge, *, record: NewMemory | None = None, vector: Vectors | None = None
+    ) -> Edge:
         scope = edge.scope
         now = to_ts(datetime.now().astimezone())
+        memory_id = edge.memory_id
         with self._transaction():
+            if record is not None:
+                if vector is None or len(vector) != self._dim:
+                    raise InvalidInput(f"the record needs one {self._dim}-d vector")
+                memory_id = self._insert_one(record, vector)
+                self._conn.execute(schema.BUMP_NAMESPACE, (record.scope.namespace, 1, 1))
             source = self._entity_id(scope.namespace, edge.source, now, 0)
             target = self._entity_id(scope.namespace, edge.target, now, 0)
             cur = self._conn.execute(
@@ -431,11 +439,13 @@ class SQLiteStore:
                     edge.confidence,
                     None if edge.valid_from is None else to_ts(edge.valid_from),
                     None if edge.valid_to is None else to_ts(edge.valid_to),
-                    edge.memory_id,
+                    memory_id,
                     now,
                 ),
             )
             self._conn.execute(schema.BUMP_NAMESPACE, (scope.namespace, 0, 0))
+        if record is not None and vector is not None and memory_id is not None:
+            self._after_insert([record], np.asarray(vector)[None, :], [memory_id], {})
         return Edge(
             id=int(cur.lastrowid or 0),
             namespace=scope.namespace,
@@ -446,7 +456,7 @@ class SQLiteStore:
             confidence=edge.confidence,
             valid_from=edge.valid_from,
             valid_to=edge.valid_to,
-            memory_id=edge.memory_id,
+            memory_id=memory_id,
         )
 
     def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
