@@ -156,25 +156,32 @@ def _common(limit_help: str) -> _Decorator:
     return decorate
 
 
-@click.command()
-@click.option(
+_LOCOMO_DATA: _Decorator = click.option(
     "--data",
     type=click.Path(dir_okay=False, path_type=Path),
     envvar=LOCOMO_ENV,
     help=f"LoCoMo JSON (env {LOCOMO_ENV}); default: ../shared/data/locomo/locomo_public.json "
     "beside the repository.",
 )
-@_common("Only the first N conversations.")
-@friendly
-def locomo(data: Path | None, **options: Any) -> None:
-    """LoCoMo: one memory per turn, categories 1-4 scored (5, adversarial, left out)."""
+
+
+def _locomo_path(data: Path | None) -> Path:
     path = data or default_locomo_path()
     if path is None:
         raise errors.InvalidInput(
             f"LoCoMo data not found: no {LOCOMO_RELATIVE} above {Path.cwd()} or the installed "
             f"package; pass --data PATH or set {LOCOMO_ENV}"
         )
-    _run(load_locomo(path), LOCOMO_CATEGORIES, _Options(**options))
+    return path
+
+
+@click.command()
+@_LOCOMO_DATA
+@_common("Only the first N conversations.")
+@friendly
+def locomo(data: Path | None, **options: Any) -> None:
+    """LoCoMo: one memory per turn, categories 1-4 scored (5, adversarial, left out)."""
+    _run(load_locomo(_locomo_path(data)), LOCOMO_CATEGORIES, _Options(**options))
 
 
 @click.command()
@@ -275,13 +282,7 @@ def _print(result: BenchResult) -> None:
 
 
 @click.command()
-@click.option(
-    "--data",
-    type=click.Path(dir_okay=False, path_type=Path),
-    envvar=LOCOMO_ENV,
-    help=f"LoCoMo JSON (env {LOCOMO_ENV}); default: ../shared/data/locomo/locomo_public.json "
-    "beside the repository.",
-)
+@_LOCOMO_DATA
 @click.option("--limit", type=click.IntRange(min=2), help="Only the first N conversations.")
 @click.option("-k", "k", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option(
@@ -292,10 +293,7 @@ def calibration(data: Path | None, limit: int | None, k: int, embedder: str) -> 
     """Fit the hit confidence on LoCoMo and report it held out (reliability, ECE, top hits)."""
     from fivefold.bench import calibration as calibration_module
 
-    path = data or default_locomo_path()
-    if path is None:
-        raise errors.InvalidInput(f"LoCoMo data not found; pass --data PATH or set {LOCOMO_ENV}")
-    dataset = load_locomo(path)
+    dataset = load_locomo(_locomo_path(data))
     if limit is not None:
         dataset = limit_dataset(dataset, limit)
     with Memory.open(":memory:", embedder=_embedder(embedder), config=_config_in_effect()) as mem:
