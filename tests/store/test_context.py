@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fivefold
-from fivefold.config import Config, ContextConfig
+from fivefold.config import Config, ContextConfig, IndexConfig
 from fivefold.model import Scope
 from fivefold.store import schema
 
@@ -203,3 +203,22 @@ def test_explain_says_when_a_hit_matched_through_its_context(
     hits = {h.id: h for h in hashing_mem.explain("sometime", k=10).hits}
     assert not hits[ids[4]].via_context
     assert hits[ids[3]].via_context
+
+
+def test_an_hnsw_index_follows_context_changes_and_forgets(tmp_path: Path) -> None:
+    config = Config(index=IndexConfig(hnsw_threshold=10))
+    path = str(tmp_path / "h.db")
+    with fivefold.Memory.open(path, embedder=fivefold.HashingEmbedder(), config=config) as mem:
+        mem.remember_many(
+            [{"content": f"turn {i} about topic{i}", "session_id": "s"} for i in range(30)]
+        )
+        assert mem.recall("topic5").hits[0].memory.content == "turn 5 about topic5"
+        assert mem.store._dense["default"].uses_hnsw  # type: ignore[attr-defined]
+        # One at a time: each write re-smooths the two before it in the loaded index.
+        for i in range(30, 40):
+            mem.remember(f"turn {i} about topic{i}", session_id="s")
+        hit = mem.recall("topic35").hits[0]
+        assert hit.memory.content == "turn 35 about topic35"
+        mem.forget(hit.memory.id)
+        assert mem.recall("topic36").hits[0].memory.content == "turn 36 about topic36"
+        assert all("topic35" not in h.memory.content for h in mem.recall("topic35").hits)
