@@ -230,7 +230,8 @@ class Memory:
                 "user_id": scope.user_id,
                 "agent_id": scope.agent_id,
             }
-            prepared, vectors = self._prepare_batch([{k: v for k, v in item.items() if v}])
+            given = {k: v for k, v in item.items() if v is not None}
+            prepared, vectors = self._prepare_batch([given])
             fact, vector = prepared[0], vectors[0]
         # The fact and its edge in one transaction: a failed edge leaves no fact behind.
         return self._store.add_edge(
@@ -282,7 +283,7 @@ class Memory:
         """The memory with this id, if it is in the scope (else ``NotFound``)."""
         scope = validate.scope(namespace, user_id, agent_id)
         record = self._store.get_memories([validate.memory_id(memory_id)]).get(memory_id)
-        if record is None or not _visible(record, scope):
+        if record is None or not scope.admits(record.namespace, record.user_id, record.agent_id):
             raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
         return record
 
@@ -380,14 +381,6 @@ def _relation_sentence(source: str, relation: str, target: str, until: datetime 
     if until is not None:
         sentence += f" (until {until.date().isoformat()})"
     return sentence + "."
-
-
-def _visible(record: MemoryRecord, scope: Scope) -> bool:
-    return (
-        record.namespace == scope.namespace
-        and scope.user_id in (None, record.user_id)
-        and scope.agent_id in (None, record.agent_id)
-    )
 
 
 def _in(scope: Scope) -> str:

@@ -91,6 +91,14 @@ class Scope:
     user_id: str | None = None
     agent_id: str | None = None
 
+    def admits(self, namespace: str, user_id: str | None, agent_id: str | None) -> bool:
+        """Whether a memory written with these scope fields is visible in this scope."""
+        return (
+            namespace == self.namespace
+            and self.user_id in (None, user_id)
+            and self.agent_id in (None, agent_id)
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:

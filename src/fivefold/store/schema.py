@@ -204,6 +204,11 @@ SELECT m.id, coalesce(v.context, v.embedding), m.user_id, m.agent_id, m.type
 FROM memories m JOIN vectors v ON v.memory_id = m.id
 WHERE m.namespace = ? ORDER BY m.id
 """
+SELECT_SEARCHED_VECTORS = """
+SELECT m.id, coalesce(v.context, v.embedding), m.user_id, m.agent_id, m.type
+FROM memories m JOIN vectors v ON v.memory_id = m.id
+WHERE m.id IN (SELECT value FROM json_each(?)) ORDER BY m.id
+"""
 SELECT_CATALOG = """
 SELECT id, name, norm, 0 FROM entities WHERE namespace = ?
 UNION ALL

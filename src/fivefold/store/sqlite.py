@@ -162,9 +162,10 @@ class SQLiteStore:
             # Rows written before speakers existed get the one their text names, as new
             # writes do (the "Name: text" convention).
             rows = self._conn.execute("SELECT id, content FROM memories").fetchall()
+            speakers = [(infer_speaker(c), i) for i, c in rows]
             self._conn.executemany(
                 "UPDATE memories SET speaker = ? WHERE id = ?",
-                [(infer_speaker(c), i) for i, c in rows if infer_speaker(c) is not None],
+                [(s, i) for s, i in speakers if s is not None],
             )
             self._conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
         self._rebuild_context()
@@ -212,18 +213,24 @@ class SQLiteStore:
             raise InvalidInput("one vector per memory is required")
         if len(vectors) and vectors.shape[1] != self._dim:
             raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
-        ids: list[int] = []
         with self._transaction():
-            for memory, vector in zip(memories, vectors, strict=True):
-                ids.append(self._insert_one(memory, vector))
-            searched = self._refresh_context(memories, ids)
-            counts: dict[str, int] = {}
-            for memory in memories:
-                counts[memory.scope.namespace] = counts.get(memory.scope.namespace, 0) + 1
-            for namespace, count in counts.items():
-                self._conn.execute(schema.BUMP_NAMESPACE, (namespace, count, 1))
+            ids, searched = self._write_memories(memories, vectors)
         self._after_insert(memories, vectors, ids, searched)
         return ids
+
+    def _write_memories(
+        self, memories: Sequence[NewMemory], vectors: Vectors
+    ) -> tuple[list[int], dict[int, Any]]:
+        """Inside a transaction: the rows, their session context and the namespace counts.
+        Returns the ids and the searched vector of every memory whose context gives it one."""
+        ids = [self._insert_one(m, v) for m, v in zip(memories, vectors, strict=True)]
+        searched = self._refresh_context(memories, ids)
+        counts: dict[str, int] = {}
+        for memory in memories:
+            counts[memory.scope.namespace] = counts.get(memory.scope.namespace, 0) + 1
+        for namespace, count in counts.items():
+            self._conn.execute(schema.BUMP_NAMESPACE, (namespace, count, 1))
+        return ids, searched
 
     def _smoothing(self) -> context.Smoothing:
         cfg = self._config.context
@@ -349,10 +356,7 @@ class SQLiteStore:
         if not ids:
             return
         rows = self._conn.execute(
-            "SELECT m.id, coalesce(v.context, v.embedding), m.user_id, m.agent_id, m.type "
-            "FROM memories m JOIN vectors v ON v.memory_id = m.id "
-            "WHERE m.id IN (SELECT value FROM json_each(?)) ORDER BY m.id",
-            (json.dumps([int(i) for i in ids]),),
+            schema.SELECT_SEARCHED_VECTORS, (json.dumps([int(i) for i in ids]),)
         ).fetchall()
         live = [r for r in rows if index.remove(int(r[0]))]
         if live:
@@ -371,7 +375,8 @@ class SQLiteStore:
                 "WHERE id = ?",
                 (memory_id,),
             ).fetchone()
-            if row is None or not _in_scope(row, scope):
+            # Scope columns hold '' for "none" (schema.py).
+            if row is None or not scope.admits(row[0], row[1] or None, row[2] or None):
                 return False
             ns, user, agent, predicate, content = row
             group = context.group_of(self._conn, memory_id)
@@ -418,12 +423,15 @@ class SQLiteStore:
         scope = edge.scope
         now = to_ts(datetime.now().astimezone())
         memory_id = edge.memory_id
+        records: list[NewMemory] = [] if record is None else [record]
+        if records and (vector is None or len(vector) != self._dim):
+            raise InvalidInput(f"the record needs one {self._dim}-d vector")
+        matrix = np.asarray(vector if records else [], dtype=np.float32).reshape(
+            len(records), self._dim
+        )
         with self._transaction():
-            if record is not None:
-                if vector is None or len(vector) != self._dim:
-                    raise InvalidInput(f"the record needs one {self._dim}-d vector")
-                memory_id = self._insert_one(record, vector)
-                self._conn.execute(schema.BUMP_NAMESPACE, (record.scope.namespace, 1, 1))
+            ids, searched = self._write_memories(records, matrix)
+            memory_id = ids[0] if ids else memory_id
             source = self._entity_id(scope.namespace, edge.source, now, 0)
             target = self._entity_id(scope.namespace, edge.target, now, 0)
             cur = self._conn.execute(
@@ -444,8 +452,7 @@ class SQLiteStore:
                 ),
             )
             self._conn.execute(schema.BUMP_NAMESPACE, (scope.namespace, 0, 0))
-        if record is not None and vector is not None and memory_id is not None:
-            self._after_insert([record], np.asarray(vector)[None, :], [memory_id], {})
+        self._after_insert(records, matrix, ids, searched)
         return Edge(
             id=int(cur.lastrowid or 0),
             namespace=scope.namespace,
@@ -633,15 +640,6 @@ class SQLiteStore:
     def stats(self) -> StoreStats:
         with self._lock:
             return self._reads.stats(self._model, self._path)
-
-
-def _in_scope(row: Sequence[Any], scope: Scope) -> bool:
-    namespace, user, agent = row[0], row[1], row[2]
-    return (
-        namespace == scope.namespace
-        and scope.user_id in (None, user or None)
-        and scope.agent_id in (None, agent or None)
-    )
 
 
 def _stable_name(namespace: str) -> str:
