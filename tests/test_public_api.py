@@ -5,7 +5,9 @@ from __future__ import annotations
 import fivefold
 
 PUBLIC = {
+    "AccessDenied",
     "Budget",
+    "Client",
     "Config",
     "ConfigError",
     "Edge",

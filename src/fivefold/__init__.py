@@ -13,6 +13,7 @@ the question. The embedded default is one SQLite file::
 from fivefold.config import Config
 from fivefold.embed import Embedder, HashingEmbedder, MiniLMEmbedder
 from fivefold.errors import (
+    AccessDenied,
     ConfigError,
     EmbedderError,
     EmbeddingModelMismatch,
@@ -45,8 +46,20 @@ from fivefold.model import (
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    # The HTTP client is imported on first use: embedded users never load httpx.
+    if name == "Client":
+        from fivefold.client import Client
+
+        return Client
+    raise AttributeError(f"module 'fivefold' has no attribute {name!r}")
+
+
 __all__ = [
+    "AccessDenied",
     "Budget",
+    "Client",
     "Config",
     "ConfigError",
     "Edge",

@@ -4,10 +4,9 @@ code (2 bad input, 3 not found, 4 store problem, 1 anything else of ours); never
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -26,7 +25,7 @@ from fivefold.cli_render import (
     result_json,
 )
 from fivefold.config import Config
-from fivefold.config_file import API_KEY_ENV, config_in_effect, config_to_toml, load_config
+from fivefold.config_file import config_in_effect, config_to_toml, settings_in_effect
 from fivefold.memory import Memory
 
 P = ParamSpec("P")
@@ -44,11 +43,7 @@ def _settings(ctx: click.Context) -> Config:
     it, so that `config path` works with a broken file), plus the rewrite API key from the
     environment: the one secret, which never lives in the file."""
     if "config" not in ctx.obj:
-        path = config_in_effect(ctx.obj["config_path"])
-        config = Config() if path is None else load_config(path)
-        if api_key := os.environ.get(API_KEY_ENV):
-            config = replace(config, rewrite=replace(config.rewrite, api_key=api_key))
-        ctx.obj["config"] = config
+        ctx.obj["config"] = settings_in_effect(ctx.obj["config_path"])
     settings: Config = ctx.obj["config"]
     return settings
 
@@ -282,8 +277,11 @@ def config_path(ctx: click.Context, /) -> None:
 def _register_bench() -> None:
     # Imported here, not at the top: the bench modules import this package's CLI helpers.
     from fivefold.bench.cli import bench
+    from fivefold.cli_serve import keys, mcp, serve
 
     cli.add_command(bench)
+    for command in (serve, mcp, keys):
+        cli.add_command(command)
 
 
 _register_bench()

@@ -235,6 +235,21 @@ class RewriteConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ServeConfig:
+    """``fivefold serve``: where it listens and what one request may ask. API keys are not
+    settings: they live in the same file's ``[[keys]]`` tables (``fivefold keys``)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8420
+    # One worker per core (the 2-core target machine): a worker is one Python process, and the
+    # GIL caps each at about one core of recall work (BENCHMARKS.md, serve).
+    workers: int = 2
+    max_body_bytes: int = 1_048_576
+    max_k: int = 100
+    max_batch: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     temporal: TemporalConfig = field(default_factory=TemporalConfig)
     namespace_temporal: Mapping[str, TemporalConfig] = field(
@@ -252,6 +267,7 @@ class Config:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     mmr: MMRConfig = field(default_factory=MMRConfig)
     rewrite: RewriteConfig = field(default_factory=RewriteConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
     default_importance: float = 0.5
 
     def temporal_for(self, namespace: str) -> TemporalConfig:

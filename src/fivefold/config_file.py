@@ -34,16 +34,20 @@ if TYPE_CHECKING:
 __all__ = [
     "API_KEY_ENV",
     "FILE_NAME",
+    "KEYS",
     "check_config",
     "config_from_toml",
     "config_in_effect",
     "config_to_toml",
     "default_config_path",
     "load_config",
+    "settings_in_effect",
 ]
 
 API_KEY_ENV = "FIVEFOLD_LLM_API_KEY"
 FILE_NAME = "config.toml"
+# The [[keys]] tables of the server's API keys (hashed), in the same file as the settings.
+KEYS = "keys"
 # Per-namespace fuzzy windows live in [temporal.namespaces.<name>], next to the global ones.
 NAMESPACES = "namespaces"
 _NAMESPACE_FIELD = "namespace_temporal"
@@ -151,6 +155,11 @@ _RANGES: Mapping[str, _Range] = MappingProxyType(
         "rewrite.terms_per_rewrite": _ONE_UP,
         "rewrite.timeout_seconds": _POSITIVE,
         "default_importance": _UNIT,
+        "serve.port": _Range(1.0, 65535.0),
+        "serve.workers": _ONE_UP,
+        "serve.max_body_bytes": _Range(1024.0),
+        "serve.max_k": _ONE_UP,
+        "serve.max_batch": _ONE_UP,
     }
 )
 _ANY = _Range()
@@ -172,6 +181,8 @@ _COMMENTS: Mapping[str, str] = MappingProxyType(
         "mmr": "Diversity: lambda * relevance - (1 - lambda) * redundancy.",
         "rewrite": 'Query rewrites; endpoint "" = offline feedback rewrites.\n'
         f"The API key comes from the environment variable {API_KEY_ENV}, never from this file.",
+        "serve": "fivefold serve: address, worker processes, per-request limits.\n"
+        "API keys are [[keys]] tables, managed with `fivefold keys` (never printed here).",
     }
 )
 
@@ -195,6 +206,18 @@ def config_in_effect(given: Path | None) -> Path | None:
         return given
     default = default_config_path()
     return default if default.is_file() else None
+
+
+def settings_in_effect(given: Path | None) -> Config:
+    """What an entry point runs with: the file in effect (or the defaults) plus the rewrite
+    API key from the environment, the one secret, which never lives in the file."""
+    import os
+
+    path = config_in_effect(given)
+    config = Config() if path is None else load_config(path)
+    if api_key := os.environ.get(API_KEY_ENV):
+        config = replace(config, rewrite=replace(config.rewrite, api_key=api_key))
+    return config
 
 
 # -- reading ---------------------------------------------------------------------------------------
@@ -234,6 +257,8 @@ def _build(document: Mapping[str, Any], source: str) -> Config:
     hints = _hints(Config)
     changes: dict[str, Any] = {}
     for key, raw in document.items():
+        if key == KEYS:
+            continue  # the server's API keys: fivefold.serve.keys reads and checks them
         if key == "temporal":
             changes["temporal"], changes[_NAMESPACE_FIELD] = _temporal(raw, source)
         elif key in _file_fields(Config):
@@ -331,6 +356,8 @@ def _scalar(raw: object, hint: Any, key: str, rule: str, source: str) -> object:
         if not _RANGES.get(rule, _ANY).admits(raw):
             raise _error(source, key, f"{raw!r} is out of range; expected {expected}")
         return float(raw) if hint is float else raw
+    if hint is str and isinstance(raw, str) and raw.strip():
+        return raw
     if hint is bool and isinstance(raw, bool):
         return raw
     if hint == (str | None) and isinstance(raw, str):
@@ -483,6 +510,8 @@ def _expected(hint: Any, rule: str) -> str:
         return f"a number{bounds}"
     if isinstance(hint, type) and issubclass(hint, StrEnum):
         return "one of " + ", ".join(f'"{member.value}"' for member in hint)
+    if hint is str:
+        return "a non-empty string"
     return 'a string ("" for none)'
 
 

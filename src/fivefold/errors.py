@@ -41,7 +41,13 @@ class ConfigError(FivefoldError):
     """A configuration file or value is invalid."""
 
 
+class AccessDenied(FivefoldError, PermissionError):
+    """The server refused the request: no API key, an unknown or revoked one, or a scope
+    (namespace, user, agent) the key is not bound to."""
+
+
 __all__ = [
+    "AccessDenied",
     "ConfigError",
     "EmbedderError",
     "EmbeddingModelMismatch",

@@ -287,8 +287,31 @@ class Memory:
             raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
         return record
 
-    def stats(self) -> StoreStats:
-        return self._store.stats()
+    def browse(
+        self,
+        *,
+        limit: int = 50,
+        before: int | None = None,
+        namespace: str = "default",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> list[MemoryRecord]:
+        """The newest memories in the scope, newest first; pass the last id seen as ``before``
+        for the next page."""
+        scope = validate.scope(namespace, user_id, agent_id)
+        count = validate.top_k(limit, "limit")
+        below = None if before is None else validate.memory_id(before)
+        ids = self._store.recent_ids(scope, limit=count, before=below)
+        records = self._store.get_memories(ids)
+        return [records[i] for i in ids if i in records]
+
+    def stats(self, *, namespace: str | None = None) -> StoreStats:
+        """Counts of the store, or of one namespace's memories, entities and edges."""
+        if namespace is None:
+            return self._store.stats()
+        return self._store.stats(
+            validate.text(namespace, "namespace", max_chars=validate.MAX_SCOPE_CHARS)
+        )
 
     # -- reads ----------------------------------------------------------------------------------
     def recall(

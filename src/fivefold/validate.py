@@ -122,9 +122,9 @@ def unit_interval(value: object, name: str) -> float:
     return number
 
 
-def top_k(value: object) -> int:
+def top_k(value: object, name: str = "k") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
-        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {value!r}")
+        raise InvalidInput(f"{name} must be an integer from 1 to {MAX_K}, got {value!r}")
     return value
 
 

@@ -204,6 +204,13 @@ SELECT m.id, coalesce(v.context, v.embedding), m.user_id, m.agent_id, m.type
 FROM memories m JOIN vectors v ON v.memory_id = m.id
 WHERE m.namespace = ? ORDER BY m.id
 """
+# Newest first, for browsing: the scope index answers the namespace (and user) prefix.
+SELECT_RECENT_IDS = """
+SELECT id FROM memories
+WHERE namespace = :ns AND id < :before
+  AND (:user IS NULL OR user_id = :user) AND (:agent IS NULL OR agent_id = :agent)
+ORDER BY id DESC LIMIT :limit
+"""
 SELECT_SEARCHED_VECTORS = """
 SELECT m.id, coalesce(v.context, v.embedding), m.user_id, m.agent_id, m.type
 FROM memories m JOIN vectors v ON v.memory_id = m.id

@@ -504,6 +504,10 @@ class SQLiteStore:
         with self._lock:
             return self._reads.memories(ids)
 
+    def recent_ids(self, scope: Scope, *, limit: int, before: int | None = None) -> list[int]:
+        with self._lock:
+            return self._reads.recent_ids(scope, limit=limit, before=before)
+
     def attributes(self, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
         with self._lock:
             return self._reads.attributes(ids)
@@ -637,9 +641,9 @@ class SQLiteStore:
         digest = _stable_name(namespace)
         return Path(self._path + ".vindex") / f"{digest}.usearch"
 
-    def stats(self) -> StoreStats:
+    def stats(self, namespace: str | None = None) -> StoreStats:
         with self._lock:
-            return self._reads.stats(self._model, self._path)
+            return self._reads.stats(self._model, self._path, namespace)
 
 
 def _stable_name(namespace: str) -> str:

@@ -76,6 +76,16 @@ class ReadQueries:
         )
         return {row[0]: _record(row, entities.get(row[0], [])) for row in rows}
 
+    def recent_ids(self, scope: Scope, *, limit: int, before: int | None) -> list[int]:
+        params = {
+            "ns": scope.namespace,
+            "user": scope.user_id,
+            "agent": scope.agent_id,
+            "before": (1 << 63) - 1 if before is None else before,
+            "limit": limit,
+        }
+        return [int(r[0]) for r in self._conn.execute(schema.SELECT_RECENT_IDS, params)]
+
     def attributes(self, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
         if not ids:
             return {}
@@ -324,10 +334,12 @@ class ReadQueries:
         )
         return {int(i): np.frombuffer(blob, dtype=np.float32).reshape(dim) for i, blob in rows}
 
-    def stats(self, model: str, location: str) -> StoreStats:
+    def stats(self, model: str, location: str, namespace: str | None = None) -> StoreStats:
         one = self._conn.execute
-        namespaces = dict(one("SELECT namespace, memories FROM namespaces ORDER BY namespace"))
-        types = dict(one("SELECT type, count(*) FROM memories GROUP BY type ORDER BY type"))
+        # With a namespace every count is that namespace's (a tenant sees only its own).
+        where, params = ("", ()) if namespace is None else (" WHERE namespace = ?", (namespace,))
+        namespaces = dict(one(f"SELECT namespace, memories FROM namespaces{where}", params))
+        types = dict(one(f"SELECT type, count(*) FROM memories{where} GROUP BY type", params))
         size = 0
         if location != ":memory:":
             size = sum(
@@ -335,12 +347,16 @@ class ReadQueries:
                 for p in (location, location + "-wal", location + "-shm")
                 if os.path.exists(p)
             )
+
+        def count(table: str) -> int:
+            return int(one(f"SELECT count(*) FROM {table}{where}", params).fetchone()[0])
+
         return StoreStats(
-            memories=int(one("SELECT count(*) FROM memories").fetchone()[0]),
-            entities=int(one("SELECT count(*) FROM entities").fetchone()[0]),
-            edges=int(one("SELECT count(*) FROM edges").fetchone()[0]),
-            namespaces={str(k): int(v) for k, v in namespaces.items() if v},
-            types={str(k): int(v) for k, v in types.items()},
+            memories=count("memories"),
+            entities=count("entities"),
+            edges=count("edges"),
+            namespaces={str(k): int(v) for k, v in sorted(namespaces.items()) if v},
+            types={str(k): int(v) for k, v in sorted(types.items())},
             embedding_model=model,
             size_bytes=size,
             location=location,

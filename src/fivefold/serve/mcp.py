@@ -1,0 +1,224 @@
+"""The MCP server (official ``mcp`` SDK): remember, recall, relate, forget and explain as tools
+an agent calls, over stdio (``fivefold mcp``) or streamable HTTP (``/mcp`` of ``fivefold
+serve``).
+
+The tools act in a scope resolved per call: over HTTP from the caller's API key (checked here,
+before the SDK sees the request, and carried to the tool in a context variable), over stdio
+from the options the process was started with. A tool's description says when to call it,
+because that text is all an agent reads before deciding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+import fivefold
+from fivefold.errors import FivefoldError
+from fivefold.memory import Memory
+from fivefold.serve.errors import error_body, status_of
+from fivefold.serve.keys import ApiKey, KeyRing, scope_for
+
+__all__ = ["McpEndpoint", "build_server"]
+
+# The scope a call acts in: namespace, user_id, agent_id (None: whatever the call names).
+Resolve = Callable[[str | None, str | None, str | None], dict[str, Any]]
+_CALLER: ContextVar[ApiKey | None] = ContextVar("fivefold_mcp_caller", default=None)
+
+INSTRUCTIONS = (
+    "fivefold is this agent's long-term memory. Call `recall` before answering anything that "
+    "may depend on what the user said or did before (names, preferences, plans, dates). Call "
+    "`remember` when the user states a fact, a preference or an event worth keeping. Cite "
+    "memory ids when you use them; `explain` shows why a memory came back."
+)
+
+Namespace = Annotated[str | None, Field(description="Leave empty: the server's scope applies")]
+UserId = Annotated[str | None, Field(description="Whose memory: the end user's id, if any")]
+AgentId = Annotated[str | None, Field(description="Which agent wrote or reads it, if any")]
+
+
+def build_server(memory: Callable[[], Memory], resolve: Resolve) -> MCPServer:
+    server = MCPServer(name="fivefold", instructions=INSTRUCTIONS, version=fivefold.__version__)
+
+    def call(action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except FivefoldError as exc:
+            # The model reads this and corrects its call; no trace leaves the server.
+            raise ToolError(f"{status_of(exc)[1]}: {exc}") from exc
+
+    @server.tool()
+    def remember(
+        content: Annotated[str, Field(description="The memory, one self-contained statement")],
+        type: Annotated[
+            str | None, Field(description="fact, preference, event or entity; inferred if empty")
+        ] = None,
+        entities: Annotated[
+            list[str] | None, Field(description="People, places, projects it names")
+        ] = None,
+        event_at: Annotated[
+            str | None, Field(description="When it happened: ISO 8601 or 'yesterday'")
+        ] = None,
+        session_id: Annotated[
+            str | None, Field(description="The conversation it came from")
+        ] = None,
+        namespace: Namespace = None,
+        user_id: UserId = None,
+        agent_id: AgentId = None,
+    ) -> dict[str, Any]:
+        """Store something worth remembering: a fact, a preference, an event. Call it when
+        the user tells you something about themselves, their work or their plans that a later
+        conversation may need. Returns the new memory's id."""
+        scope = resolve(namespace, user_id, agent_id)
+        given = {"type": type, "entities": entities, "event_at": event_at, "session_id": session_id}
+        fields: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        record = call(lambda: memory().remember(content, **fields, **scope))
+        return {"id": record.id, "type": record.type.value, "entities": list(record.entities)}
+
+    @server.tool()
+    def recall(
+        query: Annotated[str, Field(description="The question, in plain words")],
+        k: Annotated[int, Field(ge=1, le=50, description="How many memories")] = 5,
+        namespace: Namespace = None,
+        user_id: UserId = None,
+        agent_id: AgentId = None,
+    ) -> dict[str, Any]:
+        """Find the memories that answer a question. Call it before answering anything that
+        may depend on earlier conversations: who someone is, what was decided, when something
+        happened, what the user prefers. Returns the memories best first, with a confidence."""
+        scope = resolve(namespace, user_id, agent_id)
+        result = call(lambda: memory().recall(query, k, **scope))
+        hits = [
+            {
+                "id": h.memory.id,
+                "content": h.memory.content,
+                "confidence": round(h.confidence, 3),
+                "type": h.memory.type.value,
+                "event_at": None if h.memory.event_at is None else h.memory.event_at.isoformat(),
+            }
+            for h in result.hits
+        ]
+        return {"memories": hits, "plan": result.plan.name.value}
+
+    @server.tool()
+    def relate(
+        source: Annotated[str, Field(description="An entity: a person, project, place")],
+        relation: Annotated[str, Field(description="The relation, e.g. works_on, manages")],
+        target: Annotated[str, Field(description="The other entity")],
+        namespace: Namespace = None,
+        user_id: UserId = None,
+        agent_id: AgentId = None,
+    ) -> dict[str, Any]:
+        """Record a relation between two entities ("Priya manages Kestrel"), so questions
+        that follow links between people and things can be answered. Call it when the user
+        states how two named things are connected."""
+        scope = resolve(namespace, user_id, agent_id)
+        edge = call(lambda: memory().relate(source, relation, target, **scope))
+        return {"id": edge.id, "memory_id": edge.memory_id}
+
+    @server.tool()
+    def forget(
+        memory_id: Annotated[int, Field(description="The id recall or remember returned")],
+        namespace: Namespace = None,
+        user_id: UserId = None,
+        agent_id: AgentId = None,
+    ) -> dict[str, Any]:
+        """Delete one memory for good. Call it only when the user asks you to forget
+        something or says a memory is wrong."""
+        scope = resolve(namespace, user_id, agent_id)
+        call(lambda: memory().forget(memory_id, **scope))
+        return {"forgotten": memory_id}
+
+    @server.tool()
+    def explain(
+        query: Annotated[str, Field(description="The question to explain")],
+        k: Annotated[int, Field(ge=1, le=50, description="How many memories")] = 5,
+        namespace: Namespace = None,
+        user_id: UserId = None,
+        agent_id: AgentId = None,
+    ) -> dict[str, Any]:
+        """Why recall returns what it returns: the plan chosen and its reasons, and per
+        memory the retrievers that found it and their ranks. Call it when a recall looks wrong
+        or the user asks where an answer came from."""
+        scope = resolve(namespace, user_id, agent_id)
+        found = call(lambda: memory().explain(query, k, **scope))
+        hits = [
+            {
+                "id": h.id,
+                "content": h.content,
+                "score": round(h.final, 5),
+                "found_by": {t.retriever.value: t.rank for t in h.terms},
+            }
+            for h in found.hits
+        ]
+        return {
+            "plan": found.plan.name.value,
+            "reasons": list(found.plan.reasons),
+            "memories": hits,
+        }
+
+    return server
+
+
+def fixed_scope(namespace: str | None, user_id: str | None, agent_id: str | None) -> Resolve:
+    """Stdio: the scope the process was started with binds every call, as a key would."""
+    bound = ApiKey("stdio", "", namespace, user_id, agent_id) if namespace is not None else None
+
+    def resolve(ns: str | None, user: str | None, agent: str | None) -> dict[str, Any]:
+        try:
+            return scope_for(bound, ns, user, agent)
+        except FivefoldError as exc:
+            raise ToolError(f"forbidden: {exc}") from exc
+
+    return resolve
+
+
+def _from_caller(ns: str | None, user: str | None, agent: str | None) -> dict[str, Any]:
+    try:
+        return scope_for(_CALLER.get(), ns, user, agent)
+    except FivefoldError as exc:
+        raise ToolError(f"forbidden: {exc}") from exc
+
+
+class McpEndpoint:
+    """``/mcp`` of ``fivefold serve``: authenticates like the JSON API, then hands the request
+    to the SDK's streamable HTTP transport (stateless, JSON responses: one request, one
+    answer, and the tool runs in the request's context, where the caller's key is)."""
+
+    def __init__(self, memory: Callable[[], Memory], keys: KeyRing, host: str) -> None:
+        self._keys = keys
+        self._server = build_server(memory, _from_caller)
+        self._app = self._server.streamable_http_app(
+            streamable_http_path="/mcp", stateless_http=True, json_response=True, host=host
+        )
+
+    def running(self) -> AbstractAsyncContextManager[None]:
+        return self._server.session_manager.run()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = None
+        if self._keys:
+            headers = {
+                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
+            }
+            auth = headers.get("authorization", "")
+            token = auth[7:] if auth[:7].lower() == "bearer " else headers.get("x-api-key")
+            try:
+                key = self._keys.authenticate(token)
+            except FivefoldError as exc:
+                status, code = status_of(exc)
+                await JSONResponse(error_body(code, str(exc)), status)(scope, receive, send)
+                return
+        token_var = _CALLER.set(key)
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            _CALLER.reset(token_var)

@@ -1,0 +1,171 @@
+"""The versioned JSON endpoints (``/v1``): one per method of ``fivefold.Memory``.
+
+Handlers are plain ``def``: the engine is synchronous and thread-safe, and FastAPI runs them on
+its worker threads. Every handler resolves its scope through the caller's API key first, so no
+request reaches the engine in a namespace its key is not bound to.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from fivefold.errors import InvalidInput, StoreError
+from fivefold.serve.errors import TooLarge
+from fivefold.serve.keys import ApiKey, scope_for
+from fivefold.serve.schemas import AliasBody, BatchBody, RecallBody, RelateBody, RememberBody
+from fivefold.serve.state import Served
+from fivefold.wire import to_json
+
+__all__ = ["router", "state_of"]
+
+router = APIRouter(prefix="/v1")
+
+
+def state_of(request: Request) -> Served:
+    """The running server's state; 503 until start-up has opened the store."""
+    state: Served | None = getattr(request.app.state, "served", None)
+    if state is None:
+        raise StoreError("the server is still starting; retry when /readyz says ready")
+    return state
+
+
+def _caller(request: Request) -> ApiKey | None:
+    """The caller's key (None when the server runs without keys, on loopback only)."""
+    state = state_of(request)
+    if not state.keys:
+        return None
+    header = request.headers.get("authorization", "")
+    token = header[7:] if header[:7].lower() == "bearer " else request.headers.get("x-api-key")
+    return state.keys.authenticate(token)
+
+
+Caller = Annotated[ApiKey | None, Depends(_caller)]
+Server = Annotated[Served, Depends(state_of)]
+NamespaceQ = Annotated[str | None, Query()]
+
+
+def _json(value: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(to_json(value), status_code=status)
+
+
+def _item(body: RememberBody, key: ApiKey | None, namespace: str | None = None) -> dict[str, Any]:
+    fields = body.model_dump(exclude_none=True)
+    fields.update(
+        scope_for(key, body.namespace or namespace, body.user_id, body.agent_id),
+    )
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _write(served: Served, items: list[dict[str, Any]]) -> Any:
+    records = served.memory.remember_many(items)
+    served.telemetry.writes.labels("memory").inc(len(records))
+    return records
+
+
+@router.post("/memories", status_code=201, summary="Remember one memory")
+def remember(body: RememberBody, key: Caller, served: Server) -> JSONResponse:
+    return _json(_write(served, [_item(body, key)])[0], 201)
+
+
+@router.post("/memories/batch", status_code=201, summary="Remember many, all or nothing")
+def remember_many(body: BatchBody, key: Caller, served: Server) -> JSONResponse:
+    if len(body.items) > served.settings.max_batch:
+        raise TooLarge(
+            f"{len(body.items)} items; this server takes at most "
+            f"{served.settings.max_batch} per batch (serve.max_batch)"
+        )
+    return _json(_write(served, [_item(item, key, body.namespace) for item in body.items]), 201)
+
+
+@router.get("/memories", summary="Browse the newest memories")
+def browse(
+    key: Caller,
+    served: Server,
+    limit: int = 50,
+    before: int | None = None,
+    namespace: NamespaceQ = None,
+    user_id: NamespaceQ = None,
+    agent_id: NamespaceQ = None,
+) -> JSONResponse:
+    scope = scope_for(key, namespace, user_id, agent_id)
+    return _json(served.memory.browse(limit=limit, before=before, **scope))
+
+
+@router.get("/memories/{memory_id}", summary="One memory by id, in the scope")
+def get(
+    memory_id: int,
+    key: Caller,
+    served: Server,
+    namespace: NamespaceQ = None,
+    user_id: NamespaceQ = None,
+    agent_id: NamespaceQ = None,
+) -> JSONResponse:
+    return _json(served.memory.get(memory_id, **scope_for(key, namespace, user_id, agent_id)))
+
+
+@router.delete("/memories/{memory_id}", status_code=204, summary="Forget a memory")
+def forget(
+    memory_id: int,
+    key: Caller,
+    served: Server,
+    namespace: NamespaceQ = None,
+    user_id: NamespaceQ = None,
+    agent_id: NamespaceQ = None,
+) -> Response:
+    served.memory.forget(memory_id, **scope_for(key, namespace, user_id, agent_id))
+    served.telemetry.writes.labels("forget").inc()
+    return Response(status_code=204)
+
+
+def _recall_args(body: RecallBody, key: ApiKey | None, served: Served) -> dict[str, Any]:
+    if body.k > served.settings.max_k:
+        raise InvalidInput(
+            f"k={body.k}; this server returns at most {served.settings.max_k} (serve.max_k)"
+        )
+    args = body.model_dump(exclude={"namespace", "user_id", "agent_id"}, exclude_none=True)
+    return {**args, **scope_for(key, body.namespace, body.user_id, body.agent_id)}
+
+
+@router.post("/recall", summary="The memories that answer a query")
+def recall(body: RecallBody, key: Caller, served: Server) -> JSONResponse:
+    args = _recall_args(body, key, served)
+    result = served.memory.recall(args.pop("query"), args.pop("k"), **args)
+    served.telemetry.recalled(result)
+    return _json(result)
+
+
+@router.post("/explain", summary="Everything a recall decided, with every fusion term")
+def explain(body: RecallBody, key: Caller, served: Server) -> JSONResponse:
+    args = _recall_args(body, key, served)
+    args.pop("min_confidence", None)  # explain shows every hit
+    return _json(served.memory.explain(args.pop("query"), args.pop("k"), **args))
+
+
+@router.post("/relate", status_code=201, summary="A typed edge between two entities")
+def relate(body: RelateBody, key: Caller, served: Server) -> JSONResponse:
+    args = body.model_dump(exclude={"namespace", "user_id", "agent_id"}, exclude_none=True)
+    scope = scope_for(key, body.namespace, body.user_id, body.agent_id)
+    edge = served.memory.relate(
+        args.pop("source"), args.pop("relation"), args.pop("target"), **args, **scope
+    )
+    served.telemetry.writes.labels("relate").inc()
+    return _json(edge, 201)
+
+
+@router.post("/aliases", status_code=201, summary="Another name for an entity")
+def alias(body: AliasBody, key: Caller, served: Server) -> JSONResponse:
+    namespace = scope_for(key, body.namespace, None, None)["namespace"]
+    return _json(served.memory.alias(body.name, body.alias, namespace=namespace), 201)
+
+
+@router.get("/stats", summary="Counts of the caller's namespace (of the store without keys)")
+def stats(key: Caller, served: Server, namespace: NamespaceQ = None) -> JSONResponse:
+    if key is None:
+        given = served.memory.stats(namespace=namespace)
+        return _json(given)
+    own = served.memory.stats(namespace=key.scope(namespace, None, None)[0])
+    # Where the file lives and how big the whole store is are not a tenant's business.
+    return _json({**to_json(own), "size_bytes": 0, "location": ""})

@@ -1,0 +1,89 @@
+"""Starting the server: uvicorn with N worker processes, each opening the store itself.
+
+Workers are separate processes (uvicorn imports ``app_from_env`` in each), so what they need
+travels in environment variables set by ``fivefold serve``. SIGTERM stops accepting
+connections and lets in-flight requests finish (up to ``DRAIN_SECONDS``): a write is committed
+before its 2xx is sent, so a drained server has lost nothing it acknowledged.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fivefold.config import Config
+from fivefold.config_file import settings_in_effect
+from fivefold.errors import ConfigError
+from fivefold.memory import Memory
+from fivefold.serve.keys import KeyRing, load_keys
+
+__all__ = ["DRAIN_SECONDS", "app_from_env", "check_binding", "serve"]
+
+DB_ENV = "FIVEFOLD_SERVE_DB"
+CONFIG_ENV = "FIVEFOLD_SERVE_CONFIG"
+DRAIN_SECONDS = 30
+
+
+def app_from_env() -> Any:
+    """The application of one worker process (uvicorn's ``factory``)."""
+    from fivefold.serve.app import create_app
+
+    given = os.environ.get(CONFIG_ENV)
+    path = Path(given) if given else None
+    config = settings_in_effect(path)
+    db = os.environ.get(DB_ENV) or None
+    return create_app(
+        lambda: Memory.open(db, config=config),
+        settings=config.serve,
+        keys=KeyRing(load_keys(path)),
+    )
+
+
+def check_binding(host: str, keys: KeyRing) -> str:
+    """Without keys the server must not be reachable from another machine: refuse a
+    non-loopback address, and say what the server is about to do either way."""
+    if keys:
+        return f"API keys required ({len(keys)} configured)"
+    if not _loopback(host):
+        raise ConfigError(
+            f"no API keys are configured, so the server binds only to loopback, not {host}; "
+            "add one with `fivefold keys add --namespace NAME`"
+        )
+    return "no API keys configured: no authentication, loopback only"
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    db: str | None, config_path: Path | None, config: Config, *, log_level: str = "info"
+) -> None:
+    import uvicorn
+
+    settings = config.serve
+    os.environ[DB_ENV] = db or ""
+    os.environ[CONFIG_ENV] = "" if config_path is None else str(config_path.absolute())
+    if settings.workers > 1:
+        # prometheus-client merges the workers' counters through files in this folder.
+        os.environ.setdefault(
+            "PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="fivefold-metrics-")
+        )
+    uvicorn.run(
+        "fivefold.serve.run:app_from_env",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        timeout_graceful_shutdown=DRAIN_SECONDS,
+        log_level=log_level,
+        access_log=False,
+    )

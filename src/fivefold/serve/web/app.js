@@ -1,0 +1,123 @@
+// The page talks to the same /v1 API as every client: explain for a search (it carries the
+// plan, its reasons, each retriever's list and every fusion term), browse and forget.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+let oldest = null;
+
+for (const field of ["key", "namespace"]) {
+  $(field).value = sessionStorage.getItem(field) || "";
+  $(field).addEventListener("change", () => sessionStorage.setItem(field, $(field).value));
+}
+
+async function api(method, path, body) {
+  const headers = { "content-type": "application/json" };
+  if ($("key").value) headers.authorization = "Bearer " + $("key").value;
+  const response = await fetch(path, { method, headers, body: body && JSON.stringify(body) });
+  if (response.status === 204) return null;
+  const data = await response.json();
+  if (!response.ok) throw new Error(data.error ? data.error.message : response.statusText);
+  return data;
+}
+
+function scope() {
+  return $("namespace").value ? { namespace: $("namespace").value } : {};
+}
+
+function element(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined) node.textContent = text;
+  if (className) node.className = className;
+  return node;
+}
+
+function status(text, isError) {
+  $("status").textContent = text;
+  $("status").className = isError ? "error" : "";
+}
+
+function showPlan(explanation) {
+  $("plan").hidden = false;
+  $("plan-name").textContent = explanation.plan.name;
+  $("reasons").replaceChildren(...explanation.plan.reasons.map((r) => element("li", r)));
+  const legs = explanation.runs.map((run) => `${run.name}: ${run.items.length} in ${run.elapsed_ms.toFixed(1)} ms`);
+  $("legs").textContent = legs.join(" · ");
+}
+
+function fusionTable(hit) {
+  const table = element("table");
+  const head = element("tr");
+  for (const name of ["retriever", "rank", "confidence", "weight", "contribution"]) head.append(element("th", name));
+  table.append(head);
+  for (const term of hit.terms) {
+    const row = element("tr");
+    row.append(element("td", term.retriever), element("td", String(term.rank)),
+      element("td", term.confidence.toFixed(3)), element("td", term.weight.toFixed(2)),
+      element("td", term.contribution.toFixed(5)));
+    table.append(row);
+  }
+  const details = element("details");
+  details.append(element("summary", `fused ${hit.fused.toFixed(5)} · importance ${hit.importance.toFixed(2)}`), table);
+  return details;
+}
+
+function showHit(hit) {
+  const item = element("li", undefined, hit.demoted ? "demoted" : "");
+  item.dataset.id = hit.id;
+  item.append(element("span", hit.final.toFixed(5), "score"));
+  for (const term of hit.terms) item.append(element("span", `${term.retriever} #${term.rank}`, "leg"));
+  item.append(element("p", hit.content, "content"), fusionTable(hit));
+  return item;
+}
+
+$("search").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  status("searching…");
+  try {
+    const explanation = await api("POST", "/v1/explain", { query: $("query").value, k: Number($("k").value), ...scope() });
+    showPlan(explanation);
+    $("results").replaceChildren(...explanation.hits.map(showHit));
+    status(`${explanation.hits.length} memories in ${explanation.timings.total.toFixed(1)} ms`);
+  } catch (error) {
+    status(error.message, true);
+  }
+});
+
+function showMemory(memory) {
+  const item = element("li");
+  item.dataset.id = memory.id;
+  const text = element("div");
+  text.append(element("div", memory.content), element("div", `#${memory.id} · ${memory.type} · ${memory.created_at.slice(0, 19)}`, "meta"));
+  const forget = element("button", "Forget");
+  forget.type = "button";
+  forget.addEventListener("click", async () => {
+    try {
+      const params = new URLSearchParams(scope());
+      await api("DELETE", `/v1/memories/${memory.id}?${params}`);
+      item.remove();
+      status(`forgot memory #${memory.id}`);
+    } catch (error) {
+      status(error.message, true);
+    }
+  });
+  item.append(text, forget);
+  return item;
+}
+
+async function browse(reset) {
+  const params = new URLSearchParams({ limit: "25", ...scope() });
+  if (!reset && oldest !== null) params.set("before", String(oldest));
+  try {
+    const memories = await api("GET", `/v1/memories?${params}`);
+    const items = memories.map(showMemory);
+    if (reset) $("memories").replaceChildren(...items); else $("memories").append(...items);
+    oldest = memories.length ? memories[memories.length - 1].id : oldest;
+    $("more").hidden = memories.length < 25;
+  } catch (error) {
+    status(error.message, true);
+  }
+}
+
+$("refresh").addEventListener("click", () => browse(true));
+$("more").addEventListener("click", () => browse(false));
+browse(true);

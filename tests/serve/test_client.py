@@ -1,0 +1,127 @@
+"""``fivefold.Client`` is ``fivefold.Memory`` over HTTP: the same calls pass against both, with
+the same result types and the same exceptions, and a served recall equals the embedded recall
+of the same store."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from tests.serve.conftest import Server
+
+import fivefold
+from fivefold import AccessDenied, InvalidInput, NotFound, StoreError
+from fivefold.model import Edge, Entity, Explanation, MemoryRecord, MemoryType, RecallResult
+
+
+@pytest.fixture(params=["embedded", "served"])
+def api(
+    request: pytest.FixtureRequest, minilm: fivefold.MiniLMEmbedder, open_server: Server
+) -> Iterator[Any]:
+    if request.param == "embedded":
+        with fivefold.Memory.open(":memory:", embedder=minilm) as memory:
+            yield memory
+    else:
+        with fivefold.Client(open_server.url) as client:
+            yield client
+
+
+@pytest.fixture
+def ns() -> str:
+    return f"c-{uuid.uuid4().hex[:10]}"
+
+
+def test_remember_then_get_gives_the_same_record(api: Any, ns: str) -> None:
+    when = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
+    made = api.remember(
+        "Priya moved the Kestrel launch to Friday",
+        event_at=when,
+        entities=["Priya", "Kestrel"],
+        metadata={"source": "standup", "n": [1, 2]},
+        namespace=ns,
+        user_id="u1",
+    )
+    assert isinstance(made, MemoryRecord)
+    assert made.type is MemoryType.EVENT
+    assert made.event_at == when
+    assert made.entities == ("Priya", "Kestrel")
+    assert api.get(made.id, namespace=ns) == made
+    assert api.browse(namespace=ns) == [made]
+    assert api.stats(namespace=ns).memories == 1
+
+
+def test_recall_explain_relate_alias(api: Any, ns: str) -> None:
+    api.remember_many(
+        [
+            {"content": "Dana prefers oat milk in her coffee", "namespace": ns},
+            {"content": "The Falcon review is on Tuesday", "namespace": ns},
+        ]
+    )
+    edge = api.relate("Dana", "leads", "Falcon", namespace=ns)
+    assert isinstance(edge, Edge)
+    assert edge.relation == "leads"
+    entity = api.alias("Dana", "Dee", namespace=ns)
+    assert isinstance(entity, Entity)
+    assert "Dee" in entity.aliases
+    result = api.recall("what milk does Dana like?", k=3, namespace=ns)
+    assert isinstance(result, RecallResult)
+    assert "Dana prefers oat milk in her coffee" in [h.memory.content for h in result.hits]
+    assert 0.0 <= result.hits[0].confidence <= 1.0
+    explained = api.explain("who leads Falcon?", k=3, namespace=ns)
+    assert isinstance(explained, Explanation)
+    assert explained.plan.reasons
+    assert any("leads" in h.content for h in explained.hits)
+
+
+def test_forget_and_the_same_errors(api: Any, ns: str) -> None:
+    made = api.remember("temporary note", namespace=ns)
+    with pytest.raises(NotFound):
+        api.forget(made.id, namespace="elsewhere")
+    api.forget(made.id, namespace=ns)
+    with pytest.raises(NotFound):
+        api.get(made.id, namespace=ns)
+    with pytest.raises(InvalidInput):
+        api.recall("x", k=0, namespace=ns)
+    with pytest.raises(InvalidInput, match="item 1"):
+        api.remember_many([{"content": "ok", "namespace": ns}, {"content": "", "namespace": ns}])
+    with pytest.raises(InvalidInput):
+        api.remember_many("not a list")
+    assert api.stats(namespace=ns).memories == 0
+
+
+def test_a_served_recall_equals_the_embedded_recall_of_the_same_store(
+    open_server: Server, minilm: fivefold.MiniLMEmbedder, ns: str
+) -> None:
+    with fivefold.Client(open_server.url) as client:
+        client.remember_many(
+            [
+                {"content": f"Entry {i}: the {c} team ships on day {i}", "namespace": ns}
+                for i, c in enumerate(["red", "blue", "green", "amber", "violet"])
+            ]
+        )
+        served = client.recall("when does the green team ship?", k=5, namespace=ns)
+    with fivefold.Memory.open(open_server.db, embedder=minilm) as local:  # WAL: a second reader
+        embedded = local.recall("when does the green team ship?", k=5, namespace=ns)
+    assert served.hits == embedded.hits
+    assert served.plan == embedded.plan
+    assert served.query == embedded.query
+
+
+def test_client_errors_for_the_network_and_keys(keyed_server: Server) -> None:
+    with (
+        fivefold.Client("http://127.0.0.1:9", timeout=2) as client,
+        pytest.raises(StoreError, match="cannot reach"),
+    ):
+        client.recall("x")
+    with (
+        fivefold.Client(keyed_server.url, api_key="ff_bad_bad") as client,
+        pytest.raises(AccessDenied),
+    ):
+        client.recall("x")
+    with fivefold.Client(keyed_server.url, api_key=keyed_server.tokens["beta"]) as client:
+        with pytest.raises(AccessDenied, match="namespace"):
+            client.recall("x", namespace="alpha")
+        assert client.remember("beta's own").namespace == "beta"

@@ -1,0 +1,192 @@
+"""The JSON API over a real socket: every endpoint, and every kind of bad request answered with
+a 4xx, a stable code, a clear message, nothing written and the server still up."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from tests.serve.conftest import Server
+
+
+@pytest.fixture
+def http(open_server: Server) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=open_server.url, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def ns() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def _count(http: httpx.Client, ns: str) -> int:
+    count: int = http.get("/v1/stats", params={"namespace": ns}).json()["memories"]
+    return count
+
+
+def test_remember_recall_get_browse_forget(http: httpx.Client, ns: str) -> None:
+    made = http.post(
+        "/v1/memories",
+        json={"content": "Priya recommended Postgres for Project Kestrel", "namespace": ns},
+    )
+    assert made.status_code == 201
+    memory = made.json()
+    assert memory["namespace"] == ns
+    assert memory["id"] > 0
+
+    found = http.post("/v1/recall", json={"query": "what did Priya recommend?", "namespace": ns})
+    assert found.status_code == 200
+    body = found.json()
+    assert body["hits"][0]["memory"]["id"] == memory["id"]
+    assert body["plan"]["name"]
+    assert body["timings"]["total"] > 0
+
+    assert http.get(f"/v1/memories/{memory['id']}", params={"namespace": ns}).json() == memory
+    assert [m["id"] for m in http.get("/v1/memories", params={"namespace": ns}).json()] == [
+        memory["id"]
+    ]
+    assert http.delete(f"/v1/memories/{memory['id']}", params={"namespace": ns}).status_code == 204
+    gone = http.get(f"/v1/memories/{memory['id']}", params={"namespace": ns})
+    assert gone.status_code == 404
+    assert gone.json()["error"]["code"] == "not_found"
+
+
+def test_batch_relate_alias_explain_stats(http: httpx.Client, ns: str) -> None:
+    items = [{"content": f"Note {i}: the Falcon launch moved to week {i}"} for i in range(3)]
+    made = http.post("/v1/memories/batch", json={"items": items, "namespace": ns})
+    assert made.status_code == 201
+    assert len(made.json()) == 3
+    edge = http.post(
+        "/v1/relate",
+        json={"source": "Dana", "relation": "manages", "target": "Falcon", "namespace": ns},
+    )
+    assert edge.status_code == 201
+    assert edge.json()["memory_id"] is not None
+    entity = http.post("/v1/aliases", json={"name": "Dana", "alias": "D.", "namespace": ns})
+    assert entity.status_code == 201
+    assert "D." in entity.json()["aliases"]
+    explained = http.post("/v1/explain", json={"query": "who manages Falcon?", "namespace": ns})
+    assert explained.status_code == 200
+    body = explained.json()
+    assert body["plan"]["reasons"]
+    assert body["runs"]
+    assert body["hits"][0]["terms"]
+    assert _count(http, ns) == 4
+
+
+def test_health_readiness_docs_and_page(http: httpx.Client) -> None:
+    assert http.get("/healthz").json() == {"status": "ok"}
+    assert http.get("/readyz").json() == {"status": "ready"}
+    spec = http.get("/openapi.json").json()
+    assert {"/v1/recall", "/v1/memories", "/v1/explain", "/v1/relate"} <= set(spec["paths"])
+    assert http.get("/docs").status_code == 200
+    page = http.get("/")
+    assert page.status_code == 200
+    assert "fivefold" in page.text
+    assert http.get("/static/app.js").status_code == 200
+
+
+def _bad(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    response = http.request(method, path, **kwargs)
+    assert 400 <= response.status_code < 500, response.text
+    assert "Traceback" not in response.text
+    error = response.json()["error"]
+    assert error["code"]
+    assert error["message"]
+    return response
+
+
+BAD_WRITES: list[tuple[str, dict[str, Any], int, str]] = [
+    ("malformed JSON", {"content": b'{"content": "x"'}, 400, "not valid JSON"),
+    ("not JSON at all", {"content": b"content=x", "type": "form"}, 400, "must be JSON"),
+    ("wrong type", {"json": {"content": 42}}, 422, "body.content"),
+    ("number as string", {"json": {"content": "x", "importance": "0.5"}}, 422, "importance"),
+    ("unknown field", {"json": {"content": "x", "colour": "red"}}, 422, "colour"),
+    ("missing field", {"json": {"type": "fact"}}, 422, "content"),
+    ("empty content", {"json": {"content": "   "}}, 422, "content"),
+    ("bad date", {"json": {"content": "x", "event_at": "0000-01-01"}}, 422, "event_at"),
+    ("vector of the wrong size", {"json": {"content": "x", "vector": [1.0, 2.0]}}, 422, "vector"),
+    ("unknown type", {"json": {"content": "x", "type": "gossip"}}, 422, "type"),
+    ("deep metadata", {"json": {"content": "x", "metadata": {"a": [[[[[[]]]]]] * 2}}}, 201, ""),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "request_args", "status", "says"), BAD_WRITES, ids=[c[0] for c in BAD_WRITES]
+)
+def test_bad_writes_are_refused_and_write_nothing(
+    http: httpx.Client, ns: str, case: str, request_args: dict[str, Any], status: int, says: str
+) -> None:
+    args = dict(request_args)
+    if "json" in args:
+        args["json"] = {**args["json"], "namespace": ns}
+    if args.pop("type", None) == "form":
+        args["headers"] = {"content-type": "application/x-www-form-urlencoded"}
+    elif "content" in args:
+        args["headers"] = {"content-type": "application/json"}
+    if status == 201:  # a valid edge case: accepted, and written once
+        assert http.post("/v1/memories", **args).status_code == 201
+        assert _count(http, ns) == 1
+        return
+    response = _bad(http, "POST", "/v1/memories", **args)
+    assert response.status_code == status
+    assert says in response.json()["error"]["message"]
+    assert _count(http, ns) == 0
+    assert http.get("/healthz").status_code == 200
+
+
+def test_a_batch_with_one_bad_item_writes_nothing(http: httpx.Client, ns: str) -> None:
+    items: list[dict[str, Any]] = [{"content": "fine"}, {"content": "bad", "importance": 7}]
+    response = _bad(http, "POST", "/v1/memories/batch", json={"items": items, "namespace": ns})
+    assert response.status_code == 422
+    assert "item 1" in response.json()["error"]["message"]
+    assert _count(http, ns) == 0
+
+
+def test_limits_give_413_and_422(http: httpx.Client, ns: str) -> None:
+    huge = json.dumps({"content": "x" * 2_000_000, "namespace": ns}).encode()
+    declared = _bad(
+        http, "POST", "/v1/memories", content=huge, headers={"content-type": "application/json"}
+    )
+    assert declared.status_code == 413
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the server counts as it reads
+        for start in range(0, len(huge), 65536):
+            yield huge[start : start + 65536]
+
+    streamed = _bad(
+        http, "POST", "/v1/memories", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert streamed.status_code == 413
+    batch = {"items": [{"content": f"m{i}"} for i in range(1001)], "namespace": ns}
+    assert _bad(http, "POST", "/v1/memories/batch", json=batch).status_code == 413
+    too_many = _bad(http, "POST", "/v1/recall", json={"query": "x", "k": 101, "namespace": ns})
+    assert too_many.status_code == 422
+    assert "serve.max_k" in too_many.json()["error"]["message"]
+    assert _count(http, ns) == 0
+
+
+def test_unknown_paths_methods_and_ids(http: httpx.Client, ns: str) -> None:
+    assert _bad(http, "GET", "/v1/nothing-here").status_code == 404
+    assert _bad(http, "PUT", "/v1/recall", json={}).status_code == 405
+    assert _bad(http, "GET", "/v1/memories/not-a-number").status_code == 422
+    assert _bad(http, "GET", "/v1/memories/99999999", params={"namespace": ns}).status_code == 404
+    assert _bad(http, "GET", "/v1/memories", params={"limit": 0}).status_code == 422
+
+
+def test_metrics_count_recalls_writes_and_errors(http: httpx.Client, ns: str) -> None:
+    http.post("/v1/memories", json={"content": "Metrics are counted", "namespace": ns})
+    http.post("/v1/recall", json={"query": "what is counted?", "namespace": ns})
+    http.post("/v1/recall", json={"query": 3})
+    text = http.get("/metrics").text
+    assert "fivefold_recalls_total{plan=" in text
+    assert 'fivefold_writes_total{kind="memory"}' in text
+    assert 'fivefold_errors_total{code="invalid_input"}' in text
+    assert 'fivefold_recall_stage_seconds_bucket{le="0.0005",stage="embed"}' in text
+    assert 'fivefold_http_request_seconds_count{endpoint="/v1/recall",status="200"}' in text
+    assert "fivefold_store_bytes" in text

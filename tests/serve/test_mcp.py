@@ -1,0 +1,122 @@
+"""The MCP server end to end with the SDK's own client: over stdio (``fivefold mcp`` in a child
+process) and over streamable HTTP (``/mcp`` of a running ``fivefold serve``, behind its keys)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from tests.serve.conftest import Server
+
+import fivefold
+
+TOOLS = {"remember", "recall", "relate", "forget", "explain"}
+
+
+def _data(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        data: dict[str, Any] = result.structured_content
+        return data
+    parsed: dict[str, Any] = json.loads(result.content[0].text)
+    return parsed
+
+
+async def _session(client: Client) -> dict[str, Any]:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) >= TOOLS
+    assert tools["recall"].input_schema["properties"]["query"]["type"] == "string"
+    assert "before answering" in (tools["recall"].description or "")
+    made = _data(await client.call_tool("remember", {"content": "Mara's badge number is 4471"}))
+    found = _data(await client.call_tool("recall", {"query": "what is Mara's badge number?"}))
+    assert found["memories"][0]["id"] == made["id"]
+    edge = _data(
+        await client.call_tool("relate", {"source": "Mara", "relation": "owns", "target": "Badge"})
+    )
+    explained = _data(await client.call_tool("explain", {"query": "Mara badge"}))
+    assert explained["plan"]
+    assert explained["memories"]
+    bad = await client.call_tool("recall", {"query": "x", "k": "lots"})
+    assert bad.is_error
+    missing = await client.call_tool("forget", {"memory_id": 987654321})
+    assert missing.is_error
+    assert "not_found" in missing.content[0].text
+    assert (
+        _data(await client.call_tool("forget", {"memory_id": made["id"]}))["forgotten"]
+        == made["id"]
+    )
+    return {"made": made, "edge": edge}
+
+
+def test_stdio(tmp_path: Path, minilm: fivefold.MiniLMEmbedder) -> None:
+    db = tmp_path / "mcp.db"
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", "from fivefold.cli import main; main()", "--db", str(db), "mcp", "-n", "agent"],
+    )
+
+    async def main() -> dict[str, Any]:
+        async with Client(params) as client:
+            return await _session(client)
+
+    out = asyncio.run(main())
+    # The process wrote into the namespace it was bound to: the relation's fact is left.
+    with fivefold.Memory.open(db, embedder=minilm) as memory:
+        assert memory.stats(namespace="agent").memories == 1
+        assert memory.get(out["edge"]["memory_id"], namespace="agent").content == "Mara owns Badge."
+
+
+@asynccontextmanager
+async def _http(server: Server, key: str) -> AsyncIterator[Client]:
+    async with (
+        httpx2.AsyncClient(headers=server.headers(key)) as http,
+        Client(streamable_http_client(server.url + "/mcp", http_client=http)) as client,
+    ):
+        yield client
+
+
+def test_http_behind_keys(keyed_server: Server) -> None:
+    async def main() -> None:
+        async with _http(keyed_server, "beta") as client:
+            await _session(client)
+            # the key fixes the scope: naming another namespace is refused
+            refused = await client.call_tool("recall", {"query": "x", "namespace": "alpha"})
+            assert refused.is_error
+            assert "forbidden" in refused.content[0].text
+
+    asyncio.run(main())
+
+
+def test_http_tools_see_only_their_keys_tenant(keyed_server: Server) -> None:
+    secret = "the Orion launch code is 5519"
+    alpha = httpx.post(
+        keyed_server.url + "/v1/memories",
+        json={"content": secret},
+        headers=keyed_server.headers("alpha"),
+    )
+    assert alpha.status_code == 201
+
+    async def main() -> dict[str, Any]:
+        async with _http(keyed_server, "beta") as client:
+            return _data(await client.call_tool("recall", {"query": "Orion launch code", "k": 50}))
+
+    found = asyncio.run(main())
+    assert secret not in json.dumps(found)
+
+
+def test_http_without_a_key_is_401(keyed_server: Server) -> None:
+    response = httpx.post(
+        keyed_server.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    )
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthorized"

@@ -1,0 +1,107 @@
+"""The tenant wall, enforced by the server: the scope comes from the API key, a request naming
+another scope is refused, and no endpoint (the cache, explain, browse, get and forget by id
+included) returns or touches another tenant's data."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from tests.serve.conftest import Server
+
+
+def _call(server: Server, key: str | None, method: str, path: str, **kw: Any) -> httpx.Response:
+    headers = {} if key is None else server.headers(key)
+    return httpx.request(method, server.url + path, headers=headers, timeout=30, **kw)
+
+
+def test_no_key_or_a_bad_key_is_401(keyed_server: Server) -> None:
+    for headers in ({}, {"authorization": "Bearer ff_nope_nope"}, {"x-api-key": "garbage"}):
+        response = httpx.post(
+            keyed_server.url + "/v1/recall", json={"query": "x"}, headers=headers, timeout=30
+        )
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "unauthorized"
+    alpha = keyed_server.tokens["alpha"]
+    forged = alpha[:-4] + ("AAAA" if not alpha.endswith("AAAA") else "BBBB")
+    response = httpx.get(
+        keyed_server.url + "/v1/stats", headers={"authorization": f"Bearer {forged}"}, timeout=30
+    )
+    assert response.status_code == 401
+
+
+def test_the_key_fixes_the_namespace(keyed_server: Server) -> None:
+    made = _call(keyed_server, "alpha", "POST", "/v1/memories", json={"content": "alpha note"})
+    assert made.status_code == 201
+    assert made.json()["namespace"] == "alpha"
+    refused = _call(
+        keyed_server, "alpha", "POST", "/v1/memories", json={"content": "x", "namespace": "beta"}
+    )
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "forbidden"
+    user_bound = _call(
+        keyed_server, "alpha-u1", "POST", "/v1/memories", json={"content": "u", "user_id": "u2"}
+    )
+    assert user_bound.status_code == 403
+    mine = _call(keyed_server, "alpha-u1", "POST", "/v1/memories", json={"content": "u1 note"})
+    assert mine.json()["user_id"] == "u1"
+
+
+def test_no_endpoint_shows_or_touches_another_tenants_memory(keyed_server: Server) -> None:
+    secret = f"The vault code of Orion is {uuid.uuid4().hex}"
+    own = _call(keyed_server, "alpha", "POST", "/v1/memories", json={"content": secret}).json()
+    query = {"query": "what is the vault code of Orion?", "k": 50}
+    for _ in range(2):  # the second recall would be a cache hit if the cache leaked
+        hits = _call(keyed_server, "beta", "POST", "/v1/recall", json=query).json()["hits"]
+        assert all(h["memory"]["namespace"] == "beta" for h in hits)
+        assert secret not in str(hits)
+    explained = _call(keyed_server, "beta", "POST", "/v1/explain", json=query).json()
+    assert secret not in str(explained)
+    assert own["id"] not in {h["id"] for h in explained["hits"]}
+    assert not explained["query"]["entity_refs"]  # alpha's entity names do not resolve in beta
+    browse = _call(keyed_server, "beta", "GET", "/v1/memories", params={"limit": 1000}).json()
+    assert own["id"] not in {m["id"] for m in browse}
+    path = f"/v1/memories/{own['id']}"
+    assert _call(keyed_server, "beta", "GET", path).status_code == 404
+    assert _call(keyed_server, "beta", "DELETE", path).status_code == 404
+    assert (
+        _call(keyed_server, "beta", "GET", path, params={"namespace": "alpha"}).status_code == 403
+    )
+    stats = _call(keyed_server, "beta", "GET", "/v1/stats").json()
+    assert set(stats["namespaces"]) <= {"beta"}
+    assert stats["location"] == ""
+    # alpha still has it, untouched
+    assert _call(keyed_server, "alpha", "GET", path).json()["content"] == secret
+    assert secret in str(_call(keyed_server, "alpha", "POST", "/v1/recall", json=query).json())
+
+
+def test_a_user_bound_key_sees_only_its_user(keyed_server: Server) -> None:
+    other = _call(
+        keyed_server,
+        "alpha",
+        "POST",
+        "/v1/memories",
+        json={"content": "u9 likes oolong tea", "user_id": "u9"},
+    ).json()
+    hits = _call(
+        keyed_server, "alpha-u1", "POST", "/v1/recall", json={"query": "who likes oolong tea?"}
+    ).json()["hits"]
+    assert other["id"] not in {h["memory"]["id"] for h in hits}
+    path = f"/v1/memories/{other['id']}"
+    assert _call(keyed_server, "alpha-u1", "GET", path).status_code == 404
+    assert _call(keyed_server, "alpha-u1", "DELETE", path).status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/v1/memories", "/v1/recall", "/v1/explain", "/v1/relate"])
+def test_posts_naming_another_namespace_write_nothing(keyed_server: Server, path: str) -> None:
+    before = _call(keyed_server, "beta", "GET", "/v1/stats").json()["memories"]
+    body = {
+        "/v1/memories": {"content": "intruder", "namespace": "beta"},
+        "/v1/recall": {"query": "x", "namespace": "beta"},
+        "/v1/explain": {"query": "x", "namespace": "beta"},
+        "/v1/relate": {"source": "A", "relation": "r", "target": "B", "namespace": "beta"},
+    }[path]
+    assert _call(keyed_server, "alpha", "POST", path, json=body).status_code == 403
+    assert _call(keyed_server, "beta", "GET", "/v1/stats").json()["memories"] == before
