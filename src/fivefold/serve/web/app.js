@@ -7,7 +7,10 @@ let oldest = null;
 
 for (const field of ["key", "namespace"]) {
   $(field).value = sessionStorage.getItem(field) || "";
-  $(field).addEventListener("change", () => sessionStorage.setItem(field, $(field).value));
+  $(field).addEventListener("change", () => {
+    sessionStorage.setItem(field, $(field).value);
+    browse(true);
+  });
 }
 
 async function api(method, path, body) {
@@ -77,7 +80,8 @@ $("search").addEventListener("submit", async (event) => {
     const explanation = await api("POST", "/v1/explain", { query: $("query").value, k: Number($("k").value), ...scope() });
     showPlan(explanation);
     $("results").replaceChildren(...explanation.hits.map(showHit));
-    status(`${explanation.hits.length} memories in ${explanation.timings.total.toFixed(1)} ms`);
+    const engineMs = Object.values(explanation.timings).reduce((a, b) => a + b, 0);
+    status(`${explanation.hits.length} memories in ${engineMs.toFixed(1)} ms of engine time`);
   } catch (error) {
     status(error.message, true);
   }

@@ -1,0 +1,113 @@
+"""The web page in a real headless Chromium (Debian's package, driven by Playwright): a query
+renders its results with scores, per-retriever ranks, the plan with its reasons and the fusion
+terms; the memory browser lists and forgets. The screenshot goes into the docs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.serve.conftest import Server
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# CI installs Chromium and sets this, so there the test can never be skipped.
+REQUIRED = os.environ.get("FIVEFOLD_REQUIRE_BROWSER") == "1"
+# FIVEFOLD_SCREENSHOT=1 refreshes the README's picture of the page; otherwise it goes to tmp.
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+# The flags a closed network needs: no background calls home, no sandbox as root.
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def page() -> Iterator[Any]:
+    if CHROMIUM is None:
+        if REQUIRED:
+            pytest.fail("Chromium is required here (FIVEFOLD_REQUIRE_BROWSER=1) but not installed")
+        pytest.skip("Chromium is not installed (apt install chromium); CI installs it")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            yield browser.new_page(viewport={"width": 1280, "height": 900})
+        finally:
+            browser.close()
+
+
+def test_a_query_renders_plan_scores_ranks_and_fusion_terms(
+    page: Any, keyed_server: Server, tmp_path: Path
+) -> None:
+    stamp = uuid.uuid4().hex[:6]
+    facts = [
+        f"Priya recommended Postgres for Project Kestrel {stamp}",
+        "The Kestrel launch is planned for March",
+        "Dana prefers oat milk in her coffee",
+    ]
+    for fact in facts:
+        made = httpx.post(
+            keyed_server.url + "/v1/memories",
+            json={"content": fact},
+            headers=keyed_server.headers("beta"),
+        )
+        assert made.status_code == 201
+    page.goto(keyed_server.url + "/")
+    page.fill("#key", keyed_server.tokens["beta"])
+    page.dispatch_event("#key", "change")
+    page.fill("#query", "what database did Priya recommend for Kestrel?")
+    page.click("#search button")
+    page.wait_for_selector("#results li")
+    first = page.locator("#results li").first
+    assert f"Postgres for Project Kestrel {stamp}" in first.locator(".content").inner_text()
+    assert float(first.locator(".score").inner_text()) > 0
+    legs = first.locator(".leg").all_inner_texts()
+    assert legs
+    assert all("#" in leg for leg in legs)
+    assert page.locator("#plan-name").inner_text()
+    assert page.locator("#reasons li").count() >= 1
+    first.locator("summary").click()
+    assert first.locator("table tr").count() == 1 + len(legs)  # one fusion term per retriever
+    assert "memories in" in page.locator("#status").inner_text()
+    folder = DOCS if os.environ.get("FIVEFOLD_SCREENSHOT") == "1" else tmp_path
+    page.screenshot(path=str(folder / "web-page.png"), full_page=True)
+    assert (folder / "web-page.png").stat().st_size > 10_000
+
+
+def test_the_browser_forgets_and_a_bad_key_shows_an_error(page: Any, keyed_server: Server) -> None:
+    content = f"A note to forget {uuid.uuid4().hex[:8]}"
+    made = httpx.post(
+        keyed_server.url + "/v1/memories",
+        json={"content": content},
+        headers=keyed_server.headers("beta"),
+    ).json()
+    page.goto(keyed_server.url + "/")
+    page.fill("#key", keyed_server.tokens["beta"])
+    page.dispatch_event("#key", "change")
+    page.click("#refresh")
+    row = page.locator(f"#memories li[data-id='{made['id']}']")
+    row.wait_for()
+    assert content in row.inner_text()
+    row.locator("button").click()
+    row.wait_for(state="detached")
+    gone = httpx.get(
+        f"{keyed_server.url}/v1/memories/{made['id']}", headers=keyed_server.headers("beta")
+    )
+    assert gone.status_code == 404
+    page.fill("#key", "ff_wrong_key")
+    page.fill("#query", "anything")
+    page.click("#search button")
+    page.wait_for_selector("#status.error")
+    assert "API key" in page.locator("#status").inner_text()
