@@ -241,9 +241,12 @@ class ServeConfig:
 
     host: str = "127.0.0.1"
     port: int = 8420
-    # One worker per core (the 2-core target machine): a worker is one Python process, and the
-    # GIL caps each at about one core of recall work (BENCHMARKS.md, serve).
-    workers: int = 2
+    # One worker: on the 2-vCPU bench machine two workers served no more (84 against 83
+    # requests/s, BENCHMARKS.md), each holds its own model and index, and a write in one makes
+    # the other reload its dense index. More workers pay off with more cores.
+    workers: int = 1
+    # Requests a worker runs at once on its threads (the rest wait in its event loop).
+    threads: int = 2
     max_body_bytes: int = 1_048_576
     max_k: int = 100
     max_batch: int = 1000

@@ -157,6 +157,7 @@ _RANGES: Mapping[str, _Range] = MappingProxyType(
         "default_importance": _UNIT,
         "serve.port": _Range(1.0, 65535.0),
         "serve.workers": _ONE_UP,
+        "serve.threads": _ONE_UP,
         "serve.max_body_bytes": _Range(1024.0),
         "serve.max_k": _ONE_UP,
         "serve.max_batch": _ONE_UP,

@@ -6,6 +6,7 @@ import click
 
 from fivefold.bench.latency_cli import latency
 from fivefold.bench.quality_cli import COMMANDS
+from fivefold.bench.serve import serve
 
 
 @click.group()
@@ -13,5 +14,5 @@ def bench() -> None:
     """Benchmarks: quality of every system on a dataset, and latency at scale."""
 
 
-for _command in (*COMMANDS, latency):
+for _command in (*COMMANDS, latency, serve):
     bench.add_command(_command)

@@ -25,7 +25,7 @@ from fivefold.config_file import KEYS
 from fivefold.errors import AccessDenied, ConfigError, FivefoldError, NotFound
 from fivefold.serve.errors import Unauthenticated
 
-__all__ = ["ApiKey", "KeyRing", "add_key", "load_keys", "revoke_key", "scope_for"]
+__all__ = ["ApiKey", "KeyRing", "add_key", "load_keys", "revoke_key", "scope_for", "token_of"]
 
 PREFIX = "ff"
 
@@ -76,6 +76,13 @@ class KeyRing:
         if key is None or not hmac.compare_digest(digest, key.digest):
             raise Unauthenticated("the API key is not valid (unknown, mistyped or revoked)")
         return key
+
+
+def token_of(headers: Mapping[str, str]) -> str | None:
+    """The key a request carries: ``Authorization: Bearer <key>`` or ``X-API-Key: <key>``
+    (header names in lower case)."""
+    auth = headers.get("authorization", "")
+    return auth[7:] if auth[:7].lower() == "bearer " else headers.get("x-api-key")
 
 
 def scope_for(

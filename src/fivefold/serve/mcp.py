@@ -25,7 +25,7 @@ import fivefold
 from fivefold.errors import FivefoldError
 from fivefold.memory import Memory
 from fivefold.serve.errors import error_body, status_of
-from fivefold.serve.keys import ApiKey, KeyRing, scope_for
+from fivefold.serve.keys import ApiKey, KeyRing, scope_for, token_of
 
 __all__ = ["McpEndpoint", "build_server"]
 
@@ -209,10 +209,8 @@ class McpEndpoint:
             headers = {
                 k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
             }
-            auth = headers.get("authorization", "")
-            token = auth[7:] if auth[:7].lower() == "bearer " else headers.get("x-api-key")
             try:
-                key = self._keys.authenticate(token)
+                key = self._keys.authenticate(token_of(headers))
             except FivefoldError as exc:
                 status, code = status_of(exc)
                 await JSONResponse(error_body(code, str(exc)), status)(scope, receive, send)

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 
 from fivefold.errors import InvalidInput, StoreError
 from fivefold.serve.errors import TooLarge
-from fivefold.serve.keys import ApiKey, scope_for
+from fivefold.serve.keys import ApiKey, scope_for, token_of
 from fivefold.serve.schemas import AliasBody, BatchBody, RecallBody, RelateBody, RememberBody
 from fivefold.serve.state import Served
 from fivefold.wire import to_json
@@ -37,9 +37,7 @@ def _caller(request: Request) -> ApiKey | None:
     state = state_of(request)
     if not state.keys:
         return None
-    header = request.headers.get("authorization", "")
-    token = header[7:] if header[:7].lower() == "bearer " else request.headers.get("x-api-key")
-    return state.keys.authenticate(token)
+    return state.keys.authenticate(token_of(request.headers))
 
 
 Caller = Annotated[ApiKey | None, Depends(_caller)]

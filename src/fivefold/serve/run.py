@@ -31,15 +31,34 @@ def app_from_env() -> Any:
     """The application of one worker process (uvicorn's ``factory``)."""
     from fivefold.serve.app import create_app
 
+    _one_blas_thread()
     given = os.environ.get(CONFIG_ENV)
     path = Path(given) if given else None
     config = settings_in_effect(path)
     db = os.environ.get(DB_ENV) or None
     return create_app(
-        lambda: Memory.open(db, config=config),
+        lambda: Memory.open(db, config=config, embedder=_embedder()),
         settings=config.serve,
         keys=KeyRing(load_keys(path)),
     )
+
+
+def _one_blas_thread() -> None:
+    """numpy's OpenBLAS starts a thread per core for each matrix product; with requests and
+    workers already side by side those threads only contend. On the 10k synthetic store a
+    recall took 9.8 ms with one BLAS thread against 14.8 ms with OpenBLAS's default two."""
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def _embedder() -> Any:
+    """One ONNX thread per worker: requests run side by side on the worker's threads and the
+    workers side by side on the cores, so an intra-op pool per call only adds threads that
+    spin-wait for each other (bench serve: see BENCHMARKS.md)."""
+    from fivefold.embed.minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder(threads=1)
 
 
 def check_binding(host: str, keys: KeyRing) -> str:
