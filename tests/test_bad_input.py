@@ -700,3 +700,28 @@ def test_date_arithmetic_at_the_ends_of_the_calendar_never_overflows(
     for phrase in (query, "what happens next week?", "what did I do yesterday?", "last year"):
         hashing_mem.recall(phrase, now=now)
         hashing_mem.explain(phrase, now=now)
+
+
+def test_metadata_depth_and_size_are_bounded(hashing_mem: fivefold.Memory) -> None:
+    deep: dict[str, object] = {}
+    node = deep
+    for _ in range(10_000):  # json and recursive walks would overflow the stack on this
+        node["a"] = {}
+        node = node["a"]  # type: ignore[assignment]
+    with pytest.raises(InvalidInput, match="nested more than 32"):
+        hashing_mem.remember("x", metadata=deep)
+    with pytest.raises(InvalidInput, match="65,536"):
+        hashing_mem.remember("x", metadata={"blob": "y" * 70_000})
+    assert hashing_mem.remember("x", metadata={"a": [[[{"b": 1}]]]}).metadata == {
+        "a": [[[{"b": 1}]]]
+    }
+    assert hashing_mem.stats().memories == 1
+
+
+def test_a_refused_batch_names_the_item(hashing_mem: fivefold.Memory) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        hashing_mem.remember_many(
+            [{"content": "ok"}, {"content": "ok"}, {"content": "x", "vector": [1.0]}]
+        )
+    assert refused.value.item == 2
+    assert hashing_mem.stats().memories == 0

@@ -101,7 +101,7 @@ def test_bad_input_is_one_line_and_an_exit_code(db: str, tmp_path: Path) -> None
     broken.write_text('{"content": "fine"}\n{oops\n')
     code, _, err = run(db, "import", str(broken))
     assert code == 2
-    assert "broken.jsonl:2" in err
+    assert "broken.jsonl: line 2: not valid JSON" in err
 
 
 def test_db_from_environment(tmp_path: Path) -> None:

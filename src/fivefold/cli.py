@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import click
 from rich.console import Console
@@ -205,18 +205,37 @@ def forget(ctx: click.Context, /, memory_id: int, namespace: str) -> None:
 @click.option(
     "--namespace", "-n", default=None, help="Namespace (default: per record / per conversation)."
 )
-@click.option("--batch-size", default=256, show_default=True)
+@click.option("--batch-size", default=256, show_default=True, type=click.IntRange(1))
+@click.option(
+    "--on-error",
+    type=click.Choice(["stop", "skip"]),
+    default="stop",
+    show_default=True,
+    help="At a bad record: stop there (earlier batches stay imported) or leave it out.",
+)
 @click.pass_context
 @friendly
 def import_(
-    ctx: click.Context, /, path: Path, fmt: str, namespace: str | None, batch_size: int
+    ctx: click.Context,
+    /,
+    path: Path,
+    fmt: str,
+    namespace: str | None,
+    batch_size: int,
+    on_error: Literal["stop", "skip"],
 ) -> None:
-    """Import memories from a JSONL file (one remember() record per line) or LoCoMo JSON."""
+    """Import memories from a JSONL file (one remember() record per line) or LoCoMo JSON.
+    Each batch is one transaction; a bad record is reported with its line number."""
     from fivefold.importers import import_file
 
     with _open(ctx) as mem:
-        count = import_file(mem, path, fmt=fmt, namespace=namespace, batch_size=batch_size)
-    click.echo(f"imported {count} memories from {path}")
+        report = import_file(
+            mem, path, fmt=fmt, namespace=namespace, batch_size=batch_size, on_error=on_error
+        )
+    for where, problem in report.skipped:
+        click.echo(f"skipped {path}: {where}: {problem}", err=True)
+    skipped = f"; skipped {len(report.skipped)} bad records" if report.skipped else ""
+    click.echo(f"imported {report.imported} memories from {path}{skipped}")
 
 
 @cli.command()
@@ -294,6 +313,8 @@ def _json_object(raw: str | None) -> dict[str, Any] | None:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise errors.InvalidInput(f"--metadata is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise errors.InvalidInput("--metadata is nested too deeply") from None
     if not isinstance(value, dict):
         raise errors.InvalidInput("--metadata must be a JSON object")
     return value

@@ -10,7 +10,12 @@ class FivefoldError(Exception):
 
 
 class InvalidInput(FivefoldError, ValueError):
-    """An argument is of the wrong type, out of range or unparseable."""
+    """An argument is of the wrong type, out of range or unparseable. ``item`` is the position
+    of the offending item when a batch (``remember_many``) was refused."""
+
+    def __init__(self, message: str, *, item: int | None = None) -> None:
+        super().__init__(message)
+        self.item = item
 
 
 class NotFound(FivefoldError, LookupError):

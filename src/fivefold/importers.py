@@ -1,17 +1,39 @@
 """Bulk import for ``fivefold import``: JSONL (one ``remember`` record per line) and LoCoMo
-JSON (one memory per turn, the project's benchmark protocol), in batches with a progress bar."""
+JSON (one memory per turn, the project's benchmark protocol), in batches with a progress bar.
+
+Each batch is one transaction, checked whole before it is written (``remember_many``), so an
+import interrupted or stopped at a bad record has committed a prefix of whole batches and
+nothing half-valid. A bad record is reported with its line (JSONL) or its position (LoCoMo):
+``on_error="stop"`` (the default) ends the import there, ``"skip"`` leaves it out and goes on.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.progress import Progress
 
 from fivefold.errors import InvalidInput
 from fivefold.memory import Memory
+
+OnError = Literal["stop", "skip"]
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    where: str  # "line 12" or "record 12", for messages
+    fields: dict[str, Any] | None
+    problem: str | None = None
+
+
+@dataclass
+class ImportReport:
+    imported: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 def import_file(
@@ -21,47 +43,102 @@ def import_file(
     fmt: str = "auto",
     namespace: str | None = None,
     batch_size: int = 256,
-) -> int:
+    on_error: OnError = "stop",
+) -> ImportReport:
     if batch_size < 1:
         raise InvalidInput("batch size must be at least 1")
+    if on_error not in ("stop", "skip"):
+        raise InvalidInput(f"on_error must be 'stop' or 'skip', got {on_error!r}")
     if fmt == "auto":
         fmt = "jsonl" if path.suffix.lower() in (".jsonl", ".ndjson") else "locomo"
     records = list(_jsonl(path) if fmt == "jsonl" else _locomo(path))
     if namespace is not None:
-        records = [{**r, "namespace": namespace} for r in records]
+        records = [_in(r, namespace) for r in records]
+    report = ImportReport()
     with Progress(transient=True) as progress:
         task = progress.add_task(f"importing {path.name}", total=len(records))
         for start in range(0, len(records), batch_size):
             batch = records[start : start + batch_size]
-            mem.remember_many(batch)
+            _write_batch(mem, batch, report, path, on_error)
             progress.advance(task, len(batch))
-    return len(records)
+    report.skipped.sort(key=lambda skipped: int(skipped[0].split()[-1]))
+    return report
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+def _in(record: Record, namespace: str) -> Record:
+    if record.fields is None:
+        return record
+    return Record(record.where, {**record.fields, "namespace": namespace})
+
+
+def _write_batch(
+    mem: Memory, batch: Sequence[Record], report: ImportReport, path: Path, on_error: OnError
+) -> None:
+    """One transaction for the batch's good records; a refused record is reported (and the
+    import stopped, or the record left out and the rest retried)."""
+    pending = list(batch)
+    while True:
+        bad = next((r for r in pending if r.problem is not None), None)
+        if bad is None:
+            try:
+                mem.remember_many([r.fields or {} for r in pending])
+                report.imported += len(pending)
+                return
+            except InvalidInput as exc:
+                if exc.item is None:
+                    raise
+                bad = pending[exc.item]
+                bad = Record(bad.where, bad.fields, str(exc).split(": ", 1)[-1])
+        if on_error == "stop":
+            raise InvalidInput(
+                f"{path}: {bad.where}: {bad.problem}; stopped there with {report.imported} "
+                "memories imported (whole batches before it); --on-error skip leaves bad "
+                "records out"
+            )
+        report.skipped.append((bad.where, bad.problem or ""))
+        pending = [r for r in pending if r.where != bad.where]
+
+
+def _jsonl(path: Path) -> Iterator[Record]:
+    # Read as bytes: one line of bad UTF-8 is that line's problem, not the file's.
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            where = f"line {number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield Record(where, None, f"not UTF-8 text (byte {exc.start + 1})")
+                continue
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"{path}:{number} is not valid JSON: {exc}") from exc
-            if not isinstance(record, dict):
-                raise InvalidInput(f"{path}:{number} must be a JSON object")
-            yield record
+            yield _parse(line, where)
 
 
-def _locomo(path: Path) -> Iterator[dict[str, Any]]:
+def _parse(line: str, where: str) -> Record:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return Record(where, None, f"not valid JSON: {exc.msg} (column {exc.colno})")
+    except RecursionError:
+        return Record(where, None, "JSON nested too deeply")
+    if not isinstance(value, dict):
+        return Record(where, None, f"a JSON object is expected, got {type(value).__name__}")
+    return Record(where, value)
+
+
+def _locomo(path: Path) -> Iterator[Record]:
     from fivefold.bench.datasets import load_locomo
 
     dataset = load_locomo(path)
-    for doc in dataset.docs:
-        yield {
-            "content": doc.content,
-            "event_at": doc.event_at,
-            "created_at": doc.event_at,
-            "namespace": doc.namespace,
-            "session_id": doc.session,
-            "metadata": {"dia_id": doc.id.split("/", 1)[-1]},
-        }
+    for position, doc in enumerate(dataset.docs, start=1):
+        yield Record(
+            f"record {position}",
+            {
+                "content": doc.content,
+                "event_at": doc.event_at,
+                "created_at": doc.event_at,
+                "namespace": doc.namespace,
+                "session_id": doc.session,
+                "metadata": {"dia_id": doc.id.split("/", 1)[-1]},
+            },
+        )

@@ -145,14 +145,16 @@ class Memory:
         known: dict[str, dict[str, str]] = {}
         for position, item in enumerate(batch):
             if not isinstance(item, Mapping):
-                raise InvalidInput(f"item {position} is a {type(item).__name__}, not a dict")
+                raise InvalidInput(
+                    f"item {position} is a {type(item).__name__}, not a dict", item=position
+                )
             fields = dict(item)
             if VECTOR_FIELD in fields:
                 given[position] = fields.pop(VECTOR_FIELD)
             try:
                 prepared.append(self._prepare(fields, now, known))
             except InvalidInput as exc:
-                raise InvalidInput(f"item {position}: {exc}") from exc
+                raise InvalidInput(f"item {position}: {exc}", item=position) from exc
         prepared = _share_batch_names(prepared, batch, known)
         return prepared, self._vectors(prepared, given)
 
@@ -171,24 +173,14 @@ class Memory:
         )
 
     def _vectors(self, prepared: Sequence[NewMemory], given: Mapping[int, Any]) -> np.ndarray:
+        """Given vectors checked first (cheap), then the others embedded in one call."""
         dim = self._embedder.dim
         out = np.zeros((len(prepared), dim), dtype=np.float32)
+        for position, raw in given.items():
+            out[position] = _unit_vector(raw, dim, position)
         missing = [i for i in range(len(prepared)) if i not in given]
         if missing:
             out[missing] = self._embedder.embed([_embed_text(prepared[i]) for i in missing])
-        for position, raw in given.items():
-            # float64 first: a float32 cast would turn 1e39 into inf and its square into 0 norm.
-            try:
-                vector = np.asarray(raw, dtype=np.float64).reshape(-1)
-            except (TypeError, ValueError) as exc:
-                raise InvalidInput(f"item {position}: vector must be {dim} numbers") from exc
-            if vector.shape != (dim,) or not np.all(np.isfinite(vector)):
-                raise InvalidInput(f"item {position}: vector must be {dim} finite numbers")
-            scale = float(np.max(np.abs(vector)))
-            if scale == 0.0:
-                raise InvalidInput(f"item {position}: vector is all zeros")
-            scaled = vector / scale  # no overflow in the norm of [1e300, ...]
-            out[position] = (scaled / np.linalg.norm(scaled)).astype(np.float32)
         return out
 
     def relate(
@@ -404,6 +396,21 @@ def _relation_sentence(source: str, relation: str, target: str, until: datetime 
     if until is not None:
         sentence += f" (until {until.date().isoformat()})"
     return sentence + "."
+
+
+def _unit_vector(raw: Any, dim: int, position: int) -> np.ndarray:
+    # float64 first: a float32 cast would turn 1e39 into inf and its square into 0 norm.
+    try:
+        vector = np.asarray(raw, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"item {position}: vector must be {dim} numbers", item=position) from exc
+    if vector.shape != (dim,) or not np.all(np.isfinite(vector)):
+        raise InvalidInput(f"item {position}: vector must be {dim} finite numbers", item=position)
+    scale = float(np.max(np.abs(vector)))
+    if scale == 0.0:
+        raise InvalidInput(f"item {position}: vector is all zeros", item=position)
+    scaled = vector / scale  # no overflow in the norm of [1e300, ...]
+    return (scaled / np.linalg.norm(scaled)).astype(np.float32)
 
 
 def _in(scope: Scope) -> str:

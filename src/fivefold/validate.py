@@ -18,6 +18,10 @@ MAX_CONTENT_CHARS = 100_000
 MAX_K = 1_000
 MAX_SCOPE_CHARS = 256
 MIN_YEAR, MAX_YEAR = 1, 9998
+# Metadata is stored as JSON with the memory: bounded so one write stays small and every
+# reader (and json itself, which recurses) can handle it.
+MAX_METADATA_DEPTH = 32
+MAX_METADATA_BYTES = 65_536
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -145,12 +149,31 @@ def metadata(value: object) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise InvalidInput(f"metadata must be a dict, got {type(value).__name__}")
+    _check_depth(value)
     try:
         encoded = json.dumps(dict(value), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"metadata must be JSON-serializable: {exc}") from exc
+    if len(encoded) > MAX_METADATA_BYTES:
+        raise InvalidInput(
+            f"metadata is {len(encoded):,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,}"
+        )
     decoded: dict[str, Any] = json.loads(encoded)
     return decoded
+
+
+def _check_depth(value: object) -> None:
+    """Refuse nesting deeper than MAX_METADATA_DEPTH without recursing (a 10,000-level list
+    would overflow the stack of a recursive walk, and of json)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            raise InvalidInput(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
+        if isinstance(node, Mapping):
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend((child, depth + 1) for child in node)
 
 
 def memory_id(value: object) -> int:

@@ -67,17 +67,19 @@ def start_server(
     with log.open("wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     server = Server(f"http://127.0.0.1:{port}", process, db, config, log, tokens)
-    _wait_ready(server)
+    _wait_ready(server, workers)
     return server
 
 
-def _wait_ready(server: Server) -> None:
+def _wait_ready(server: Server, workers: int) -> None:
+    """Until /readyz answers and every worker has started (one ready worker answers first)."""
     deadline = time.monotonic() + READY_SECONDS
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise RuntimeError(f"the server exited: {server.log.read_text()}")
+        started = server.log.read_text().count("Application startup complete")
         try:
-            if httpx.get(f"{server.url}/readyz", timeout=2).status_code == 200:
+            if started >= workers and httpx.get(f"{server.url}/readyz", timeout=2).is_success:
                 return
         except httpx.HTTPError:
             pass

@@ -1,0 +1,132 @@
+"""Hostile input through the command line: one line on stderr and exit 2 (bad input), never a
+traceback, and nothing written. Import reports bad records by line and commits whole batches."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fivefold.cli import cli
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    # catch_exceptions=False: an exception that escapes the command fails the test.
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def count(db: Path) -> int:
+    code, out, _ = run("--db", str(db), "stats", "--json")
+    assert code == 0
+    memories: int = json.loads(out)["memories"]
+    return memories
+
+
+def _lines(tmp: Path, name: str, data: bytes) -> str:
+    path = tmp / name
+    path.write_bytes(data)
+    return str(path)
+
+
+def _import(data: bytes) -> Callable[[Path], list[str]]:
+    return lambda tmp: ["import", _lines(tmp, "in.jsonl", data)]
+
+
+CASES = [
+    (
+        "import: event_at in year 0",
+        _import(b'{"content": "x", "event_at": "0000-06-01T00:00:00"}\n'),
+        "line 1",
+    ),
+    ("import: invalid UTF-8", _import(b'{"content": "caf\xe9"}\n'), "not UTF-8"),
+    ("import: non-numeric vector", _import(b'{"content": "x", "vector": ["a", "b"]}\n'), "vector"),
+    ("import: not an object", _import(b"[1, 2]\n"), "JSON object"),
+    ("import: nested 10,000 deep", _import(b"[" * 10_000 + b"]" * 10_000 + b"\n"), "nested"),
+    (
+        "recall: next week at the end of the calendar",
+        lambda t: ["recall", "next week", "--now", "9999-12-31"],
+        "9998",
+    ),
+    (
+        "remember: metadata 10,000 deep",
+        lambda t: ["remember", "x", "--metadata", "[" * 10_000 + "]" * 10_000],
+        "nested",
+    ),
+    (
+        "remember: metadata 40 deep",
+        lambda t: ["remember", "x", "--metadata", '{"a":' * 40 + "1" + "}" * 40],
+        "nested more than 32",
+    ),
+    (
+        "remember: metadata not JSON",
+        lambda t: ["remember", "x", "--metadata", '{"a":'],
+        "not valid JSON",
+    ),
+    (
+        "remember: event_at not a date",
+        lambda t: ["remember", "x", "--event-at", "soonish"],
+        "event_at",
+    ),
+    ("recall: k = 0", lambda t: ["recall", "x", "-k", "0"], "k must be"),
+    ("recall: unknown type", lambda t: ["recall", "x", "--type", "gossip"], "gossip"),
+]
+
+
+@pytest.mark.parametrize(("case", "argv", "says"), CASES, ids=[c[0] for c in CASES])
+def test_hostile_cases_exit_2_with_one_line_and_write_nothing(
+    tmp_path: Path, case: str, argv: Callable[[Path], list[str]], says: str
+) -> None:
+    db = tmp_path / "h.db"
+    assert count(db) == 0
+    code, _, err = run("--db", str(db), *argv(tmp_path))
+    assert code == 2, err
+    assert err.startswith("error: ")
+    assert err.count("\n") == 1
+    assert says in err
+    assert count(db) == 0
+
+
+def test_a_database_path_under_a_regular_file_is_a_store_error(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("not a folder")
+    code, _, err = run("--db", str(tmp_path / "plain" / "x.db"), "remember", "x")
+    assert code == 4
+    assert err.startswith("error: ")
+    assert "Traceback" not in err
+
+
+def test_import_stops_at_the_first_bad_line_after_whole_batches(tmp_path: Path) -> None:
+    lines = [json.dumps({"content": f"note {i}"}) for i in range(5)]
+    lines[3] = '{"content": "bad", "importance": 7}'
+    path = _lines(tmp_path, "m.jsonl", ("\n".join(lines) + "\n").encode())
+    db = tmp_path / "i.db"
+    code, _, err = run("--db", str(db), "import", path, "--batch-size", "2")
+    assert code == 2
+    assert "line 4" in err
+    assert "importance" in err
+    assert "2 memories imported" in err
+    assert count(db) == 2  # the first batch; nothing of the batch holding line 4
+
+
+def test_import_skip_reports_every_bad_line_and_keeps_the_good(tmp_path: Path) -> None:
+    data = (
+        b'{"content": "one"}\n'
+        b'{"content": "caf\xe9"}\n'
+        b'{"content": "two"}\n'
+        b'{"content": "x", "event_at": "0000-06-01"}\n'
+        b"{broken\n"
+        b'{"content": "three", "vector": [1, 2]}\n'
+        b'{"content": "four"}\n'
+    )
+    path = _lines(tmp_path, "mixed.jsonl", data)
+    db = tmp_path / "s.db"
+    code, out, err = run("--db", str(db), "import", path, "--on-error", "skip", "--batch-size", "3")
+    assert code == 0
+    assert "imported 3 memories" in out
+    assert "skipped 4 bad records" in out
+    reported = [line.split(": ")[1] for line in err.strip().splitlines()]
+    assert reported == ["line 2", "line 4", "line 5", "line 6"]
+    assert count(db) == 3
