@@ -69,13 +69,14 @@ def test_two_workers_share_the_store_and_the_metrics(tmp_path: Path) -> None:
         assert made.status_code == 201
         for _ in range(20):  # a new connection each time lands on either worker
             found = httpx.post(server.url + "/v1/recall", json={"query": "Zephyr id"}, timeout=30)
-            assert found.json()["hits"][0]["memory"]["id"] == made.json()["id"]
+            assert found.status_code == 200, found.text
+            assert found.json()["hits"][0]["memory"]["id"] == made.json()["id"], found.text
         text = httpx.get(server.url + "/metrics").text
         counted = sum(
             float(v) for v in re.findall(r"^fivefold_recalls_total\{[^}]*\} (\S+)$", text, re.M)
         )
-        assert counted == 20
-        assert server.log.read_text().count("Started server process") == 2
+        assert counted == 20, text
+        assert server.log.read_text().count("Started server process") == 2, server.log.read_text()
         assert "fivefold_store_bytes" in text
     finally:
         server.stop()

@@ -6,17 +6,20 @@ All SQL of the embedded backend runs here; statements live in ``schema.py``.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import math
+import os
 import shutil
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,6 +27,7 @@ from fivefold.config import Config
 from fivefold.embed.base import Vectors
 from fivefold.errors import (
     EmbeddingModelMismatch,
+    FivefoldError,
     InvalidInput,
     NotAFivefoldStore,
     StoreError,
@@ -47,11 +51,42 @@ from fivefold.store.sqlite_read import ReadQueries
 from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
 
+T = TypeVar("T")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SMOOTHING_KEY = "context_smoothing"
 DF_CACHE_TERMS = 20_000
 
 
+def _translating(cls: type[T]) -> type[T]:
+    """Every public method raises ``StoreError`` (naming the file) where the driver raised or
+    a stored value could not be decoded: a damaged page met mid-recall ('dvent' for 'event'
+    after a flipped bit) is a store problem, not a ``sqlite3`` or ``ValueError`` escaping."""
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_") or not callable(member):
+            continue
+
+        def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(method)
+            def translated(self: SQLiteStore, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return method(self, *args, **kwargs)
+                except FivefoldError:
+                    raise
+                except sqlite3.Error as exc:
+                    raise _translate(exc, self._path) from exc
+                except (ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
+                    raise StoreError(
+                        f"{self._path}: a stored value cannot be read ({exc}); the file may "
+                        "be damaged: `fivefold doctor` checks it"
+                    ) from exc
+
+            return translated
+
+        setattr(cls, name, wrap(member))
+    return cls
+
+
+@_translating
 class SQLiteStore:
     """Thread-safe: one connection, serialized by a lock (SQLite would serialize writes anyway)."""
 
@@ -62,11 +97,13 @@ class SQLiteStore:
         self._dim = dim
         self._lock = threading.RLock()
         self._writes = 0  # bumped by every transaction: invalidates the term statistics memo
-        self._conn = _connect(path)
+        if path != ":memory:" and not os.path.lexists(path):
+            _create_file(Path(path), _meta(embedding_model, dim, self._smoothing_tag()))
+        self._conn, self.read_only = _connect(path)
         try:
             self._store_id = self._init_schema(embedding_model, dim)
             # Only once the file is known to be ours: never switch a stranger's database to WAL.
-            if path != ":memory:":
+            if path != ":memory:" and not self.read_only:
                 self._conn.execute("PRAGMA journal_mode = WAL")
                 self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
@@ -99,36 +136,29 @@ class SQLiteStore:
                     index.save_hnsw(path, self._store_id)
             self._conn.close()
 
+    def _refuse_write(self) -> None:
+        if self.read_only:
+            raise StoreError(
+                f"{self._path} is open read-only (the file or its folder cannot be written): "
+                "recall works, writes need a writable copy"
+            )
+
     def _init_schema(self, embedding_model: str, dim: int) -> str:
         """Create or check the schema; return the store's random id, which derived files
         (the saved HNSW graphs) carry so that a new store never adopts an old store's."""
-        tables = {r[0] for r in self._execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables = self._tables()
         if tables and "meta" not in tables:
             raise NotAFivefoldStore(
                 f"{self._path} is an SQLite database but not a fivefold store "
                 f"(it has tables {sorted(tables)[:5]}); pick another path"
             )
         if not tables:
-            store_id = uuid.uuid4().hex
-            if self._path != ":memory:":
-                shutil.rmtree(self._path + ".vindex", ignore_errors=True)
-            with self._transaction():
-                for statement in schema.DDL.split(";"):
-                    if statement.strip():
-                        self._conn.execute(statement)
-                self._conn.executemany(
-                    "INSERT INTO meta (key, value) VALUES (?, ?)",
-                    [
-                        ("schema_version", str(schema.SCHEMA_VERSION)),
-                        ("embedding_model", embedding_model),
-                        ("embedding_dim", str(dim)),
-                        ("store_id", store_id),
-                        (_SMOOTHING_KEY, self._smoothing_tag()),
-                    ],
-                )
-            return store_id
+            created = self._create_schema(embedding_model, dim)
+            if created is not None:
+                return created
         meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema_version") == "1":
+            self._refuse_write()
             self._migrate_1_to_2()
             meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
@@ -144,10 +174,29 @@ class SQLiteStore:
                 f"({dim}-d); open it with the model it was built with, or re-import into a "
                 "new store"
             )
-        if meta.get(_SMOOTHING_KEY) != self._smoothing_tag():
+        if meta.get(_SMOOTHING_KEY) != self._smoothing_tag() and not self.read_only:
+            # Read-only, the context stays as it was stored: reads remain consistent with it.
             self._rebuild_context()
         # Stores created before store ids existed get none; their saved graphs are rebuilt.
         return str(meta.get("store_id", ""))
+
+    def _tables(self) -> set[str]:
+        return {r[0] for r in self._execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+    def _create_schema(self, embedding_model: str, dim: int) -> str | None:
+        """A new store's tables and meta; None when another process created them first (two
+        server workers opening a new file at once): the caller then reads them as its own."""
+        with self._transaction():  # BEGIN IMMEDIATE: one creator at a time
+            if self._tables():
+                return None
+            if self._path != ":memory:":
+                shutil.rmtree(self._path + ".vindex", ignore_errors=True)
+            for statement in schema.DDL.split(";"):
+                if statement.strip():
+                    self._conn.execute(statement)
+            meta = _meta(embedding_model, dim, self._smoothing_tag())
+            self._conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta)
+        return dict(meta)["store_id"]
 
     def _smoothing_tag(self) -> str:
         smoothing = self._smoothing()
@@ -194,6 +243,7 @@ class SQLiteStore:
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
+        self._refuse_write()
         with self._lock:
             self._writes += 1
             try:
@@ -636,7 +686,7 @@ class SQLiteStore:
         return index
 
     def _hnsw_path(self, namespace: str) -> Path | None:
-        if self._path == ":memory:":
+        if self._path == ":memory:" or self.read_only:
             return None
         digest = _stable_name(namespace)
         return Path(self._path + ".vindex") / f"{digest}.usearch"
@@ -652,24 +702,101 @@ def _stable_name(namespace: str) -> str:
     return hashlib.sha256(namespace.encode()).hexdigest()[:24]
 
 
-def _connect(path: str) -> sqlite3.Connection:
+def _connect(path: str) -> tuple[sqlite3.Connection, bool]:
+    """The connection, and whether it is read-only (a store SQLite cannot write opens for
+    reading: ``mode=ro`` when only the file is read-only, ``immutable`` when its folder is too,
+    as on read-only media, where SQLite could not create the WAL's shared-memory file)."""
+    target, read_only, uri = path, False, False
     if path != ":memory:":
         file = Path(path)
-        if file.is_dir():
-            raise NotAFivefoldStore(f"{path} is a directory; give the path of a store file")
-        if file.exists() and file.stat().st_size > 0:
-            with file.open("rb") as handle:
-                if handle.read(16) != _SQLITE_MAGIC:
-                    raise NotAFivefoldStore(f"{path} is not a fivefold store (not an SQLite file)")
-        elif not file.parent.exists():
-            file.parent.mkdir(parents=True, exist_ok=True)
+        _check_file(file)
+        if file.exists() and not os.access(file, os.W_OK):
+            read_only, uri = True, True
+            folder_writable = os.access(file.parent, os.W_OK)
+            target = f"{file.absolute().as_uri()}?{'mode=ro' if folder_writable else 'immutable=1'}"
     try:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        conn = sqlite3.connect(
+            target, isolation_level=None, check_same_thread=False, timeout=30.0, uri=uri
+        )
         conn.execute("PRAGMA foreign_keys = ON")
         _ensure_math(conn)
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.Error as exc:
         raise _translate(exc, path) from exc
-    return conn
+    return conn, read_only
+
+
+def _meta(embedding_model: str, dim: int, smoothing: str) -> list[tuple[str, str]]:
+    return [
+        ("schema_version", str(schema.SCHEMA_VERSION)),
+        ("embedding_model", embedding_model),
+        ("embedding_dim", str(dim)),
+        ("store_id", uuid.uuid4().hex),
+        (_SMOOTHING_KEY, smoothing),
+    ]
+
+
+def _create_file(file: Path, meta: list[tuple[str, str]]) -> None:
+    """A new store appears whole: built in a temporary file beside it, then linked into place
+    (``os.link`` fails if the name exists). So no process ever sees a half-made store, two
+    processes creating one at once both end up opening the one that won, and an empty file
+    at the path can only be damage (which ``_check_file`` refuses)."""
+    _check_file(file)  # the folder exists (or is made) and the path is not a directory
+    temp = file.with_name(f".{file.name}.{uuid.uuid4().hex}.new")
+    try:
+        conn = sqlite3.connect(temp, isolation_level=None)
+        try:
+            conn.execute("BEGIN")
+            for statement in schema.DDL.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        shutil.rmtree(f"{file}.vindex", ignore_errors=True)
+        _link(temp, file)
+    except FileExistsError:
+        pass  # another process created it first: open theirs
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"cannot create a store at {file}: {exc}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            temp.unlink(missing_ok=True)
+
+
+def _link(temp: Path, file: Path) -> None:
+    try:
+        os.link(temp, file)
+    except FileExistsError:
+        raise
+    except OSError:
+        # No hard links on this file system: a rename, after a check (a narrow race instead
+        # of none, only where links are missing).
+        if file.exists():
+            raise FileExistsError(file) from None
+        os.rename(temp, file)
+
+
+def _check_file(file: Path) -> None:
+    if file.is_dir():
+        raise NotAFivefoldStore(f"{file} is a directory; give the path of a store file")
+    if file.exists() and file.stat().st_size > 0:
+        with file.open("rb") as handle:
+            if handle.read(16) != _SQLITE_MAGIC:
+                raise NotAFivefoldStore(f"{file} is not a fivefold store (not an SQLite file)")
+    elif file.exists():
+        wal = file.with_name(file.name + "-wal")
+        if not wal.exists() or wal.stat().st_size == 0:
+            # SQLite would start a new database in it: a truncated store would look empty.
+            raise NotAFivefoldStore(
+                f"{file} is an empty file (0 bytes): not a store, or a store that was "
+                "truncated; delete it to create a new store there"
+            )
+    elif not file.parent.exists():
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder of {file}: {exc.strerror}") from exc
 
 
 def _ensure_math(conn: sqlite3.Connection) -> None:
@@ -691,10 +818,13 @@ def _ln(value: float) -> float | None:
     return math.log(value) if value > 0.0 else None
 
 
-def _translate(exc: sqlite3.DatabaseError, path: str) -> StoreError:
+def _translate(exc: sqlite3.Error, path: str) -> StoreError:
     message = str(exc)
     if "file is not a database" in message or "malformed" in message:
-        return NotAFivefoldStore(f"{path} is not a readable fivefold store: {message}")
+        return NotAFivefoldStore(
+            f"{path} is damaged or not a fivefold store ({message}); `fivefold doctor` checks "
+            "it, and a backup or a re-import restores it"
+        )
     if "locked" in message or "busy" in message:
         return StoreError(f"{path} is locked by another writer; retry later ({message})")
     if "readonly" in message:

@@ -1,0 +1,163 @@
+"""Store faults: an empty file, damaged pages, read-only media and two processes creating one
+store at once. Each gives a working store or a ``StoreError`` naming the file, never a raw
+``sqlite3`` exception, and nothing acknowledged is lost."""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import fivefold
+from fivefold import FivefoldError, Memory, NotAFivefoldStore, StoreError
+
+
+def _open(path: Path) -> Memory:
+    return Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16))
+
+
+def _filled(path: Path, count: int = 300) -> list[int]:
+    with _open(path) as memory:
+        records = memory.remember_many(
+            [
+                {"content": f"Note {i}: the Kestrel review moved to week {i % 50}"}
+                for i in range(count)
+            ]
+        )
+    return [r.id for r in records]
+
+
+def test_an_empty_file_is_refused_not_started_over(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    path.touch()
+    with pytest.raises(NotAFivefoldStore, match="empty file"):
+        _open(path)
+    assert path.stat().st_size == 0
+
+
+def _damage(source: Path, target: Path, rng: random.Random) -> None:
+    data = bytearray(source.read_bytes())
+    kind = rng.choice(["flip", "zero-page", "truncate"])
+    if kind == "truncate":
+        del data[rng.randrange(4096, len(data)) :]
+    elif kind == "zero-page":
+        page = rng.randrange(1, len(data) // 4096)
+        data[page * 4096 : (page + 1) * 4096] = bytes(4096)
+    else:
+        for _ in range(rng.randrange(1, 40)):
+            data[rng.randrange(100, len(data))] ^= 1 << rng.randrange(8)
+    target.write_bytes(bytes(data))
+
+
+def _exercise(path: Path) -> int:
+    """Open and use a (possibly damaged) store; count the operations that were refused."""
+    refused = 0
+    try:
+        memory = _open(path)
+    except FivefoldError:
+        return 1
+    operations = [
+        lambda: memory.recall("when is the Kestrel review?"),
+        lambda: memory.explain("week 7"),
+        lambda: memory.get(5),
+        lambda: memory.browse(limit=20),
+        lambda: memory.stats(),
+        lambda: memory.remember("a write into a damaged store"),
+        lambda: memory.forget(3),
+    ]
+    with memory:
+        for operation in operations:
+            try:
+                operation()
+            except FivefoldError:
+                refused += 1
+    return refused
+
+
+def test_damaged_copies_give_store_errors_never_sqlite_exceptions(tmp_path: Path) -> None:
+    source = tmp_path / "good.db"
+    _filled(source)
+    rng = random.Random(12)
+    refused = 0
+    for n in range(40):  # any other exception escapes and fails the test
+        copy = tmp_path / f"damaged-{n}.db"
+        _damage(source, copy, rng)
+        refused += _exercise(copy)
+    assert refused > 0  # the damage was real enough to be noticed somewhere
+
+
+def _creator(
+    path: str, barrier: multiprocessing.synchronize.Barrier, out: multiprocessing.Queue[str]
+) -> None:
+    barrier.wait()
+    try:
+        with _open(Path(path)) as memory:
+            memory.remember("written by one of the creators")
+            out.put(memory.store.stats().location)
+    except Exception as exc:  # reported to the parent, which fails the test
+        out.put(f"error: {type(exc).__name__}: {exc}")
+
+
+def test_processes_creating_one_new_store_at_once_all_succeed(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(4)
+    out: multiprocessing.Queue[str] = context.Queue()
+    workers = [context.Process(target=_creator, args=(str(path), barrier, out)) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    results = [out.get(timeout=120) for _ in workers]
+    for worker in workers:
+        worker.join(60)
+    assert not [r for r in results if r.startswith("error")], results
+    with _open(path) as memory:
+        assert memory.stats().memories == 4
+
+
+@pytest.fixture
+def read_only_folder(tmp_path: Path) -> Iterator[Path]:
+    """A read-only bind mount of a folder holding a store: read-only media, even for root."""
+    source, mount = tmp_path / "src", tmp_path / "ro"
+    source.mkdir()
+    mount.mkdir()
+    ids = _filled(source / "memory.db")
+    (source / "ids.txt").write_text(" ".join(map(str, ids)))
+    made = subprocess.run(["mount", "--bind", str(source), str(mount)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot bind-mount here ({made.stderr.decode().strip()})")
+    try:
+        done = subprocess.run(["mount", "-o", "remount,ro,bind", str(mount)], capture_output=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot remount read-only here ({done.stderr.decode().strip()})")
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_store_on_read_only_media_opens_for_recall(read_only_folder: Path) -> None:
+    ids = [int(i) for i in (read_only_folder / "ids.txt").read_text().split()]
+    with _open(read_only_folder / "memory.db") as memory:
+        assert memory.store.read_only  # type: ignore[attr-defined]
+        assert memory.stats().memories == len(ids)
+        hits = memory.recall("Note 7: the Kestrel review moved to week 7").hits
+        assert hits[0].memory.id == ids[7]
+        with pytest.raises(StoreError, match="read-only"):
+            memory.remember("cannot be written")
+        with pytest.raises(StoreError, match="read-only"):
+            memory.forget(ids[0])
+        assert memory.stats().memories == len(ids)
+
+
+def test_a_copy_of_a_store_in_a_new_folder_is_unharmed_by_a_failed_open(tmp_path: Path) -> None:
+    good = tmp_path / "good.db"
+    ids = _filled(good, 50)
+    copy = tmp_path / "copy" / "good.db"
+    copy.parent.mkdir()
+    shutil.copyfile(good, copy)
+    with _open(copy) as memory:
+        assert [m.id for m in memory.browse(limit=100)] == sorted(ids, reverse=True)
