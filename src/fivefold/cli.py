@@ -239,6 +239,24 @@ def import_(
 
 
 @cli.command()
+@click.option("--repair", is_flag=True, help="Rebuild every index found out of step.")
+@click.pass_context
+@friendly
+def doctor(ctx: click.Context, /, repair: bool) -> None:
+    """Check the store: its pages and rows, the lexical indexes, each namespace's dense index
+    and saved HNSW graph. Exit 0 when all is well (or repaired), 4 when a problem remains."""
+    with _open(ctx) as mem:
+        findings = mem.store.check(repair=repair)
+    for finding in findings:
+        state = "repaired" if finding.repaired and finding.ok else "ok" if finding.ok else "problem"
+        click.echo(f"{state}: {finding.part}: {finding.detail}")
+    if not all(finding.ok for finding in findings):
+        raise errors.StoreError(
+            "problems remain" + ("" if repair else "; --repair rebuilds indexes")
+        )
+
+
+@cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 @friendly

@@ -121,6 +121,16 @@ class StoreStats:
     location: str
 
 
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One part of a store as ``fivefold doctor`` found it (and, with repair, left it)."""
+
+    part: str
+    ok: bool
+    detail: str
+    repaired: bool = False
+
+
 class Store(Protocol):
     @property
     def embedding_model(self) -> str: ...
@@ -242,6 +252,10 @@ class Store(Protocol):
         ...
 
     def last_session_end(self, scope: Scope, exclude_session: str | None) -> datetime | None: ...
+
+    def check(self, *, repair: bool = False) -> list[Finding]:
+        """Every index checked against the rows; ``repair`` rebuilds what is out of step."""
+        ...
 
     def stats(self, namespace: str | None = None) -> StoreStats:
         """Counts of the whole store, or of one namespace."""

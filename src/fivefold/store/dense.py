@@ -1,15 +1,18 @@
 """The dense index: an in-memory copy of one namespace's vectors, derived from SQLite.
 
-SQLite holds the vectors (the source of truth); this index is rebuilt from it whenever it is
-missing or stale, so a crash can cost time but never data. Below ``hnsw_threshold`` vectors the
-search is exact (one matrix product); above it an HNSW graph (usearch) answers, with an exact
-fallback when a scope or type filter leaves too few of its candidates.
+SQLite holds the vectors (the source of truth); this index follows it through the change log
+(``vector_sync``), so a crash or another process's write costs a catch-up, never data. Below
+``hnsw_threshold`` vectors the search is exact (one matrix product); above it an HNSW graph
+(usearch) answers, with an exact fallback when a scope or type filter leaves too few of its
+candidates. A saved graph is written atomically with a checksum and ignored if either fails.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -52,9 +55,14 @@ class NamespaceIndex:
         self._users, self._agents, self._types = _Codes(), _Codes(), _Codes()
         self._hnsw: object | None = None
         self.hnsw_dirty = False
+        # The last vector_log entry this index reflects (vector_sync).
+        self.log_seq = 0
 
     def __len__(self) -> int:
         return len(self._pos)
+
+    def ids(self) -> set[int]:
+        return set(self._pos)
 
     @property
     def uses_hnsw(self) -> bool:
@@ -73,7 +81,7 @@ class NamespaceIndex:
         count = len(ids)
         if count == 0:
             return
-        self._reserve(self._n + count)
+        self.reserve(self._n + count)
         sl = slice(self._n, self._n + count)
         self._ids[sl] = np.asarray(ids, dtype=np.int64)
         self._vecs[sl] = vectors
@@ -99,7 +107,8 @@ class NamespaceIndex:
             self.hnsw_dirty = True
         return True
 
-    def _reserve(self, size: int) -> None:
+    def reserve(self, size: int) -> None:
+        """Room for ``size`` vectors; growing doubles, so it is rare but copies everything."""
         if size <= len(self._ids):
             return
         capacity = max(size, 2 * len(self._ids), 1024)
@@ -131,29 +140,63 @@ class NamespaceIndex:
         self.hnsw_dirty = True
 
     def save_hnsw(self, path: Path, store_id: str) -> None:
+        """The graph, then its description (store, log position, checksum), each written to a
+        temporary file and renamed into place: a crash leaves the old pair or a graph whose
+        checksum does not match, which loading refuses."""
         if self._hnsw is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._hnsw.save(str(path))  # type: ignore[attr-defined]
-        meta = {"generation": self.generation, "count": len(self._pos), "store": store_id}
-        path.with_suffix(".json").write_text(json.dumps(meta), encoding="utf-8")
+        staging = path.with_name(path.name + ".tmp")
+        self._hnsw.save(str(staging))  # type: ignore[attr-defined]
+        _fsync(staging)
+        digest = _checksum(staging)
+        os.replace(staging, path)
+        meta = {
+            "store": store_id,
+            "log_seq": self.log_seq,
+            "count": len(self._pos),
+            "blake2b": digest,
+        }
+        meta_staging = path.with_suffix(".json.tmp")
+        meta_staging.write_text(json.dumps(meta), encoding="utf-8")
+        _fsync(meta_staging)
+        os.replace(meta_staging, path.with_suffix(".json"))
         self.hnsw_dirty = False
 
-    def load_hnsw(self, path: Path, store_id: str) -> bool:
-        """Adopt a saved HNSW graph if this store saved it at this index's generation."""
+    def load_hnsw(self, path: Path, store_id: str) -> int | None:
+        """Adopt a graph this store saved, if its checksum holds; return the log position it
+        reflects (None: not adopted)."""
         meta_path = path.with_suffix(".json")
         if not (path.is_file() and meta_path.is_file()):
-            return False
+            return None
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             if not store_id or meta.get("store") != store_id:
-                return False
-            if meta.get("generation") != self.generation or meta.get("count") != len(self._pos):
-                return False
+                return None
+            if meta.get("blake2b") != _checksum(path):
+                return None  # damaged or half-written: never search a graph we cannot trust
             self._hnsw = _usearch_index().restore(str(path))
         except (OSError, ValueError, RuntimeError):
-            return False
-        return self._hnsw is not None
+            return None
+        return None if self._hnsw is None else int(meta.get("log_seq", -1))
+
+    def patch_hnsw(self, changes: dict[int, bool]) -> None:
+        """Bring an adopted graph up to the arrays: re-add every memory the log names."""
+        graph: Any = self._hnsw
+        keys = np.asarray(list(changes), dtype=np.uint64)
+        if len(keys):
+            graph.remove(keys)
+        live = [m for m, deleted in changes.items() if not deleted and m in self._pos]
+        if live:
+            rows = [self._pos[m] for m in live]
+            self._hnsw_add(np.asarray(live, dtype=np.uint64), self._vecs[rows])
+        self.hnsw_dirty = True
+
+    def hnsw_consistent(self) -> bool:
+        return self._hnsw is not None and len(self._hnsw) == len(self._pos)  # type: ignore[arg-type]
+
+    def drop_hnsw(self) -> None:
+        self._hnsw = None
 
     # -- search --------------------------------------------------------------------------------
     def search(
@@ -217,6 +260,19 @@ class NamespaceIndex:
         # The filter removed most of HNSW's candidates: the filtered subset is small enough
         # that an exact scan of it is both correct and cheap.
         return self._search_exact(query[None, :], k, mask)[0]
+
+
+def _checksum(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync(path: Path) -> None:
+    with path.open("rb") as handle:
+        os.fsync(handle.fileno())
 
 
 def _usearch_index() -> Any:

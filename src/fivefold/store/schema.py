@@ -237,3 +237,52 @@ CREATE VIRTUAL TABLE context_fts USING fts5(
 CREATE INDEX IF NOT EXISTS memories_session
     ON memories(namespace, user_id, agent_id, session_id) WHERE session_id IS NOT NULL;
 """
+
+# The dense index's change log: every memory whose searched vector appeared, changed or went,
+# written by triggers in the transaction that changed it, so no write path can forget it. An
+# index (in this process, another, or a graph saved to disk) remembers the last ``seq`` it has
+# applied and catches up from there instead of reloading the namespace. Statements are listed
+# one by one: a trigger body holds ';' and cannot be split like DDL.
+VECTOR_LOG_DDL = (
+    """CREATE TABLE IF NOT EXISTS vector_log (
+        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+        namespace TEXT NOT NULL,
+        memory_id INTEGER NOT NULL,
+        deleted   INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX IF NOT EXISTS vector_log_namespace ON vector_log(namespace, seq)",
+    """CREATE TRIGGER IF NOT EXISTS vector_log_insert AFTER INSERT ON vectors BEGIN
+        INSERT INTO vector_log (namespace, memory_id)
+        SELECT namespace, id FROM memories WHERE id = NEW.memory_id;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS vector_log_update AFTER UPDATE OF embedding, context ON vectors
+    BEGIN
+        INSERT INTO vector_log (namespace, memory_id)
+        SELECT namespace, id FROM memories WHERE id = NEW.memory_id;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS vector_log_delete AFTER DELETE ON memories BEGIN
+        INSERT INTO vector_log (namespace, memory_id, deleted) VALUES (OLD.namespace, OLD.id, 1);
+    END""",
+)
+# Entries kept: an index further behind than this reloads its namespace instead.
+VECTOR_LOG_KEEP = 200_000
+VECTOR_LOG_SINCE = (
+    "SELECT seq, memory_id, deleted FROM vector_log WHERE namespace = ? AND seq > ? ORDER BY seq"
+)
+# Two subqueries: SQLite answers a lone min() or max() from the key, but not both in one.
+VECTOR_LOG_BOUNDS = (
+    "SELECT coalesce((SELECT min(seq) FROM vector_log), 0), "
+    "coalesce((SELECT max(seq) FROM vector_log), 0)"
+)
+PRUNE_VECTOR_LOG = "DELETE FROM vector_log WHERE seq <= (SELECT max(seq) FROM vector_log) - ?"
+# `fivefold doctor --repair`: the lexical indexes rebuilt from the rows (context_fts holds only
+# memories that have a context, as the write path keeps it).
+REBUILD_FTS = ("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')",)
+REBUILD_CONTEXT_FTS = (
+    "INSERT INTO context_fts (context_fts) VALUES ('delete-all')",
+    "INSERT INTO context_fts (rowid, context_near, context_far) "
+    "SELECT id, context_near, context_far FROM memories "
+    "WHERE context_near != '' OR context_far != ''",
+)
+SELECT_NAMESPACES = "SELECT namespace FROM namespaces WHERE memories > 0 ORDER BY namespace"
+SELECT_NAMESPACE_IDS = "SELECT id FROM memories WHERE namespace = ?"

@@ -34,11 +34,12 @@ from fivefold.errors import (
 )
 from fivefold.extract.speaker import infer_speaker
 from fivefold.model import Edge, Entity, MemoryRecord, MemoryType, Scope
-from fivefold.store import context, schema
+from fivefold.store import context, schema, sqlite_check, vector_sync
 from fivefold.store.base import (
     CatalogEntry,
     EdgeHop,
     EntityScore,
+    Finding,
     MemoryAttributes,
     MentionHit,
     NeighbourStep,
@@ -55,6 +56,8 @@ T = TypeVar("T")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _SMOOTHING_KEY = "context_smoothing"
 DF_CACHE_TERMS = 20_000
+# Transactions between prunings of the vector change log (a range delete on its key).
+LOG_PRUNE_EVERY = 256
 
 
 def _translating(cls: type[T]) -> type[T]:
@@ -113,7 +116,11 @@ class SQLiteStore:
             self._conn.close()
             raise
         self._reads = ReadQueries(self._conn, config)
+        self._logged = vector_sync.has_log(self._conn)
         self._dense: dict[str, NamespaceIndex] = {}
+        # How dense indexes were brought up to date, for tests and `fivefold doctor`.
+        self.catch_ups = 0
+        self.reloads = 0
         self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
         self._df_version: tuple[int, int] = (-1, -1)
         self._df_cache: dict[str, int] = {}
@@ -174,6 +181,10 @@ class SQLiteStore:
                 f"({dim}-d); open it with the model it was built with, or re-import into a "
                 "new store"
             )
+        if not self.read_only and not vector_sync.has_log(self._conn):
+            with self._transaction():  # stores made before the change log existed
+                for statement in schema.VECTOR_LOG_DDL:
+                    self._conn.execute(statement)
         if meta.get(_SMOOTHING_KEY) != self._smoothing_tag() and not self.read_only:
             # Read-only, the context stays as it was stored: reads remain consistent with it.
             self._rebuild_context()
@@ -191,9 +202,8 @@ class SQLiteStore:
                 return None
             if self._path != ":memory:":
                 shutil.rmtree(self._path + ".vindex", ignore_errors=True)
-            for statement in schema.DDL.split(";"):
-                if statement.strip():
-                    self._conn.execute(statement)
+            for statement in _ddl():
+                self._conn.execute(statement)
             meta = _meta(embedding_model, dim, self._smoothing_tag())
             self._conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta)
         return dict(meta)["store_id"]
@@ -249,6 +259,8 @@ class SQLiteStore:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 yield
+                if self._writes % LOG_PRUNE_EVERY == 0 and vector_sync.has_log(self._conn):
+                    self._conn.execute(schema.PRUNE_VECTOR_LOG, (schema.VECTOR_LOG_KEEP,))
                 self._conn.execute("COMMIT")
             except BaseException as exc:
                 if self._conn.in_transaction:
@@ -264,23 +276,19 @@ class SQLiteStore:
         if len(vectors) and vectors.shape[1] != self._dim:
             raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
         with self._transaction():
-            ids, searched = self._write_memories(memories, vectors)
-        self._after_insert(memories, vectors, ids, searched)
-        return ids
+            return self._write_memories(memories, vectors)
 
-    def _write_memories(
-        self, memories: Sequence[NewMemory], vectors: Vectors
-    ) -> tuple[list[int], dict[int, Any]]:
+    def _write_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
         """Inside a transaction: the rows, their session context and the namespace counts.
-        Returns the ids and the searched vector of every memory whose context gives it one."""
+        Dense indexes learn of them from the change log (vector_sync) on their next search."""
         ids = [self._insert_one(m, v) for m, v in zip(memories, vectors, strict=True)]
-        searched = self._refresh_context(memories, ids)
+        self._refresh_context(memories, ids)
         counts: dict[str, int] = {}
         for memory in memories:
             counts[memory.scope.namespace] = counts.get(memory.scope.namespace, 0) + 1
         for namespace, count in counts.items():
             self._conn.execute(schema.BUMP_NAMESPACE, (namespace, count, 1))
-        return ids, searched
+        return ids
 
     def _smoothing(self) -> context.Smoothing:
         cfg = self._config.context
@@ -369,55 +377,6 @@ class SQLiteStore:
         ).fetchone()
         return int(row[0])
 
-    def _after_insert(
-        self,
-        memories: Sequence[NewMemory],
-        vectors: Vectors,
-        ids: list[int],
-        searched: dict[int, Any],
-    ) -> None:
-        """Keep already-loaded dense indexes current without a rebuild: add the new memories
-        (with their searched vectors) and replace the vectors of older ones whose context
-        changed."""
-        with self._lock:
-            by_namespace: dict[str, list[int]] = {}
-            for row, memory in enumerate(memories):
-                by_namespace.setdefault(memory.scope.namespace, []).append(row)
-            new = set(ids)
-            for namespace, rows in by_namespace.items():
-                index = self._dense.get(namespace)
-                if index is None:
-                    continue
-                if index.generation + 1 != self._namespace_state(namespace)[2]:
-                    del self._dense[namespace]  # another process wrote too: rebuild on next read
-                    continue
-                self._replace_vectors(index, [i for i in searched if i not in new])
-                index.add(
-                    [ids[r] for r in rows],
-                    np.stack([searched.get(ids[r], vectors[r]) for r in rows]),
-                    [memories[r].scope.user_id or "" for r in rows],
-                    [memories[r].scope.agent_id or "" for r in rows],
-                    [memories[r].type.value for r in rows],
-                )
-                index.generation += 1
-
-    def _replace_vectors(self, index: NamespaceIndex, ids: Sequence[int]) -> None:
-        """Re-add memories whose searched vector changed (their neighbours did)."""
-        if not ids:
-            return
-        rows = self._conn.execute(
-            schema.SELECT_SEARCHED_VECTORS, (json.dumps([int(i) for i in ids]),)
-        ).fetchall()
-        live = [r for r in rows if index.remove(int(r[0]))]
-        if live:
-            index.add(
-                [int(r[0]) for r in live],
-                np.stack([np.frombuffer(r[1], dtype=np.float32) for r in live]),
-                [r[2] for r in live],
-                [r[3] for r in live],
-                [r[4] for r in live],
-            )
-
     def delete_memory(self, memory_id: int, scope: Scope) -> bool:
         with self._transaction():
             row = self._conn.execute(
@@ -459,12 +418,6 @@ class SQLiteStore:
             # go: a forgotten name no longer resolves.
             self._conn.execute(schema.DROP_ORPHAN_ENTITIES, (json.dumps(entity_ids),))
             self._conn.execute(schema.BUMP_NAMESPACE, (ns, -1, 1))
-        with self._lock:
-            index = self._dense.get(ns)
-            if index is not None:
-                index.remove(memory_id)
-                self._replace_vectors(index, around)
-                index.generation += 1
         return True
 
     def add_edge(
@@ -480,7 +433,7 @@ class SQLiteStore:
             len(records), self._dim
         )
         with self._transaction():
-            ids, searched = self._write_memories(records, matrix)
+            ids = self._write_memories(records, matrix)
             memory_id = ids[0] if ids else memory_id
             source = self._entity_id(scope.namespace, edge.source, now, 0)
             target = self._entity_id(scope.namespace, edge.target, now, 0)
@@ -502,7 +455,6 @@ class SQLiteStore:
                 ),
             )
             self._conn.execute(schema.BUMP_NAMESPACE, (scope.namespace, 0, 0))
-        self._after_insert(records, matrix, ids, searched)
         return Edge(
             id=int(cur.lastrowid or 0),
             namespace=scope.namespace,
@@ -659,31 +611,72 @@ class SQLiteStore:
             )
 
     def _dense_index(self, namespace: str) -> NamespaceIndex:
-        vector_generation = self._namespace_state(namespace)[2]
-        index = self._dense.get(namespace)
-        if index is not None and index.generation == vector_generation:
+        """This namespace's index, brought up to date: unchanged, caught up from the change
+        log, or (new to this process, or the log cannot say) read whole."""
+        with vector_sync.snapshot(self._conn):
+            count, _, vector_generation = self._namespace_state(namespace)
+            index = self._dense.get(namespace)
+            if index is not None and index.generation == vector_generation:
+                return index
+            if (
+                index is not None
+                and self._logged
+                and vector_sync.catch_up(self._conn, index, namespace, count)
+            ):
+                index.generation = vector_generation
+                self.catch_ups += 1
+                return index
+            index = vector_sync.load_index(
+                self._conn,
+                namespace,
+                dim=self._dim,
+                config=self._config.index,
+                generation=vector_generation,
+                saved=self._hnsw_path(namespace),
+                store_id=self._store_id,
+                logged=self._logged,
+            )
+            self.reloads += 1
+            self._dense[namespace] = index
             return index
-        index = NamespaceIndex(self._dim, self._config.index, vector_generation)
-        ids, users, agents, types, blobs = [], [], [], [], []
-        for memory_id, blob, user, agent, mtype in self._execute(
-            schema.SELECT_NAMESPACE_VECTORS, (namespace,)
-        ):
-            ids.append(memory_id)
-            blobs.append(blob)
-            users.append(user)
-            agents.append(agent)
-            types.append(mtype)
-        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), self._dim)
-        index.add(ids, matrix, users, agents, types, auto_hnsw=False)
-        if len(ids) >= self._config.index.hnsw_threshold:
-            # Adopt the saved HNSW graph when it matches this generation; else build and save.
-            path = self._hnsw_path(namespace)
-            if path is None or not index.load_hnsw(path, self._store_id):
-                index.build_hnsw()
-                if path is not None:
-                    index.save_hnsw(path, self._store_id)
-        self._dense[namespace] = index
-        return index
+
+    def check(self, *, repair: bool = False) -> list[Finding]:
+        """Every index against the rows (``fivefold doctor``); ``repair`` rebuilds what is
+        out of step. The rows themselves are checked, not repaired."""
+        if repair:
+            self._refuse_write()
+        with self._lock:
+            findings = [sqlite_check.check_database(self._conn)]
+            findings += sqlite_check.check_lexical(self._conn, repair=repair)
+            namespaces = [str(r[0]) for r in self._execute(schema.SELECT_NAMESPACES)]
+            for namespace in namespaces:
+                findings += self._check_dense(namespace, repair=repair)
+            return findings
+
+    def _check_dense(self, namespace: str, *, repair: bool) -> list[Finding]:
+        """The saved graph first (loading the index would replace a damaged one), then the
+        index this process searches against the rows."""
+        findings = []
+        saved = self._hnsw_path(namespace)
+        if saved is not None and saved.exists():
+            probe = NamespaceIndex(self._dim, self._config.index)
+            valid = probe.load_hnsw(saved, self._store_id) is not None
+            findings.append(
+                sqlite_check.check_saved_graph(saved, namespace, valid=valid, repair=repair)
+            )
+            if not valid and not repair:
+                return findings  # leave the files as they were found
+        part = f"dense index of namespace {namespace!r}"
+        rows = {int(r[0]) for r in self._execute(schema.SELECT_NAMESPACE_IDS, (namespace,))}
+        held = self._dense_index(namespace).ids()
+        if held == rows:
+            return [*findings, Finding(part, True, f"{len(rows):,} vectors, as in the rows")]
+        detail = f"{len(held - rows)} extra and {len(rows - held)} missing vectors"
+        repaired = False
+        if repair:
+            del self._dense[namespace]
+            repaired = self._dense_index(namespace).ids() == rows
+        return [*findings, Finding(part, repaired, detail, repaired)]
 
     def _hnsw_path(self, namespace: str) -> Path | None:
         if self._path == ":memory:" or self.read_only:
@@ -725,6 +718,11 @@ def _connect(path: str) -> tuple[sqlite3.Connection, bool]:
     return conn, read_only
 
 
+def _ddl() -> list[str]:
+    tables = [statement for statement in schema.DDL.split(";") if statement.strip()]
+    return [*tables, *schema.VECTOR_LOG_DDL]
+
+
 def _meta(embedding_model: str, dim: int, smoothing: str) -> list[tuple[str, str]]:
     return [
         ("schema_version", str(schema.SCHEMA_VERSION)),
@@ -746,9 +744,8 @@ def _create_file(file: Path, meta: list[tuple[str, str]]) -> None:
         conn = sqlite3.connect(temp, isolation_level=None)
         try:
             conn.execute("BEGIN")
-            for statement in schema.DDL.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+            for statement in _ddl():
+                conn.execute(statement)
             conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta)
             conn.execute("COMMIT")
         finally:

@@ -1,0 +1,61 @@
+"""``fivefold doctor``: every index of an SQLite store checked against the rows, and rebuilt
+from them with ``repair``. The rows themselves can only be checked: a damaged page needs a
+backup or a re-import, and the finding says so."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from fivefold.store import schema
+from fivefold.store.base import Finding
+
+__all__ = ["check_database", "check_lexical", "check_saved_graph"]
+
+
+def check_database(conn: sqlite3.Connection) -> Finding:
+    rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
+    if rows == ["ok"]:
+        return Finding("database", True, "pages and rows consistent")
+    detail = "; ".join(rows[:3]) + " (restore a backup or re-import; indexes cannot fix rows)"
+    return Finding("database", False, detail)
+
+
+def _fts_ok(conn: sqlite3.Connection, table: str, rank: int) -> bool:
+    try:
+        conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', ?)", (rank,))
+    except sqlite3.DatabaseError:
+        return False
+    return True
+
+
+def check_lexical(conn: sqlite3.Connection, *, repair: bool) -> list[Finding]:
+    """memories_fts against the rows (rank 1: content included); context_fts holds only the
+    memories that have a context, so it is checked for its own consistency (rank 0)."""
+    out = []
+    for table, rank, rebuild in (
+        ("memories_fts", 1, schema.REBUILD_FTS),
+        ("context_fts", 0, schema.REBUILD_CONTEXT_FTS),
+    ):
+        if _fts_ok(conn, table, rank):
+            out.append(Finding(f"lexical index {table}", True, "matches the rows"))
+            continue
+        if repair:
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in rebuild:
+                conn.execute(statement)
+            conn.execute("COMMIT")
+        fixed = repair and _fts_ok(conn, table, rank)
+        out.append(Finding(f"lexical index {table}", fixed, "out of step with the rows", fixed))
+    return out
+
+
+def check_saved_graph(path: Path, namespace: str, *, valid: bool, repair: bool) -> Finding:
+    part = f"saved HNSW graph of namespace {namespace!r}"
+    if valid:
+        return Finding(part, True, "checksum and contents match the rows")
+    if repair:
+        path.unlink(missing_ok=True)
+        path.with_suffix(".json").unlink(missing_ok=True)
+    detail = "damaged or out of step (it is not used; it is rebuilt when next needed)"
+    return Finding(part, repair, detail, repair)

@@ -1,0 +1,112 @@
+"""``fivefold doctor``: a clean store passes; a lexical index out of step with the rows and a
+damaged saved graph are found, and ``--repair`` rebuilds them from the rows."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+
+import fivefold
+from fivefold import Memory, Scope
+from fivefold.cli import cli
+from fivefold.config import Config, IndexConfig
+
+HNSW = Config(index=IndexConfig(hnsw_threshold=100))
+
+
+def _store(path: Path) -> list[fivefold.MemoryRecord]:
+    rng = np.random.default_rng(3)
+    with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16), config=HNSW) as memory:
+        records = memory.remember_many(
+            [
+                {"content": f"turn {i} about kestrel", "session_id": "s1", "vector": v}
+                for i, v in enumerate(rng.standard_normal((150, 16)).tolist())
+            ]
+        )
+        memory.store.vector_search(Scope(), np.ones((1, 16), dtype=np.float32) / 4, 3)
+    return records
+
+
+def _doctor(path: Path, *args: str) -> tuple[int, str]:
+    # The CLI opens the store with the default model: check it with the store's own.
+    result = CliRunner().invoke(cli, ["--db", str(path), "doctor", *args])
+    return result.exit_code, result.output
+
+
+def _check(path: Path, repair: bool = False) -> list[fivefold.store.base.Finding]:
+    with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16), config=HNSW) as memory:
+        return memory.store.check(repair=repair)
+
+
+def test_a_clean_store_passes(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    _store(path)
+    findings = _check(path)
+    assert all(f.ok for f in findings), findings
+    parts = {f.part for f in findings}
+    assert {"database", "lexical index memories_fts", "lexical index context_fts"} <= parts
+    assert "dense index of namespace 'default'" in parts
+    assert "saved HNSW graph of namespace 'default'" in parts
+
+
+def test_a_lexical_index_out_of_step_is_found_and_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    records = _store(path)
+    lost = records[42]
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "INSERT INTO memories_fts (memories_fts, rowid, predicate, content) "
+        "VALUES ('delete', ?, '', ?)",
+        (lost.id, lost.content),
+    )
+    conn.commit()
+    conn.close()
+    findings = {f.part: f for f in _check(path)}
+    assert not findings["lexical index memories_fts"].ok
+    repaired = {f.part: f for f in _check(path, repair=True)}
+    assert repaired["lexical index memories_fts"].repaired
+    assert repaired["lexical index memories_fts"].ok
+    with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16), config=HNSW) as memory:
+        found = memory.store.lexical_search(Scope(), ["turn", "42"], 5)
+    assert lost.id in {i for i, _ in found}
+
+
+def test_a_damaged_saved_graph_is_found_and_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    _store(path)
+    graph = next((tmp_path / "m.db.vindex").glob("*.usearch"))
+    data = bytearray(graph.read_bytes())
+    for at in range(200, len(data), 97):
+        data[at] ^= 0xFF
+    graph.write_bytes(bytes(data))
+    findings = {f.part: f for f in _check(path)}
+    assert not findings["saved HNSW graph of namespace 'default'"].ok
+    repaired = {f.part: f for f in _check(path, repair=True)}
+    assert repaired["saved HNSW graph of namespace 'default'"].repaired
+    # Removed, then built again from the rows by the dense check that followed.
+    assert all(f.ok for f in _check(path))
+
+
+def test_the_command_prints_one_line_per_part_and_exits_by_outcome(tmp_path: Path) -> None:
+    path = tmp_path / "cli.db"
+    with Memory.open(path) as memory:  # the default model, as the command opens it
+        memory.remember("Priya recommended Postgres for Kestrel")
+    code, out = _doctor(path)
+    assert code == 0, out
+    assert out.count("ok: ") >= 4
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "INSERT INTO memories_fts (memories_fts, rowid, predicate, content) "
+        "VALUES ('delete', 1, '', 'Priya recommended Postgres for Kestrel')"
+    )
+    conn.commit()
+    conn.close()
+    code, out = _doctor(path)
+    assert code == 4
+    assert "problem: lexical index memories_fts" in out
+    code, out = _doctor(path, "--repair")
+    assert code == 0, out
+    assert "repaired: lexical index memories_fts" in out
