@@ -300,3 +300,19 @@ def test_a_forgotten_name_resolves_nowhere(hashing_mem: fivefold.Memory) -> None
     refs = hashing_mem.explain("who is Quillon Varga?").query.entity_refs
     assert [r.name for r in refs] == ["Quillon Varga"]
     assert hashing_mem.get(kept.id).entities == ("Quillon Varga",)
+
+
+def test_a_write_links_only_to_names_of_its_own_scope(hashing_mem: fivefold.Memory) -> None:
+    hashing_mem.remember("Kickoff notes", entities=["Zanzibar"], user_id="alice")
+    # Lowercase: only the known-name pass links it, and "Zanzibar" is a name alice wrote.
+    assert hashing_mem.remember("zanzibar budget moved", user_id="alice").entities == ("Zanzibar",)
+    assert hashing_mem.remember("we talked about zanzibar spices", user_id="bob").entities == ()
+    batch = hashing_mem.remember_many(
+        [
+            {"content": "approved", "entities": ["Quetzal"], "user_id": "carol"},
+            {"content": "the quetzal is a bird", "user_id": "dave"},
+            {"content": "quetzal budget", "user_id": "carol"},
+        ]
+    )
+    assert batch[1].entities == ()
+    assert batch[2].entities == ("Quetzal",)

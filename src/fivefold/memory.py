@@ -142,7 +142,7 @@ class Memory:
         now = datetime.now(UTC)
         prepared: list[NewMemory] = []
         given: dict[int, Any] = {}
-        known: dict[str, dict[str, str]] = {}
+        known: dict[Scope, dict[str, str]] = {}
         for position, item in enumerate(batch):
             if not isinstance(item, Mapping):
                 raise InvalidInput(
@@ -159,14 +159,16 @@ class Memory:
         return prepared, self._vectors(prepared, given)
 
     def _prepare(
-        self, fields: Mapping[str, Any], now: datetime, known: dict[str, dict[str, str]]
+        self, fields: Mapping[str, Any], now: datetime, known: dict[Scope, dict[str, str]]
     ) -> NewMemory:
-        namespace = validate.text(fields.get("namespace", "default"), "namespace")
-        if namespace not in known:
-            known[namespace] = self._known_names(namespace)
+        scope = validate.scope(
+            fields.get("namespace", "default"), fields.get("user_id"), fields.get("agent_id")
+        )
+        if scope not in known:
+            known[scope] = self._known_names(scope)
         return prepare(
             fields,
-            known=known[namespace],
+            known=known[scope],
             now=now,
             default_importance=self._config.default_importance,
             max_entities=self._config.write.max_entities,
@@ -355,8 +357,14 @@ class Memory:
         """Plans selected, latency per plan, cache hit rate, rerank latency (this process)."""
         return self._reader.metrics()
 
-    def _known_names(self, namespace: str) -> dict[str, str]:
-        entries = self._store.catalog(namespace)
+    def _known_names(self, scope: Scope) -> dict[str, str]:
+        """The names a write in ``scope`` links to: a user's (or agent's) write sees only the
+        names its own scope's memories and edges carry, so it never links to, and so never
+        reveals or strengthens, a name only another user wrote."""
+        entries = self._store.catalog(scope.namespace)
+        if scope.user_id is not None or scope.agent_id is not None:
+            visible = self._store.visible_entities(scope, [e.entity_id for e in entries])
+            entries = [e for e in entries if e.entity_id in visible]
         canonical = {e.entity_id: e.name for e in entries if not e.is_alias}
         return {e.key: canonical.get(e.entity_id, e.name) for e in entries}
 
@@ -364,14 +372,14 @@ class Memory:
 def _share_batch_names(
     prepared: list[NewMemory],
     batch: Sequence[Mapping[str, Any]],
-    known: Mapping[str, Mapping[str, str]],
+    known: Mapping[Scope, Mapping[str, str]],
 ) -> list[NewMemory]:
-    """Extract entities again with the names found anywhere in the batch, so that a bulk
-    import links "the OAuth PR" in memory 300 to the "OAuth PR" first named in memory 12, as
-    one-by-one writes would have."""
-    names: dict[str, dict[str, str]] = {}
+    """Extract entities again with the names found anywhere in the batch (in the same scope),
+    so that a bulk import links "the OAuth PR" in memory 300 to the "OAuth PR" first named in
+    memory 12, as one-by-one writes would have."""
+    names: dict[Scope, dict[str, str]] = {}
     for memory in prepared:
-        extra = names.setdefault(memory.scope.namespace, {})
+        extra = names.setdefault(memory.scope, {})
         for name in memory.entities:
             extra.setdefault(normalize_name(name), name)
     out = []
@@ -379,7 +387,7 @@ def _share_batch_names(
         if item.get("entities") is not None:
             out.append(memory)
             continue
-        merged = {**names[memory.scope.namespace], **known.get(memory.scope.namespace, {})}
+        merged = {**names[memory.scope], **known.get(memory.scope, {})}
         text = f"{memory.content}\n{memory.predicate or ''}"
         out.append(replace(memory, entities=tuple(extract_entities(text, merged))))
     return out

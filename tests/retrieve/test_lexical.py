@@ -282,3 +282,10 @@ def test_negation_matching_leaves_a_common_term_out_too(common_term_mem: fivefol
     assert all(value > 0.6 for value in scores.values())  # and they still count as negated
     every = match_confidence(store, scope, ["project", "kestrel"], everyone, max_term_share=1.0)
     assert len(every) == 1200
+
+
+def test_idf_survives_counts_read_across_a_concurrent_write() -> None:
+    from fivefold.retrieve.lexical import idf
+
+    # df above N: a term count read after another process's write, the total before it.
+    assert idf(10, 15) == idf(10, 10) == 1e-6

@@ -98,7 +98,7 @@ def lexical_rarity(terms: Sequence[str], total: int, frequencies: Mapping[str, i
     values = []
     for term in terms:
         df = frequencies.get(term, 0)
-        values.append(0.0 if df == 0 else min(1.0, math.log(total / df) / scale))
+        values.append(0.0 if df == 0 else min(1.0, max(0.0, math.log(total / df) / scale)))
     return sum(values) / len(values)
 
 

@@ -25,7 +25,9 @@ COMMON_TERM_MIN_DOCS = 1000
 
 
 def idf(total: int, frequency: int) -> float:
-    """BM25's IDF as FTS5 computes it, floored so a ubiquitous term weighs a little, not < 0."""
+    """BM25's IDF as FTS5 computes it, floored so a ubiquitous term weighs a little, not < 0.
+    A frequency above the total (counts read while another process wrote) counts as all."""
+    frequency = min(frequency, total)
     return max(math.log((total - frequency + 0.5) / (frequency + 0.5)), 1e-6)
 
 

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -146,7 +147,10 @@ class NamespaceIndex:
         if self._hnsw is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_name(path.name + ".tmp")
+        # A name of its own: several processes may save the same namespace's graph at once
+        # (the last rename wins; a graph paired with another's description fails its checksum).
+        unique = f"{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        staging = path.with_name(f"{path.name}.{unique}")
         self._hnsw.save(str(staging))  # type: ignore[attr-defined]
         _fsync(staging)
         digest = _checksum(staging)
@@ -157,7 +161,7 @@ class NamespaceIndex:
             "count": len(self._pos),
             "blake2b": digest,
         }
-        meta_staging = path.with_suffix(".json.tmp")
+        meta_staging = path.with_name(f"{path.stem}.json.{unique}")
         meta_staging.write_text(json.dumps(meta), encoding="utf-8")
         _fsync(meta_staging)
         os.replace(meta_staging, path.with_suffix(".json"))

@@ -140,7 +140,10 @@ class SQLiteStore:
             for namespace, index in self._dense.items():
                 path = self._hnsw_path(namespace)
                 if path is not None and index.uses_hnsw and index.hnsw_dirty:
-                    index.save_hnsw(path, self._store_id)
+                    # The graph is derived: if it cannot be saved (disk full), the next open
+                    # patches the last saved one from the log, or builds it again.
+                    with contextlib.suppress(OSError, RuntimeError):
+                        index.save_hnsw(path, self._store_id)
             self._conn.close()
 
     def _refuse_write(self) -> None:
@@ -543,7 +546,8 @@ class SQLiteStore:
                 self._df_total = None
             missing = [t for t in dict.fromkeys(terms) if t not in self._df_cache]
             if missing or self._df_total is None:
-                total, found = self._reads.term_document_frequencies(missing)
+                with vector_sync.snapshot(self._conn):  # the total and the counts agree
+                    total, found = self._reads.term_document_frequencies(missing)
                 self._df_cache.update(found)
                 self._df_total = total
             return self._df_total, {t: self._df_cache[t] for t in terms}
