@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from fivefold import cli as cli_module
 from fivefold import config_file
 from fivefold.cli import cli
 from fivefold.cli_errors import EXIT_CODES
@@ -43,7 +42,7 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[Config]:
         seen.append(kwargs["config"])
         return original(cls, target, **kwargs)
 
-    monkeypatch.setattr(cli_module.Memory, "open", classmethod(spy))
+    monkeypatch.setattr(Memory, "open", classmethod(spy))
     return seen
 
 

@@ -4,8 +4,7 @@ code (2 bad input, 3 not found, 4 store problem, 1 anything else of ours); never
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -14,6 +13,7 @@ import click
 from rich.console import Console
 
 from fivefold import errors
+from fivefold.cli_context import open_memory, settings_of
 from fivefold.cli_errors import friendly
 from fivefold.cli_render import (
     explanation_json,
@@ -25,27 +25,10 @@ from fivefold.cli_render import (
     result_json,
 )
 from fivefold.config import Config
-from fivefold.config_file import config_in_effect, config_to_toml, settings_in_effect
-from fivefold.memory import Memory
+from fivefold.config_file import config_in_effect, config_to_toml
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-@contextmanager
-def _open(ctx: click.Context) -> Iterator[Memory]:
-    with Memory.open(ctx.obj["db"], config=_settings(ctx)) as mem:
-        yield mem
-
-
-def _settings(ctx: click.Context) -> Config:
-    """The config file in effect (loaded once per invocation, and only by commands that need
-    it, so that `config path` works with a broken file), plus the rewrite API key from the
-    environment: the one secret, which never lives in the file."""
-    if "config" not in ctx.obj:
-        ctx.obj["config"] = settings_in_effect(ctx.obj["config_path"])
-    settings: Config = ctx.obj["config"]
-    return settings
 
 
 def _scope_options(command: Callable[P, R]) -> Callable[P, R]:
@@ -93,7 +76,7 @@ def remember(ctx: click.Context, /, content: str, mtype: str | None, **opts: Any
     """Store one memory; print its id and what was inferred."""
     metadata = _json_object(opts.pop("metadata"))
     entities = list(opts.pop("entities")) or None
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         rec = mem.remember(content, type=mtype, metadata=metadata, entities=entities, **opts)
     click.echo(
         json.dumps(
@@ -130,7 +113,7 @@ def recall(
     **opts: Any,
 ) -> None:
     """Recall the memories that answer QUERY."""
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         if explain:
             explanation = mem.explain(query, types=list(types) or None, **opts)
             if as_json:
@@ -161,7 +144,7 @@ def recall(
 @friendly
 def relate(ctx: click.Context, /, no_record: bool, **opts: Any) -> None:
     """Add a typed edge SOURCE -RELATION-> TARGET between two entities."""
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         edge = mem.relate(record=not no_record, **opts)
     click.echo(json.dumps({"id": edge.id, "memory_id": edge.memory_id}))
 
@@ -174,7 +157,7 @@ def relate(ctx: click.Context, /, no_record: bool, **opts: Any) -> None:
 @friendly
 def alias(ctx: click.Context, /, name: str, alias: str, namespace: str) -> None:
     """Make ALIAS another name of the entity NAME."""
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         entity = mem.alias(name, alias, namespace=namespace)
     click.echo(json.dumps({"entity": entity.name, "aliases": list(entity.aliases)}))
 
@@ -188,7 +171,7 @@ def alias(ctx: click.Context, /, name: str, alias: str, namespace: str) -> None:
 @friendly
 def forget(ctx: click.Context, /, memory_id: int, namespace: str) -> None:
     """Delete memory MEMORY_ID (of the namespace) and everything derived from it."""
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         mem.forget(memory_id, namespace=namespace)
     click.echo(f"forgot {memory_id}")
 
@@ -228,7 +211,7 @@ def import_(
     Each batch is one transaction; a bad record is reported with its line number."""
     from fivefold.importers import import_file
 
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         report = import_file(
             mem, path, fmt=fmt, namespace=namespace, batch_size=batch_size, on_error=on_error
         )
@@ -245,7 +228,7 @@ def import_(
 def doctor(ctx: click.Context, /, repair: bool) -> None:
     """Check the store: its pages and rows, the lexical indexes, each namespace's dense index
     and saved HNSW graph. Exit 0 when all is well (or repaired), 4 when a problem remains."""
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         findings = mem.store.check(repair=repair)
     for finding in findings:
         state = "repaired" if finding.repaired and finding.ok else "ok" if finding.ok else "problem"
@@ -263,7 +246,7 @@ def doctor(ctx: click.Context, /, repair: bool) -> None:
 def stats(ctx: click.Context, /, as_json: bool) -> None:
     """Counts, namespaces, types, embedding model and size of the store, and this process's
     recall metrics."""
-    with _open(ctx) as mem:
+    with open_memory(ctx) as mem:
         store_stats = mem.stats()
         metrics = mem.metrics()
     if as_json:
@@ -285,7 +268,7 @@ def demo(ctx: click.Context, /, k: int) -> None:
     from fivefold.cli_demo import run_demo
 
     # Misses are part of what the demo shows, not a failure of the command.
-    run_demo(Console(), k=k, config=_settings(ctx))
+    run_demo(Console(), k=k, config=settings_of(ctx))
 
 
 @cli.group(name="config")
@@ -299,7 +282,7 @@ def config_group() -> None:
 @friendly
 def config_show(ctx: click.Context, /, defaults: bool) -> None:
     """Print the effective settings as TOML (every key; never the API key)."""
-    click.echo(config_to_toml(Config() if defaults else _settings(ctx)), nl=False)
+    click.echo(config_to_toml(Config() if defaults else settings_of(ctx)), nl=False)
 
 
 @config_group.command(name="path")

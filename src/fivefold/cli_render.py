@@ -9,8 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fivefold.metrics import CACHE_PLAN, LatencySummary, MetricsSnapshot
-from fivefold.model import Explanation, MemoryRecord, ParsedQuery, Plan, RecallResult
-from fivefold.store.base import StoreStats
+from fivefold.model import Explanation, MemoryRecord, ParsedQuery, Plan, RecallResult, StoreStats
 
 
 def record_json(record: MemoryRecord) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from fivefold.cli import _open, _settings
+from fivefold.cli_context import open_memory, settings_of
 from fivefold.cli_errors import friendly
 from fivefold.config_file import config_in_effect, default_config_path
 from fivefold.errors import ConfigError
@@ -42,7 +42,7 @@ def serve(ctx: click.Context, /, host: str | None, port: int | None, workers: in
     from fivefold.serve import run
     from fivefold.serve.keys import KeyRing, load_keys
 
-    config = _settings(ctx)
+    config = settings_of(ctx)
     given: dict[str, Any] = {"host": host, "port": port, "workers": workers}
     settings = replace(config.serve, **{k: v for k, v in given.items() if v is not None})
     path = config_in_effect(ctx.obj["config_path"])
@@ -70,7 +70,7 @@ def mcp(
 
     if namespace is None and (user_id or agent_id):
         raise ConfigError("--user and --agent bind a scope inside a namespace: give --namespace")
-    with _open(ctx) as memory:
+    with open_memory(ctx) as memory:
         build_server(lambda: memory, fixed_scope(namespace, user_id, agent_id)).run("stdio")
 
 

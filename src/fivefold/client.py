@@ -20,9 +20,8 @@ from typing import Any, TypeVar
 import httpx
 
 from fivefold.errors import FivefoldError, InvalidInput, StoreError
-from fivefold.model import Edge, Entity, Explanation, MemoryRecord, RecallResult
+from fivefold.model import Edge, Entity, Explanation, MemoryRecord, RecallResult, StoreStats
 from fivefold.serve.errors import ERRORS
-from fivefold.store.base import StoreStats
 from fivefold.wire import from_json
 
 __all__ = ["Client"]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from fivefold.model import Budget, OptimizerMode, RetrieverName, TypeFilterMode
+from fivefold.model import Budget, ColumnWeights, OptimizerMode, RetrieverName, TypeFilterMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,3 +275,16 @@ class Config:
 
     def temporal_for(self, namespace: str) -> TemporalConfig:
         return self.namespace_temporal.get(namespace, self.temporal)
+
+    def bm25_weights(self) -> ColumnWeights:
+        """The lexical leg's column weights: predicate and content, and the session
+        neighbours' text where memories carry it (``context.window`` > 0)."""
+        near, far = (self.context.lexical_near, self.context.lexical_far)
+        if self.context.window <= 0:
+            near = far = 0.0
+        return ColumnWeights(
+            predicate=self.lexical.predicate_weight,
+            content=self.lexical.content_weight,
+            context_near=near,
+            context_far=far,
+        )

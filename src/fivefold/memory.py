@@ -23,12 +23,14 @@ from fivefold.model import (
     Entity,
     Explanation,
     MemoryRecord,
+    NewEdge,
+    NewMemory,
     RecallResult,
     Scope,
+    StoreStats,
 )
 from fivefold.reader import Reader, RecallArgs
-from fivefold.store import Store, open_store
-from fivefold.store.base import NewEdge, NewMemory, StoreStats
+from fivefold.store import Store, StoreSettings, open_store
 from fivefold.text import normalize_name
 
 VECTOR_FIELD = "vector"
@@ -58,7 +60,10 @@ class Memory:
 
             embedder = MiniLMEmbedder()
         config = config or Config()
-        store = open_store(target, embedding_model=embedder.name, dim=embedder.dim, config=config)
+        settings = StoreSettings(context=config.context, index=config.index, write=config.write)
+        store = open_store(
+            target, embedding_model=embedder.name, dim=embedder.dim, settings=settings
+        )
         return cls(store, embedder, config)
 
     def __enter__(self) -> Memory:

@@ -6,8 +6,8 @@ renamed in one place is a type error everywhere else.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
@@ -276,3 +276,141 @@ class Explanation:
     runs: tuple[RetrieverRun, ...]
     hits: tuple[ExplainedHit, ...]
     timings: Mapping[str, float]
+
+
+# -- what the engine and a store pass each other (store/base.py) ----------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """A memory with every field resolved (inference already done), ready to be written."""
+
+    content: str
+    type: MemoryType
+    predicate: str | None
+    event_at: datetime | None
+    created_at: datetime
+    entities: tuple[str, ...]
+    importance: float
+    scope: Scope
+    session_id: str | None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    speaker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewEdge:
+    source: str
+    relation: str
+    target: str
+    kind: EdgeKind
+    confidence: float
+    valid_from: datetime | None
+    valid_to: datetime | None
+    scope: Scope
+    memory_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeHop:
+    """One traversable edge as the graph retriever sees it (direction does not matter)."""
+
+    source_id: int
+    target_id: int
+    kind: EdgeKind
+    confidence: float
+    valid_to: datetime | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NeighbourStep:
+    """What one hop of the graph walk needs: the frontier (entity id -> path weight so far),
+    the edge priors by kind, the freshness of a lifecycle edge whose ``valid_to`` is before
+    ``now``, the entities already reached, and how many to keep."""
+
+    frontier: Mapping[int, float]
+    priors: Mapping[EdgeKind, float]
+    now: datetime
+    expired_freshness: float
+    exclude: Collection[int]
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class MentionHit:
+    """A memory reached from scored entities: the best entity score and tie-break evidence."""
+
+    memory_id: int
+    score: float
+    hops: int
+    touched: int
+    rarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class EntityScore:
+    entity_id: int
+    score: float
+    hops: int
+    rarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryAttributes:
+    importance: float
+    type: MemoryType
+    event_at: datetime | None
+    created_at: datetime
+    speaker: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """A name (canonical or alias) that resolves to an entity, with its normalized key."""
+
+    entity_id: int
+    name: str
+    key: str
+    is_alias: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    memories: int
+    entities: int
+    edges: int
+    namespaces: Mapping[str, int]
+    types: Mapping[str, int]
+    embedding_model: str
+    size_bytes: int
+    location: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One part of a store as ``fivefold doctor`` found it (and, with repair, left it)."""
+
+    part: str
+    ok: bool
+    detail: str
+    repaired: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ColumnWeights:
+    """BM25 weights of a memory's own columns and of its session neighbours' text at distance 1
+    and 2 (0 leaves that text out). The lexical retriever chooses them; every backend applies
+    them the same way."""
+
+    predicate: float
+    content: float
+    context_near: float = 0.0
+    context_far: float = 0.0
+
+    @property
+    def uses_context(self) -> bool:
+        return self.context_near > 0.0 or self.context_far > 0.0
+
+    def own_only(self) -> ColumnWeights:
+        """The memory's own text only: what it says, not what its neighbours say."""
+        return replace(self, context_near=0.0, context_far=0.0)

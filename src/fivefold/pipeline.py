@@ -16,6 +16,7 @@ from fivefold.embed.base import Embedder, Vectors
 from fivefold.fuse import Fused, apply_prior, boost, weighted_rrf
 from fivefold.model import (
     Budget,
+    MemoryAttributes,
     MemoryType,
     ParsedQuery,
     Plan,
@@ -36,7 +37,7 @@ from fivefold.retrieve import (
     temporal_search,
     type_list,
 )
-from fivefold.store.base import MemoryAttributes, Store
+from fivefold.store.base import Store
 from fivefold.text import normalize_name
 
 # Fused candidates kept for the post-fusion policies: enough that a memory pushed down by
@@ -228,6 +229,7 @@ class ReadPipeline:
                         depth=self._depth(state, L),
                         types=types,
                         max_term_share=self._config.lexical.max_term_share,
+                        weights=self._config.bm25_weights(),
                     ),
                 )
             )
@@ -343,6 +345,7 @@ class ReadPipeline:
                 phrase.split(),
                 ids,
                 max_term_share=self._config.lexical.max_term_share,
+                weights=self._config.bm25_weights(),
             ).items():
                 if value > threshold:
                     strikes[memory_id] = strikes.get(memory_id, 0) + 1

@@ -173,8 +173,9 @@ class Reader:
         found = [i for i in ids if i in lexical]
         if not found or not retrieval.query.terms:
             return set()
+        weights = self._config.bm25_weights().own_only()
         own = self._store.lexical_search(
-            scope, retrieval.query.terms, len(found), within=found, context=False
+            scope, retrieval.query.terms, len(found), within=found, weights=weights
         )
         return set(found) - {i for i, _ in own}
 

@@ -7,9 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fivefold.model import Resolution
+from fivefold.model import CatalogEntry, Resolution
 from fivefold.parse.entities import EntityResolver
-from fivefold.store.base import CatalogEntry
 from fivefold.text import normalize_name
 
 SARAH_CHEN, PRIYA, KESTREL, FALCON, OSPREY, SARAH_JONES, JOSE, BERLIN, INBOX3 = range(1, 10)

@@ -10,10 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fivefold.config import TemporalConfig
-from fivefold.model import ParsedQuery, Resolution
+from fivefold.model import CatalogEntry, ParsedQuery, Resolution
 from fivefold.parse.entities import EntityResolver
 from fivefold.parse.query import MAX_QUERY_CHARS, parse_query, predicate_hints
-from fivefold.store.base import CatalogEntry
 from fivefold.text import STOP_WORDS, normalize_name
 
 NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)  # a Friday

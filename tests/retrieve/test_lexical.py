@@ -12,6 +12,7 @@ import fivefold
 from fivefold.config import Config, LexicalConfig
 from fivefold.model import MemoryType, RetrieverName, Scope
 from fivefold.retrieve import lexical_search, match_confidence
+from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.retrieve.lexical import HALF_SATURATION, idf, selective_terms, squash
 from fivefold.text import content_terms
 
@@ -30,7 +31,9 @@ def remember(memory: fivefold.Memory, *items: dict[str, object]) -> list[int]:
 
 
 def lexical(memory: fivefold.Memory, query: str, **kwargs: object) -> list[int]:
-    results = lexical_search(memory.store, Scope(), content_terms(query), depth=10, **kwargs)
+    terms = content_terms(query)
+    weights = memory.config.bm25_weights()
+    results = lexical_search(memory.store, Scope(), terms, depth=10, weights=weights, **kwargs)
     return [r.id for r in results]
 
 
@@ -185,7 +188,7 @@ def test_squash_preserves_the_bm25_order(hashing_mem: fivefold.Memory) -> None:
     remember(hashing_mem, *({"content": c} for c in FILLER))
     remember(hashing_mem, {"content": "team lunch on Thursday", "predicate": "team lunch"})
     terms = ["team", "lunch", "thursday", "budget"]
-    raw = hashing_mem.store.lexical_search(Scope(), terms, 10)
+    raw = hashing_mem.store.lexical_search(Scope(), terms, 10, weights=W)
     squashed = lexical_search(hashing_mem.store, Scope(), terms, depth=10)
     assert [i for i, _ in raw] == [s.id for s in squashed]
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 import fivefold
 from fivefold.config import Config, ContextConfig, IndexConfig
 from fivefold.model import Scope
-from fivefold.store import schema
+from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.store.sqlite import schema
 
 TURNS = [
     "Caroline: I went to the support group yesterday.",
@@ -32,7 +33,12 @@ def _context(mem: fivefold.Memory, memory_id: int) -> tuple[str, str]:
 
 
 def _lexical(mem: fivefold.Memory, scope: Scope, word: str, *, context: bool = True) -> list[int]:
-    return [i for i, _ in mem.store.lexical_search(scope, [word], 50, context=context)]
+    return [
+        i
+        for i, _ in mem.store.lexical_search(
+            scope, [word], 50, weights=W if context else W.own_only()
+        )
+    ]
 
 
 def test_neighbours_at_distance_one_and_two(hashing_mem: fivefold.Memory) -> None:

@@ -21,6 +21,7 @@ import pytest
 import fivefold
 from fivefold import Memory, Scope
 from fivefold.config import Config, IndexConfig
+from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 
 DIM = 16
 HNSW = Config(index=IndexConfig(hnsw_threshold=200))
@@ -39,6 +40,10 @@ def _items(start: int, count: int) -> list[dict[str, object]]:
         {"content": f"note tok{n}x written", "vector": _vector(n)}
         for n in range(start, start + count)
     ]
+
+
+def _bm25(memory: Memory, term: str) -> list[tuple[int, float]]:
+    return memory.store.lexical_search(Scope(), [term], 10, weights=W)
 
 
 def _nearest(memory: Memory, n: int, k: int = 5) -> list[int]:
@@ -156,9 +161,7 @@ def test_sigkill_during_writes_loses_no_acknowledged_memory(tmp_path: Path) -> N
             m for m, n in acknowledged.items() if m not in _nearest(memory, n, k=10)
         ]
         missing_lexical = [
-            m
-            for m, n in acknowledged.items()
-            if m not in {i for i, _ in memory.store.lexical_search(Scope(), [f"tok{n}x"], 10)}
+            m for m, n in acknowledged.items() if m not in {i for i, _ in _bm25(memory, f"tok{n}x")}
         ]
     assert missing_lexical == []
     # HNSW is approximate: a miss must be the graph's, not a lost vector. Each one is in the

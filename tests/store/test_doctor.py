@@ -13,6 +13,7 @@ import fivefold
 from fivefold import Memory, Scope
 from fivefold.cli import cli
 from fivefold.config import Config, IndexConfig
+from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 
 HNSW = Config(index=IndexConfig(hnsw_threshold=100))
 
@@ -36,7 +37,7 @@ def _doctor(path: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def _check(path: Path, repair: bool = False) -> list[fivefold.store.base.Finding]:
+def _check(path: Path, repair: bool = False) -> list[fivefold.model.Finding]:
     with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16), config=HNSW) as memory:
         return memory.store.check(repair=repair)
 
@@ -70,7 +71,7 @@ def test_a_lexical_index_out_of_step_is_found_and_rebuilt(tmp_path: Path) -> Non
     assert repaired["lexical index memories_fts"].repaired
     assert repaired["lexical index memories_fts"].ok
     with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16), config=HNSW) as memory:
-        found = memory.store.lexical_search(Scope(), ["turn", "42"], 5)
+        found = memory.store.lexical_search(Scope(), ["turn", "42"], 5, weights=W)
     assert lost.id in {i for i, _ in found}
 
 

@@ -15,8 +15,8 @@ import pytest
 
 import fivefold
 from fivefold import EdgeKind, Memory, Scope
-from fivefold.store.base import EdgeHop, EntityScore, NeighbourStep
-from fivefold.store.sqlite import _register_math
+from fivefold.model import EdgeHop, EntityScore, NeighbourStep
+from fivefold.store.sqlite.store import _register_math
 
 NOW = datetime(2026, 3, 20, tzinfo=UTC)
 PRIORS = {EdgeKind.STRUCTURAL: 1.0, EdgeKind.SEMANTIC: 0.9, EdgeKind.LIFECYCLE: 0.8}

@@ -20,9 +20,9 @@ import fivefold
 from fivefold import EdgeKind, Memory, MemoryType, Scope
 from fivefold.config import Config, IndexConfig, OptimizerConfig
 from fivefold.errors import InvalidInput
-from fivefold.model import OptimizerMode
-from fivefold.store.base import NewMemory
-from fivefold.store.dense import NamespaceIndex
+from fivefold.model import NewMemory, OptimizerMode
+from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.store.sqlite.dense import NamespaceIndex
 
 HASHING = fivefold.HashingEmbedder()
 BALANCED = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
@@ -396,7 +396,7 @@ def test_forget_removes_a_memory_from_every_retriever(hashing_mem: Memory, now: 
     scope = Scope()
     vector = HASHING.embed(["Priya Patel met Sarah Chen about the Kestrel budget"])
     assert target not in {i for i, _ in hashing_mem.store.vector_search(scope, vector, 50)[0]}
-    assert hashing_mem.store.lexical_search(scope, ["budget"], 50) == []
+    assert hashing_mem.store.lexical_search(scope, ["budget"], 50, weights=W) == []
     assert hashing_mem.store.term_document_frequencies(["budget", "roadmap"]) == (
         2,
         {"budget": 0, "roadmap": 1},
@@ -492,14 +492,14 @@ def test_insert_failing_mid_batch_leaves_nothing(hashing_mem: Memory, now: datet
     assert hashing_mem.stats() == before
     assert hashing_mem.store.namespace_generation("default") == generation
     assert list(hashing_mem.store.catalog("default")) == catalog
-    assert hashing_mem.store.lexical_search(Scope(), ["ziggurat"], 10) == []
+    assert hashing_mem.store.lexical_search(Scope(), ["ziggurat"], 10, weights=W) == []
     assert hashing_mem.store.events_between(Scope(), now - timedelta(days=1), now, 10) == []
     assert hashing_mem.store.last_session_end(Scope(), None) is None
     assert len(hashing_mem.store.vector_search(Scope(), HASHING.embed(["ziggurat"]), 10)[0]) == 1
     # The same batch without the bad item goes through whole.
     del batch[3]
     new_ids = hashing_mem.store.insert_memories(batch, HASHING.embed([m.content for m in batch]))
-    assert len(hashing_mem.store.lexical_search(Scope(), ["ziggurat"], 10)) == 4
+    assert len(hashing_mem.store.lexical_search(Scope(), ["ziggurat"], 10, weights=W)) == 4
     found = hashing_mem.store.vector_search(Scope(), HASHING.embed(["ziggurat"]), 10)[0]
     assert set(new_ids) <= {i for i, _ in found}
 
@@ -514,7 +514,7 @@ def test_remember_many_invalid_item_leaves_nothing(tmp_path: Path) -> None:
             memory.remember_many(items)
     with _open(path) as memory:
         assert memory.stats().memories == 1
-        assert memory.store.lexical_search(Scope(), ["ziggurat"], 10) == []
+        assert memory.store.lexical_search(Scope(), ["ziggurat"], 10, weights=W) == []
 
 
 # -- stats and generations ----------------------------------------------------------------------
@@ -590,7 +590,7 @@ def test_building_an_hnsw_index_before_the_model_loads_does_not_crash(tmp_path: 
     script = (
         "import numpy as np\n"
         "from fivefold.config import IndexConfig\n"
-        "from fivefold.store.dense import NamespaceIndex\n"
+        "from fivefold.store.sqlite.dense import NamespaceIndex\n"
         "index = NamespaceIndex(4, IndexConfig(hnsw_threshold=2))\n"
         "v = np.eye(4, dtype=np.float32)\n"
         "index.add([1, 2, 3, 4], v, [''] * 4, [''] * 4, ['fact'] * 4)\n"
@@ -629,7 +629,7 @@ def test_a_memory_naming_thousands_is_bounded_work(hashing_mem: Memory) -> None:
 def test_relate_writes_its_fact_and_its_edge_together_or_not_at_all(
     hashing_mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fivefold.store import schema
+    from fivefold.store.sqlite import schema
 
     generation = hashing_mem.store.namespace_generation("default")
     monkeypatch.setattr(schema, "INSERT_EDGE", "INSERT INTO no_such_table VALUES (?)")

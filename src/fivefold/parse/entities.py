@@ -13,8 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fivefold.model import EntityRef, Resolution
-from fivefold.store.base import CatalogEntry
+from fivefold.model import CatalogEntry, EntityRef, Resolution
 from fivefold.text import COMMON_WORDS, STOP_WORDS, fold_accents, trigram_similarity, trigrams
 
 EXACT, ALIAS, PARTIAL, FUZZY_SCALE = 1.0, 0.95, 0.9, 0.8

@@ -21,10 +21,18 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from fivefold.config import GraphConfig
-from fivefold.model import EdgeKind, EntityRef, MemoryType, Scope, Scored
+from fivefold.model import (
+    EdgeKind,
+    EntityRef,
+    EntityScore,
+    MemoryType,
+    NeighbourStep,
+    Scope,
+    Scored,
+)
 from fivefold.retrieve.lexical import idf
 from fivefold.retrieve.ranking import clip01
-from fivefold.store.base import EntityScore, NeighbourStep, Store
+from fivefold.store.base import Store
 
 
 def graph_search(

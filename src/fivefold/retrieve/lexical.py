@@ -16,12 +16,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from fivefold.model import MemoryType, Scope, Scored
+from fivefold.config import Config
+from fivefold.model import ColumnWeights, MemoryType, Scope, Scored
 from fivefold.retrieve.ranking import ranked
 from fivefold.store.base import Store
 
 HALF_SATURATION = 0.5
 COMMON_TERM_MIN_DOCS = 1000
+DEFAULT_WEIGHTS = Config().bm25_weights()
 
 
 def idf(total: int, frequency: int) -> float:
@@ -65,6 +67,7 @@ def lexical_search(
     depth: int,
     types: Sequence[MemoryType] = (),
     max_term_share: float = 1.0,
+    weights: ColumnWeights = DEFAULT_WEIGHTS,
 ) -> tuple[Scored, ...]:
     """``hint_terms`` (from predicate hints) are sent twice: FTS5 scores each OR-ed phrase on
     its own, so a repeated term counts double. Terms in more than ``max_term_share`` of the
@@ -73,7 +76,7 @@ def lexical_search(
         return ()
     terms = selective_terms(store, terms, max_term_share)
     query_terms = [*terms, *(t for t in hint_terms if t in terms)]
-    hits = store.lexical_search(scope, query_terms, depth, types)
+    hits = store.lexical_search(scope, query_terms, depth, types, weights=weights)
     if not hits:
         return ()
     weight = query_weight(store, query_terms)
@@ -87,6 +90,7 @@ def match_confidence(
     within: Sequence[int],
     *,
     max_term_share: float = 1.0,
+    weights: ColumnWeights = DEFAULT_WEIGHTS,
 ) -> dict[int, float]:
     """Squashed BM25 of each memory in ``within`` against ``terms`` (for negation demotion).
     As in ``lexical_search``, a common term is left out when a rarer one remains: "other than
@@ -96,6 +100,6 @@ def match_confidence(
         return {}
     terms = selective_terms(store, terms, max_term_share)
     # A memory is demoted for what it says, not for what its session neighbours say.
-    hits = store.lexical_search(scope, terms, len(within), (), within, context=False)
+    hits = store.lexical_search(scope, terms, len(within), (), within, weights=weights.own_only())
     weight = query_weight(store, terms)
     return {i: squash(s, weight) for i, s in hits}

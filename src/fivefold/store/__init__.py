@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from fivefold.config import Config
 from fivefold.errors import InvalidInput, UnsupportedBackend
-from fivefold.store.base import Store
+from fivefold.store.base import Store, StoreSettings
 
-__all__ = ["Store", "default_path", "open_store"]
+__all__ = ["Store", "StoreSettings", "default_path", "open_store"]
 
 
 def default_path() -> Path:
@@ -19,28 +19,54 @@ def default_path() -> Path:
     return user_data_path("fivefold", appauthor=False) / "memory.db"
 
 
+def _sqlite(location: str, *, embedding_model: str, dim: int, settings: StoreSettings) -> Store:
+    from fivefold.store.sqlite.store import SQLiteStore
+
+    scheme, sep, rest = location.partition("://")
+    path = location
+    if sep:
+        path = rest or ":memory:" if scheme == "sqlite" else rest
+    return SQLiteStore(path, embedding_model=embedding_model, dim=dim, settings=settings)
+
+
+def _postgres(location: str, *, embedding_model: str, dim: int, settings: StoreSettings) -> Store:
+    raise UnsupportedBackend(
+        "the PostgreSQL backend is not part of this release yet; use a file path "
+        "(the embedded SQLite store) for now"
+    )
+
+
+Opener = Callable[..., Store]
+# URL scheme -> backend; a bare path (no scheme) is a SQLite file. Backends import lazily, so
+# the embedded default never loads a Postgres driver.
+BACKENDS: dict[str, Opener] = {
+    "": _sqlite,
+    "file": _sqlite,
+    "sqlite": _sqlite,
+    "postgresql": _postgres,
+    "postgres": _postgres,
+}
+
+
 def open_store(
-    target: str | Path | None, *, embedding_model: str, dim: int, config: Config
+    target: str | Path | None,
+    *,
+    embedding_model: str,
+    dim: int,
+    settings: StoreSettings | None = None,
 ) -> Store:
-    """Open the store a path or URL names: a file path, ``sqlite:///path``, ``:memory:``, or
-    (a later release) ``postgresql://``."""
+    """Open the store a path or URL names: a file path, ``sqlite:///path``, ``:memory:`` or
+    ``postgresql://...``."""
     if target is not None and not isinstance(target, str | os.PathLike):
         raise InvalidInput(f"a store is named by a path or URL string, got {type(target).__name__}")
     location = str(default_path() if target is None else target)
-    scheme, sep, rest = location.partition("://")
-    if not sep or scheme == "file":
-        path = location if not sep else rest
-    elif scheme == "sqlite":
-        path = rest or ":memory:"
-    elif scheme in ("postgresql", "postgres"):
+    scheme, sep, _ = location.partition("://")
+    opener = BACKENDS.get(scheme if sep else "")
+    if opener is None:
         raise UnsupportedBackend(
-            "the PostgreSQL backend is not part of this release yet; use a file path "
-            "(the embedded SQLite store) for now"
+            f"unknown store URL scheme {scheme!r}: give a file path, ':memory:', sqlite:///path "
+            "or postgresql://..."
         )
-    else:
-        raise UnsupportedBackend(
-            f"unknown store URL scheme {scheme!r}: give a file path, ':memory:' or sqlite:///path"
-        )
-    from fivefold.store.sqlite import SQLiteStore
-
-    return SQLiteStore(path, embedding_model=embedding_model, dim=dim, config=config)
+    return opener(
+        location, embedding_model=embedding_model, dim=dim, settings=settings or StoreSettings()
+    )

@@ -7,128 +7,42 @@ backend (PostgreSQL) implements the same protocol and passes the same contract t
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
+from fivefold.config import ContextConfig, IndexConfig, WriteConfig
 from fivefold.embed.base import Vectors
-from fivefold.model import Edge, EdgeKind, Entity, MemoryRecord, MemoryType, Scope
-
-
-@dataclass(frozen=True, slots=True)
-class NewMemory:
-    """A memory with every field resolved (inference already done), ready to be written."""
-
-    content: str
-    type: MemoryType
-    predicate: str | None
-    event_at: datetime | None
-    created_at: datetime
-    entities: tuple[str, ...]
-    importance: float
-    scope: Scope
-    session_id: str | None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    speaker: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class NewEdge:
-    source: str
-    relation: str
-    target: str
-    kind: EdgeKind
-    confidence: float
-    valid_from: datetime | None
-    valid_to: datetime | None
-    scope: Scope
-    memory_id: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class EdgeHop:
-    """One traversable edge as the graph retriever sees it (direction does not matter)."""
-
-    source_id: int
-    target_id: int
-    kind: EdgeKind
-    confidence: float
-    valid_to: datetime | None
+from fivefold.model import (
+    CatalogEntry,
+    ColumnWeights,
+    Edge,
+    EdgeHop,
+    Entity,
+    EntityScore,
+    Finding,
+    MemoryAttributes,
+    MemoryRecord,
+    MemoryType,
+    MentionHit,
+    NeighbourStep,
+    NewEdge,
+    NewMemory,
+    Scope,
+    StoreStats,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class NeighbourStep:
-    """What one hop of the graph walk needs: the frontier (entity id -> path weight so far),
-    the edge priors by kind, the freshness of a lifecycle edge whose ``valid_to`` is before
-    ``now``, the entities already reached, and how many to keep."""
+class StoreSettings:
+    """What a backend is told when it opens: how memories are indexed (session context, the
+    dense index) and the bounds on one write. Query-time scoring rules are not here: the
+    retrievers pass them with each call."""
 
-    frontier: Mapping[int, float]
-    priors: Mapping[EdgeKind, float]
-    now: datetime
-    expired_freshness: float
-    exclude: Collection[int]
-    limit: int
-
-
-@dataclass(frozen=True, slots=True)
-class MentionHit:
-    """A memory reached from scored entities: the best entity score and tie-break evidence."""
-
-    memory_id: int
-    score: float
-    hops: int
-    touched: int
-    rarity: float
-
-
-@dataclass(frozen=True, slots=True)
-class EntityScore:
-    entity_id: int
-    score: float
-    hops: int
-    rarity: float
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryAttributes:
-    importance: float
-    type: MemoryType
-    event_at: datetime | None
-    created_at: datetime
-    speaker: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CatalogEntry:
-    """A name (canonical or alias) that resolves to an entity, with its normalized key."""
-
-    entity_id: int
-    name: str
-    key: str
-    is_alias: bool
-
-
-@dataclass(frozen=True, slots=True)
-class StoreStats:
-    memories: int
-    entities: int
-    edges: int
-    namespaces: Mapping[str, int]
-    types: Mapping[str, int]
-    embedding_model: str
-    size_bytes: int
-    location: str
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One part of a store as ``fivefold doctor`` found it (and, with repair, left it)."""
-
-    part: str
-    ok: bool
-    detail: str
-    repaired: bool = False
+    context: ContextConfig = field(default_factory=ContextConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+    write: WriteConfig = field(default_factory=WriteConfig)
 
 
 class Store(Protocol):
@@ -214,11 +128,12 @@ class Store(Protocol):
         types: Sequence[MemoryType] = (),
         within: Sequence[int] | None = None,
         *,
-        context: bool = True,
+        weights: ColumnWeights,
     ) -> list[tuple[int, float]]:
-        """BM25 (positive, higher is better) over predicate and content and, with
-        ``context``, the session neighbours' text at their lower weights; best first. ``terms``
-        are plain words; the store escapes them, so query syntax never reaches the engine."""
+        """BM25 (positive, higher is better) over predicate and content and the session
+        neighbours' text, each at its weight, with the statistics (memory count, average
+        lengths, document frequencies) of ``scope.namespace`` alone; best first. ``terms`` are
+        plain words; the store escapes them, so query syntax never reaches the engine."""
         ...
 
     def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]: ...

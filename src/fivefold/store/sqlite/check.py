@@ -7,8 +7,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from fivefold.store import schema
-from fivefold.store.base import Finding
+from fivefold.model import Finding
+from fivefold.store.sqlite import schema
 
 __all__ = ["check_database", "check_lexical", "check_saved_graph"]
 

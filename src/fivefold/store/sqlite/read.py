@@ -13,19 +13,22 @@ from typing import Any
 
 import numpy as np
 
-from fivefold.config import Config
 from fivefold.embed.base import Vectors
-from fivefold.model import EdgeKind, MemoryRecord, MemoryType, Scope
-from fivefold.store import schema
-from fivefold.store.base import (
+from fivefold.model import (
     CatalogEntry,
+    ColumnWeights,
     EdgeHop,
+    EdgeKind,
     EntityScore,
     MemoryAttributes,
+    MemoryRecord,
+    MemoryType,
     MentionHit,
     NeighbourStep,
+    Scope,
     StoreStats,
 )
+from fivefold.store.sqlite import schema
 from fivefold.store.timeconv import from_ts, to_ts
 
 
@@ -59,9 +62,8 @@ def fts_query(terms: Sequence[str]) -> str:
 
 
 class ReadQueries:
-    def __init__(self, conn: sqlite3.Connection, config: Config) -> None:
+    def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self._config = config
 
     def memories(self, ids: Sequence[int]) -> dict[int, MemoryRecord]:
         if not ids:
@@ -148,12 +150,11 @@ class ReadQueries:
         k: int,
         types: Sequence[MemoryType],
         within: Sequence[int] | None,
-        context: bool,
+        weights: ColumnWeights,
     ) -> list[tuple[int, float]]:
         query = fts_query(terms)
         if not query or k <= 0:
             return []
-        ctx, lex = self._config.context, self._config.lexical
         where, params = scope_sql(scope)
         type_clause, type_params = types_sql(types)
         within_clause, within_params = "", []
@@ -161,15 +162,15 @@ class ReadQueries:
             within_clause = " AND m.id IN (SELECT value FROM json_each(?))"
             within_params = [json.dumps([int(i) for i in within])]
         filters = [*params, *type_params, *within_params]
-        if not (context and ctx.window > 0 and (ctx.lexical_near > 0.0 or ctx.lexical_far > 0.0)):
+        if not weights.uses_context:
             sql = (
                 "SELECT m.id, -bm25(memories_fts, ?, ?) AS score FROM memories_fts "
                 "JOIN memories m ON m.id = memories_fts.rowid "
                 f"WHERE memories_fts MATCH ? AND {where}{type_clause}{within_clause} "
                 "ORDER BY score DESC, m.id LIMIT ?"
             )
-            weights = [lex.predicate_weight, lex.content_weight, query]
-            return [(int(i), float(s)) for i, s in self._conn.execute(sql, [*weights, *filters, k])]
+            own = [weights.predicate, weights.content, query]
+            return [(int(i), float(s)) for i, s in self._conn.execute(sql, [*own, *filters, k])]
         # The session neighbours' text adds its own BM25 (its own statistics, lower column
         # weights) to the memory's: a turn is found by what the turns around it say.
         # MATERIALIZED: flattened into the outer query, bm25() is out of its context.
@@ -183,8 +184,8 @@ class ReadQueries:
             f"WHERE {where}{type_clause}{within_clause} "
             "GROUP BY m.id ORDER BY score DESC, m.id LIMIT ?"
         )
-        args = [lex.predicate_weight, lex.content_weight, query]
-        args += [ctx.lexical_near, ctx.lexical_far, query]
+        args = [weights.predicate, weights.content, query]
+        args += [weights.context_near, weights.context_far, query]
         rows = self._conn.execute(sql, [*args, *filters, k])
         return [(int(i), float(s)) for i, s in rows]
 

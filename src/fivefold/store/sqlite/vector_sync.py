@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from fivefold.config import IndexConfig
-from fivefold.store import schema
-from fivefold.store.dense import NamespaceIndex
+from fivefold.store.sqlite import schema
+from fivefold.store.sqlite.dense import NamespaceIndex
 
 __all__ = ["catch_up", "has_log", "load_index", "snapshot"]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fivefold.embed.base import Vectors
-from fivefold.store import schema
+from fivefold.store.sqlite import schema
 
 MAX_WINDOW = 2  # distance 1 and 2 have columns of their own; a whole session measured worse
 

@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from fivefold.config import Config
 from fivefold.embed.base import Vectors
 from fivefold.errors import (
     EmbeddingModelMismatch,
@@ -33,22 +32,29 @@ from fivefold.errors import (
     StoreError,
 )
 from fivefold.extract.speaker import infer_speaker
-from fivefold.model import Edge, Entity, MemoryRecord, MemoryType, Scope
-from fivefold.store import context, schema, sqlite_check, vector_sync
-from fivefold.store.base import (
+from fivefold.model import (
     CatalogEntry,
+    ColumnWeights,
+    Edge,
     EdgeHop,
+    Entity,
     EntityScore,
     Finding,
     MemoryAttributes,
+    MemoryRecord,
+    MemoryType,
     MentionHit,
     NeighbourStep,
     NewEdge,
     NewMemory,
+    Scope,
     StoreStats,
 )
-from fivefold.store.dense import NamespaceIndex
-from fivefold.store.sqlite_read import ReadQueries
+from fivefold.store.base import StoreSettings
+from fivefold.store.sqlite import check as sqlite_check
+from fivefold.store.sqlite import context, schema, vector_sync
+from fivefold.store.sqlite.dense import NamespaceIndex
+from fivefold.store.sqlite.read import ReadQueries
 from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
 
@@ -93,9 +99,11 @@ def _translating(cls: type[T]) -> type[T]:
 class SQLiteStore:
     """Thread-safe: one connection, serialized by a lock (SQLite would serialize writes anyway)."""
 
-    def __init__(self, path: str, *, embedding_model: str, dim: int, config: Config) -> None:
+    def __init__(
+        self, path: str, *, embedding_model: str, dim: int, settings: StoreSettings
+    ) -> None:
         self._path = path
-        self._config = config
+        self._settings = settings
         self._model = embedding_model
         self._dim = dim
         self._lock = threading.RLock()
@@ -115,7 +123,7 @@ class SQLiteStore:
         except BaseException:
             self._conn.close()
             raise
-        self._reads = ReadQueries(self._conn, config)
+        self._reads = ReadQueries(self._conn)
         self._logged = vector_sync.has_log(self._conn)
         self._dense: dict[str, NamespaceIndex] = {}
         # How dense indexes were brought up to date, for tests and `fivefold doctor`.
@@ -294,7 +302,7 @@ class SQLiteStore:
         return ids
 
     def _smoothing(self) -> context.Smoothing:
-        cfg = self._config.context
+        cfg = self._settings.context
         return context.Smoothing(window=cfg.window, near=cfg.vector_near, far=cfg.vector_far)
 
     def _refresh_context(self, memories: Sequence[NewMemory], ids: list[int]) -> dict[int, Any]:
@@ -306,7 +314,7 @@ class SQLiteStore:
                 user, agent = memory.scope.user_id or "", memory.scope.agent_id or ""
                 key = (memory.scope.namespace, user, agent, memory.session_id)
                 groups.setdefault(key, []).append(memory_id)
-        window = self._config.context.window
+        window = self._settings.context.window
         if not groups or window == 0:
             return {}
         affected: list[int] = []
@@ -342,7 +350,7 @@ class SQLiteStore:
         )
         # Two spellings of one entity ("Priya Patel", "priya  patel") are one mention. The first
         # names count: a text naming 2,000 people is bounded work (WriteConfig).
-        bounds = self._config.write
+        bounds = self._settings.write
         named = dict.fromkeys(
             self._entity_id(scope.namespace, n, created, 0)
             for n in memory.entities[: bounds.max_entities]
@@ -560,10 +568,10 @@ class SQLiteStore:
         types: Sequence[MemoryType] = (),
         within: Sequence[int] | None = None,
         *,
-        context: bool = True,
+        weights: ColumnWeights,
     ) -> list[tuple[int, float]]:
         with self._lock:
-            return self._reads.lexical(scope, terms, k, types, within, context)
+            return self._reads.lexical(scope, terms, k, types, within, weights)
 
     def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
         with self._lock:
@@ -634,7 +642,7 @@ class SQLiteStore:
                 self._conn,
                 namespace,
                 dim=self._dim,
-                config=self._config.index,
+                config=self._settings.index,
                 generation=vector_generation,
                 saved=self._hnsw_path(namespace),
                 store_id=self._store_id,
@@ -663,7 +671,7 @@ class SQLiteStore:
         findings = []
         saved = self._hnsw_path(namespace)
         if saved is not None and saved.exists():
-            probe = NamespaceIndex(self._dim, self._config.index)
+            probe = NamespaceIndex(self._dim, self._settings.index)
             valid = probe.load_hnsw(saved, self._store_id) is not None
             findings.append(
                 sqlite_check.check_saved_graph(saved, namespace, valid=valid, repair=repair)
