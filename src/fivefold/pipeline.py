@@ -284,8 +284,12 @@ class ReadPipeline:
         first, _ = self._fuse(state)
         top = self._store.get_memories([f.id for f in first[: config.feedback_docs]])
         documents = [top[f.id].content for f in first[: config.feedback_docs] if f.id in top]
+        namespace = state.scope.namespace
         return feedback_rewrites(
-            focus, documents, frequencies=self._store.term_document_frequencies, config=config
+            focus,
+            documents,
+            frequencies=lambda terms: self._store.term_document_frequencies(namespace, terms),
+            config=config,
         )
 
     # -- fusion and post-fusion policies --------------------------------------------------------

@@ -197,7 +197,7 @@ class Reader:
             else lambda ids: self._store.visible_entities(scope, ids),
         )
         parse_ms = (time.perf_counter() - start) * 1000.0
-        total, frequencies = self._store.term_document_frequencies(parsed.terms)
+        total, frequencies = self._store.term_document_frequencies(scope.namespace, parsed.terms)
         entity_ids = [r.entity_id for r in parsed.entity_refs]
         mentions = self._store.entity_frequencies(entity_ids)
         memories = self._store.memory_count(scope.namespace)

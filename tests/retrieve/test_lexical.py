@@ -257,10 +257,10 @@ def test_a_term_in_most_of_a_large_store_is_left_out_of_the_match(
     common_term_mem: fivefold.Memory,
 ) -> None:
     store, scope = common_term_mem.store, Scope()
-    assert selective_terms(store, ["project", "kestrel"], 0.05) == ["kestrel"]
+    assert selective_terms(store, "default", ["project", "kestrel"], 0.05) == ["kestrel"]
     # Alone it stays: a query of common terms still matches something.
-    assert selective_terms(store, ["project"], 0.05) == ["project"]
-    assert selective_terms(store, ["project", "kestrel"], 1.0) == ["project", "kestrel"]
+    assert selective_terms(store, "default", ["project"], 0.05) == ["project"]
+    assert selective_terms(store, "default", ["project", "kestrel"], 1.0) == ["project", "kestrel"]
     hits = lexical_search(store, scope, ["project", "kestrel"], depth=50, max_term_share=0.05)
     assert len(hits) == 3  # only the rare term was scored
     every = lexical_search(store, scope, ["project", "kestrel"], depth=50, max_term_share=1.0)
@@ -273,7 +273,10 @@ def test_small_stores_keep_every_term(hashing_mem: fivefold.Memory) -> None:
         [{"content": "coffee with oat milk"}, {"content": "coffee beans"}, {"content": "tea"}]
     )
     # "coffee" is in 2 of 3 memories, far above 5 %, but under the 1,000-memory floor.
-    assert selective_terms(hashing_mem.store, ["coffee", "oat"], 0.05) == ["coffee", "oat"]
+    assert selective_terms(hashing_mem.store, "default", ["coffee", "oat"], 0.05) == [
+        "coffee",
+        "oat",
+    ]
 
 
 def test_negation_matching_leaves_a_common_term_out_too(common_term_mem: fivefold.Memory) -> None:

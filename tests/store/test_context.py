@@ -14,6 +14,7 @@ from fivefold.config import Config, ContextConfig, IndexConfig
 from fivefold.model import Scope
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.store.sqlite import schema
+from fivefold.store.sqlite.lexical import TOKENIZE
 
 TURNS = [
     "Caroline: I went to the support group yesterday.",
@@ -171,11 +172,40 @@ def test_context_never_crosses_a_scope_or_session(
                     assert abs(peers.index(other) - peers.index(memory_id)) <= 2
 
 
+def _as_schema_2(path: Path) -> None:
+    """Turn a store back into what schema 2 wrote: one pair of FTS5 tables for every namespace."""
+    conn = sqlite3.connect(path)
+    tables = conn.execute("SELECT id FROM lexical_tables").fetchall()
+    for (n,) in tables:
+        conn.executescript(f"DROP TABLE fts_{n}; DROP TABLE ctx_{n}; DROP VIEW lex_src_{n};")
+    conn.executescript(
+        f"""
+        DROP TABLE lexical_tables;
+        CREATE VIRTUAL TABLE memories_fts USING fts5(predicate, content, content='memories',
+            content_rowid='id', tokenize='{TOKENIZE}');
+        CREATE VIRTUAL TABLE context_fts USING fts5(context_near, context_far,
+            content='memories', content_rowid='id', tokenize='{TOKENIZE}');
+        INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
+        INSERT INTO context_fts (rowid, context_near, context_far)
+            SELECT id, context_near, context_far FROM memories
+            WHERE context_near != '' OR context_far != '';
+        UPDATE meta SET value = '2' WHERE key = 'schema_version';
+        """
+    )
+    conn.close()
+
+
+def _schema_version(mem: fivefold.Memory) -> str:
+    conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+    return str(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+
+
 def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
         ids = [r.id for r in mem.remember_many([{"content": t, "session_id": "s"} for t in TURNS])]
-    # Turn it back into what schema 1 wrote: no context or speaker columns.
+    _as_schema_2(path)
+    # Then back into what schema 1 wrote: no context or speaker columns.
     conn = sqlite3.connect(path)
     conn.executescript(
         """
@@ -195,9 +225,29 @@ def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
         assert mem.get(ids[0]).speaker == "Caroline"
         assert _context(mem, ids[2])[0].splitlines() == [TURNS[1], TURNS[3]]
         assert set(_lexical(mem, Scope(), "sometime")) == {ids[2], ids[3], ids[4]}
-        conn2: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
-        version = conn2.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        assert version[0] == str(schema.SCHEMA_VERSION)
+        assert _schema_version(mem) == str(schema.SCHEMA_VERSION)
+        assert all(f.ok for f in mem.store.check())
+
+
+def test_a_version_2_store_gets_lexical_tables_per_namespace(tmp_path: Path) -> None:
+    path = tmp_path / "two.db"
+    items = [{"content": t, "session_id": "s"} for t in TURNS]
+    with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
+        mine = [r.id for r in mem.remember_many([{**i, "namespace": "a"} for i in items])]
+        theirs = [r.id for r in mem.remember_many([{**i, "namespace": "b"} for i in items[:3]])]
+        before = {ns: _bm25(mem, ns) for ns in ("a", "b")}
+    _as_schema_2(path)
+    with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
+        assert _schema_version(mem) == str(schema.SCHEMA_VERSION)
+        assert {ns: _bm25(mem, ns) for ns in ("a", "b")} == before
+        assert {i for i, _ in before["a"]} <= set(mine)
+        assert {i for i, _ in before["b"]} <= set(theirs)
+        assert all(f.ok for f in mem.store.check())
+
+
+def _bm25(mem: fivefold.Memory, namespace: str) -> list[tuple[int, float]]:
+    scope = Scope(namespace)
+    return mem.store.lexical_search(scope, ["sometime", "caroline"], 10, weights=W)
 
 
 def test_explain_says_when_a_hit_matched_through_its_context(

@@ -109,10 +109,11 @@ def test_a_damaged_saved_graph_is_rebuilt_not_searched(tmp_path: Path) -> None:
         data[rng.randrange(64, len(data))] ^= 0xFF
     graphs[0].write_bytes(bytes(data))
     with _open(db, HNSW) as memory:
-        # HNSW is approximate: each memory among its own vector's 5 nearest.
+        # HNSW is approximate (and its build order varies): nearly every memory among its own
+        # vector's 5 nearest. A damaged graph searched as it is found almost none (0.6 %).
         hits = [records[n].id in _nearest(memory, n) for n in range(0, 400, 7)]
         assert memory.store.reloads == 1  # type: ignore[attr-defined]
-    assert all(hits)
+    assert sum(hits) >= 0.95 * len(hits)
 
 
 KILLED_WRITER = textwrap.dedent(

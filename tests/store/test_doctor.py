@@ -48,7 +48,7 @@ def test_a_clean_store_passes(tmp_path: Path) -> None:
     findings = _check(path)
     assert all(f.ok for f in findings), findings
     parts = {f.part for f in findings}
-    assert {"database", "lexical index memories_fts", "lexical index context_fts"} <= parts
+    assert {"database", "lexical index of namespace 'default'"} <= parts
     assert "dense index of namespace 'default'" in parts
     assert "saved HNSW graph of namespace 'default'" in parts
 
@@ -59,17 +59,16 @@ def test_a_lexical_index_out_of_step_is_found_and_rebuilt(tmp_path: Path) -> Non
     lost = records[42]
     conn = sqlite3.connect(path)
     conn.execute(
-        "INSERT INTO memories_fts (memories_fts, rowid, predicate, content) "
-        "VALUES ('delete', ?, '', ?)",
+        "INSERT INTO fts_1 (fts_1, rowid, predicate, content) VALUES ('delete', ?, '', ?)",
         (lost.id, lost.content),
     )
     conn.commit()
     conn.close()
     findings = {f.part: f for f in _check(path)}
-    assert not findings["lexical index memories_fts"].ok
+    assert not findings["lexical index of namespace 'default'"].ok
     repaired = {f.part: f for f in _check(path, repair=True)}
-    assert repaired["lexical index memories_fts"].repaired
-    assert repaired["lexical index memories_fts"].ok
+    assert repaired["lexical index of namespace 'default'"].repaired
+    assert repaired["lexical index of namespace 'default'"].ok
     with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16), config=HNSW) as memory:
         found = memory.store.lexical_search(Scope(), ["turn", "42"], 5, weights=W)
     assert lost.id in {i for i, _ in found}
@@ -97,17 +96,17 @@ def test_the_command_prints_one_line_per_part_and_exits_by_outcome(tmp_path: Pat
         memory.remember("Priya recommended Postgres for Kestrel")
     code, out = _doctor(path)
     assert code == 0, out
-    assert out.count("ok: ") >= 4
+    assert out.count("ok: ") >= 3
     conn = sqlite3.connect(path)
     conn.execute(
-        "INSERT INTO memories_fts (memories_fts, rowid, predicate, content) "
+        "INSERT INTO fts_1 (fts_1, rowid, predicate, content) "
         "VALUES ('delete', 1, '', 'Priya recommended Postgres for Kestrel')"
     )
     conn.commit()
     conn.close()
     code, out = _doctor(path)
     assert code == 4
-    assert "problem: lexical index memories_fts" in out
+    assert "problem: lexical index of namespace 'default'" in out
     code, out = _doctor(path, "--repair")
     assert code == 0, out
-    assert "repaired: lexical index memories_fts" in out
+    assert "repaired: lexical index of namespace 'default'" in out

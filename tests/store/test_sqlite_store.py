@@ -397,7 +397,7 @@ def test_forget_removes_a_memory_from_every_retriever(hashing_mem: Memory, now: 
     vector = HASHING.embed(["Priya Patel met Sarah Chen about the Kestrel budget"])
     assert target not in {i for i, _ in hashing_mem.store.vector_search(scope, vector, 50)[0]}
     assert hashing_mem.store.lexical_search(scope, ["budget"], 50, weights=W) == []
-    assert hashing_mem.store.term_document_frequencies(["budget", "roadmap"]) == (
+    assert hashing_mem.store.term_document_frequencies("default", ["budget", "roadmap"]) == (
         2,
         {"budget": 0, "roadmap": 1},
     )

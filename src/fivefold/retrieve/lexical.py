@@ -33,18 +33,20 @@ def idf(total: int, frequency: int) -> float:
     return max(math.log((total - frequency + 0.5) / (frequency + 0.5)), 1e-6)
 
 
-def query_weight(store: Store, terms: Sequence[str]) -> float:
-    total, frequencies = store.term_document_frequencies(terms)
+def query_weight(store: Store, namespace: str, terms: Sequence[str]) -> float:
+    total, frequencies = store.term_document_frequencies(namespace, terms)
     return sum(idf(total, frequencies.get(t, 0)) for t in terms)
 
 
-def selective_terms(store: Store, terms: Sequence[str], max_share: float) -> list[str]:
+def selective_terms(
+    store: Store, namespace: str, terms: Sequence[str], max_share: float
+) -> list[str]:
     """``terms`` without those in more than ``max_share`` of the store and more than
     ``COMMON_TERM_MIN_DOCS`` memories (below that, scoring a term's documents is cheap), unless
     that would leave none: then all of them."""
     if max_share >= 1.0 or not terms:
         return list(terms)
-    total, frequencies = store.term_document_frequencies(terms)
+    total, frequencies = store.term_document_frequencies(namespace, terms)
     limit = max(max_share * total, COMMON_TERM_MIN_DOCS)
     kept = [t for t in terms if frequencies.get(t, 0) <= limit]
     return kept or list(terms)
@@ -74,12 +76,12 @@ def lexical_search(
     store are left out when a rarer one remains (``selective_terms``)."""
     if not terms:
         return ()
-    terms = selective_terms(store, terms, max_term_share)
+    terms = selective_terms(store, scope.namespace, terms, max_term_share)
     query_terms = [*terms, *(t for t in hint_terms if t in terms)]
     hits = store.lexical_search(scope, query_terms, depth, types, weights=weights)
     if not hits:
         return ()
-    weight = query_weight(store, query_terms)
+    weight = query_weight(store, scope.namespace, query_terms)
     return ranked(Scored(i, squash(s, weight)) for i, s in hits)
 
 
@@ -98,8 +100,8 @@ def match_confidence(
     large store to find it."""
     if not terms or not within:
         return {}
-    terms = selective_terms(store, terms, max_term_share)
+    terms = selective_terms(store, scope.namespace, terms, max_term_share)
     # A memory is demoted for what it says, not for what its session neighbours say.
     hits = store.lexical_search(scope, terms, len(within), (), within, weights=weights.own_only())
-    weight = query_weight(store, terms)
+    weight = query_weight(store, scope.namespace, terms)
     return {i: squash(s, weight) for i, s in hits}

@@ -104,8 +104,11 @@ class Store(Protocol):
         """A counter bumped by every write in the namespace (caches key on it)."""
         ...
 
-    def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """Total indexed memories and, per (stemmed-as-indexed) term, how many contain it."""
+    def term_document_frequencies(
+        self, namespace: str, terms: Sequence[str]
+    ) -> tuple[int, dict[str, int]]:
+        """The namespace's memory count and, per (stemmed-as-indexed) term, how many of its
+        memories contain it: no other namespace's writes move these numbers."""
         ...
 
     def vector_search(

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from fivefold.model import Finding
-from fivefold.store.sqlite import schema
+from fivefold.store.sqlite.lexical import LexicalTables
 
 __all__ = ["check_database", "check_lexical", "check_saved_graph"]
 
@@ -29,24 +29,24 @@ def _fts_ok(conn: sqlite3.Connection, table: str, rank: int) -> bool:
     return True
 
 
-def check_lexical(conn: sqlite3.Connection, *, repair: bool) -> list[Finding]:
-    """memories_fts against the rows (rank 1: content included); context_fts holds only the
-    memories that have a context, so it is checked for its own consistency (rank 0)."""
+def check_lexical(
+    conn: sqlite3.Connection, lexical: LexicalTables, *, repair: bool
+) -> list[Finding]:
+    """Each namespace's own-text table against its rows (rank 1: content included); its
+    context table holds only the memories that have a context, so it is checked for its own
+    consistency (rank 0). A repair rebuilds both from the rows."""
     out = []
-    for table, rank, rebuild in (
-        ("memories_fts", 1, schema.REBUILD_FTS),
-        ("context_fts", 0, schema.REBUILD_CONTEXT_FTS),
-    ):
-        if _fts_ok(conn, table, rank):
-            out.append(Finding(f"lexical index {table}", True, "matches the rows"))
+    for namespace, tables in list(lexical.every()):
+        part = f"lexical index of namespace {namespace!r}"
+        if _fts_ok(conn, tables.own, 1) and _fts_ok(conn, tables.context, 0):
+            out.append(Finding(part, True, "matches the rows"))
             continue
         if repair:
             conn.execute("BEGIN IMMEDIATE")
-            for statement in rebuild:
-                conn.execute(statement)
+            lexical.rebuild(tables)
             conn.execute("COMMIT")
-        fixed = repair and _fts_ok(conn, table, rank)
-        out.append(Finding(f"lexical index {table}", fixed, "out of step with the rows", fixed))
+        fixed = repair and _fts_ok(conn, tables.own, 1) and _fts_ok(conn, tables.context, 0)
+        out.append(Finding(part, fixed, "out of step with the rows", fixed))
     return out
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fivefold.embed.base import Vectors
-from fivefold.store.sqlite import schema
+from fivefold.store.sqlite.lexical import LexicalTables
 
 MAX_WINDOW = 2  # distance 1 and 2 have columns of their own; a whole session measured worse
 
@@ -85,9 +85,10 @@ def refresh(
     *,
     dim: int,
     smoothing: Smoothing,
+    lexical: LexicalTables,
 ) -> dict[int, Vectors]:
-    """Recompute the context columns (and the FTS entry) of each memory in ``ids``; return the
-    searched embedding of each, for the dense index."""
+    """Recompute the context columns (and the namespace's context FTS entry) of each memory in
+    ``ids``; return the searched embedding of each, for the dense index."""
     searched: dict[int, Vectors] = {}
     for memory_id in dict.fromkeys(ids):
         group = group_of(conn, memory_id)
@@ -102,11 +103,12 @@ def refresh(
         far = "\n".join(str(r[1]) for r in at[2])
         old = conn.execute(_ROW, (memory_id,)).fetchone()
         if (old[0], old[1]) != (near, far):
+            namespace = group[0]
             if old[0] or old[1]:
-                conn.execute(schema.DELETE_CONTEXT_FTS, (memory_id, old[0], old[1]))
+                lexical.delete_context(namespace, memory_id, old[0], old[1])
             conn.execute(_SET_TEXT, (near, far, memory_id))
             if near or far:
-                conn.execute(schema.INSERT_CONTEXT_FTS, (memory_id, near, far))
+                lexical.insert_context(namespace, memory_id, near, far)
         own = conn.execute("SELECT embedding FROM vectors WHERE memory_id = ?", (memory_id,))
         vector = _smoothed(own.fetchone()[0], at[1], at[2], dim, smoothing)
         conn.execute(_SET_VECTOR, (None if vector is None else vector.tobytes(), memory_id))
@@ -134,10 +136,13 @@ def _smoothed(
     return (total / norm).astype(np.float32)
 
 
-def rebuild_all(conn: sqlite3.Connection, *, dim: int, smoothing: Smoothing) -> None:
+def rebuild_all(
+    conn: sqlite3.Connection, *, dim: int, smoothing: Smoothing, lexical: LexicalTables
+) -> None:
     """Recompute every session memory's context (schema migration, changed smoothing)."""
     rows = conn.execute("SELECT id FROM memories WHERE session_id IS NOT NULL ORDER BY id")
-    refresh(conn, [int(r[0]) for r in rows.fetchall()], dim=dim, smoothing=smoothing)
+    ids = [int(r[0]) for r in rows.fetchall()]
+    refresh(conn, ids, dim=dim, smoothing=smoothing, lexical=lexical)
 
 
 __all__ = ["MAX_WINDOW", "Smoothing", "affected_by_insert", "group_of", "neighbours", "refresh"]

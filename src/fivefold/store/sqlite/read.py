@@ -29,6 +29,7 @@ from fivefold.model import (
     StoreStats,
 )
 from fivefold.store.sqlite import schema
+from fivefold.store.sqlite.lexical import LexicalTables
 from fivefold.store.timeconv import from_ts, to_ts
 
 
@@ -62,7 +63,8 @@ def fts_query(terms: Sequence[str]) -> str:
 
 
 class ReadQueries:
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, lexical: LexicalTables) -> None:
+        self._lexical = lexical
         self._conn = conn
 
     def memories(self, ids: Sequence[int]) -> dict[int, MemoryRecord]:
@@ -131,14 +133,23 @@ class ReadQueries:
         )
         return {int(i): int(n) for i, n in rows}
 
-    def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-        total = self._conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    def term_document_frequencies(
+        self, namespace: str, terms: Sequence[str]
+    ) -> tuple[int, dict[str, int]]:
+        """The namespace's memory count and, per term, how many of its memories hold it."""
+        tables = self._lexical.find(namespace)
+        if tables is None:
+            return 0, dict.fromkeys(terms, 0)
+        total = self._conn.execute(
+            "SELECT count(*) FROM memories WHERE namespace = ?", (namespace,)
+        ).fetchone()[0]
         frequencies: dict[str, int] = {}
+        table = tables.own
         for term in terms:
             # MATCH runs the index's own tokenizer (porter stemming) over the term, so the
             # count is the document frequency BM25 itself uses.
             row = self._conn.execute(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (fts_query([term]),)
+                f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (fts_query([term]),)
             ).fetchone()
             frequencies[term] = int(row[0])
         return int(total), frequencies
@@ -153,8 +164,10 @@ class ReadQueries:
         weights: ColumnWeights,
     ) -> list[tuple[int, float]]:
         query = fts_query(terms)
-        if not query or k <= 0:
+        tables = self._lexical.find(scope.namespace)
+        if not query or k <= 0 or tables is None:
             return []
+        own, ctx = tables.own, tables.context
         where, params = scope_sql(scope)
         type_clause, type_params = types_sql(types)
         within_clause, within_params = "", []
@@ -164,22 +177,22 @@ class ReadQueries:
         filters = [*params, *type_params, *within_params]
         if not weights.uses_context:
             sql = (
-                "SELECT m.id, -bm25(memories_fts, ?, ?) AS score FROM memories_fts "
-                "JOIN memories m ON m.id = memories_fts.rowid "
-                f"WHERE memories_fts MATCH ? AND {where}{type_clause}{within_clause} "
+                f"SELECT m.id, -bm25({own}, ?, ?) AS score FROM {own} "
+                f"JOIN memories m ON m.id = {own}.rowid "
+                f"WHERE {own} MATCH ? AND {where}{type_clause}{within_clause} "
                 "ORDER BY score DESC, m.id LIMIT ?"
             )
-            own = [weights.predicate, weights.content, query]
-            return [(int(i), float(s)) for i, s in self._conn.execute(sql, [*own, *filters, k])]
+            args = [weights.predicate, weights.content, query, *filters, k]
+            return [(int(i), float(s)) for i, s in self._conn.execute(sql, args)]
         # The session neighbours' text adds its own BM25 (its own statistics, lower column
         # weights) to the memory's: a turn is found by what the turns around it say.
         # MATERIALIZED: flattened into the outer query, bm25() is out of its context.
         sql = (
             "WITH t AS MATERIALIZED ("
-            "SELECT rowid AS id, -bm25(memories_fts, ?, ?) AS s FROM memories_fts "
-            "WHERE memories_fts MATCH ? "
-            "UNION ALL SELECT rowid, -bm25(context_fts, ?, ?) FROM context_fts "
-            "WHERE context_fts MATCH ?) "
+            f"SELECT rowid AS id, -bm25({own}, ?, ?) AS s FROM {own} "
+            f"WHERE {own} MATCH ? "
+            f"UNION ALL SELECT rowid, -bm25({ctx}, ?, ?) FROM {ctx} "
+            f"WHERE {ctx} MATCH ?) "
             "SELECT m.id, sum(t.s) AS score FROM t JOIN memories m ON m.id = t.id "
             f"WHERE {where}{type_clause}{within_clause} "
             "GROUP BY m.id ORDER BY score DESC, m.id LIMIT ?"

@@ -4,16 +4,19 @@ Scope columns (``user_id``, ``agent_id``) hold ``''`` for "none" rather than NUL
 distinct in UNIQUE constraints and need ``IS`` instead of ``=`` in filters, and both would make
 the scope checks easier to get wrong.
 
-Derived columns (``store/context.py``): ``memories.context_near`` / ``context_far`` hold the text
-of a session memory's neighbours at distance 1 and 2, indexed in ``context_fts`` (a table of
-its own, so the memory's own BM25 keeps its statistics); ``vectors.context`` its embedding smoothed
-with theirs, which the dense index searches (NULL without neighbours: ``embedding`` is searched).
+BM25 tables are per namespace (``lexical.py``), created on a namespace's first write.
+
+Derived columns (``context.py``): ``memories.context_near`` / ``context_far`` hold the text
+of a session memory's neighbours at distance 1 and 2, indexed in the namespace's ``ctx_<n>``
+(a table of its own, so the memory's own BM25 keeps its statistics); ``vectors.context`` its
+embedding smoothed with theirs, which the dense index searches (NULL without neighbours:
+``embedding`` is searched).
 ``vectors.embedding`` stays the memory's own embedding.
 """
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -41,15 +44,9 @@ CREATE INDEX IF NOT EXISTS memories_scope ON memories(namespace, user_id, agent_
 CREATE INDEX IF NOT EXISTS memories_event_at ON memories(namespace, type, event_at);
 CREATE INDEX IF NOT EXISTS memories_session
     ON memories(namespace, user_id, agent_id, session_id) WHERE session_id IS NOT NULL;
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-    predicate, content,
-    content='memories', content_rowid='id',
-    tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS context_fts USING fts5(
-    context_near, context_far,
-    content='memories', content_rowid='id',
-    tokenize='porter unicode61 remove_diacritics 2'
+CREATE TABLE IF NOT EXISTS lexical_tables (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace TEXT NOT NULL UNIQUE
 );
 CREATE TABLE IF NOT EXISTS vectors (
     memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
@@ -123,16 +120,6 @@ INSERT INTO memories (namespace, user_id, agent_id, session_id, content, predica
                       event_at, created_at, importance, metadata, speaker)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
-INSERT_FTS = "INSERT INTO memories_fts (rowid, predicate, content) VALUES (?, ?, ?)"
-DELETE_FTS = (
-    "INSERT INTO memories_fts (memories_fts, rowid, predicate, content) VALUES ('delete', ?, ?, ?)"
-)
-# Only memories with a context are in context_fts, so its statistics are those of contexts.
-INSERT_CONTEXT_FTS = "INSERT INTO context_fts (rowid, context_near, context_far) VALUES (?, ?, ?)"
-DELETE_CONTEXT_FTS = (
-    "INSERT INTO context_fts (context_fts, rowid, context_near, context_far) "
-    "VALUES ('delete', ?, ?, ?)"
-)
 INSERT_VECTOR = "INSERT INTO vectors (memory_id, embedding) VALUES (?, ?)"
 
 FIND_ALIAS = "SELECT entity_id FROM aliases WHERE namespace = ? AND norm = ? ORDER BY entity_id"
@@ -238,6 +225,17 @@ CREATE INDEX IF NOT EXISTS memories_session
     ON memories(namespace, user_id, agent_id, session_id) WHERE session_id IS NOT NULL;
 """
 
+# Schema 2 -> 3: one store-wide pair of FTS5 tables becomes a pair per namespace (lexical.py),
+# filled from the rows by the migration; the old pair goes.
+MIGRATE_2_TO_3 = """
+CREATE TABLE IF NOT EXISTS lexical_tables (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace TEXT NOT NULL UNIQUE
+);
+DROP TABLE IF EXISTS memories_fts;
+DROP TABLE IF EXISTS context_fts;
+"""
+
 # The dense index's change log: every memory whose searched vector appeared, changed or went,
 # written by triggers in the transaction that changed it, so no write path can forget it. An
 # index (in this process, another, or a graph saved to disk) remembers the last ``seq`` it has
@@ -275,14 +273,5 @@ VECTOR_LOG_BOUNDS = (
     "coalesce((SELECT max(seq) FROM vector_log), 0)"
 )
 PRUNE_VECTOR_LOG = "DELETE FROM vector_log WHERE seq <= (SELECT max(seq) FROM vector_log) - ?"
-# `fivefold doctor --repair`: the lexical indexes rebuilt from the rows (context_fts holds only
-# memories that have a context, as the write path keeps it).
-REBUILD_FTS = ("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')",)
-REBUILD_CONTEXT_FTS = (
-    "INSERT INTO context_fts (context_fts) VALUES ('delete-all')",
-    "INSERT INTO context_fts (rowid, context_near, context_far) "
-    "SELECT id, context_near, context_far FROM memories "
-    "WHERE context_near != '' OR context_far != ''",
-)
 SELECT_NAMESPACES = "SELECT namespace FROM namespaces WHERE memories > 0 ORDER BY namespace"
 SELECT_NAMESPACE_IDS = "SELECT id FROM memories WHERE namespace = ?"

@@ -54,6 +54,7 @@ from fivefold.store.base import StoreSettings
 from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import context, schema, vector_sync
 from fivefold.store.sqlite.dense import NamespaceIndex
+from fivefold.store.sqlite.lexical import LexicalTables
 from fivefold.store.sqlite.read import ReadQueries
 from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
@@ -111,6 +112,7 @@ class SQLiteStore:
         if path != ":memory:" and not os.path.lexists(path):
             _create_file(Path(path), _meta(embedding_model, dim, self._smoothing_tag()))
         self._conn, self.read_only = _connect(path)
+        self._lexical = LexicalTables(self._conn)
         try:
             self._store_id = self._init_schema(embedding_model, dim)
             # Only once the file is known to be ours: never switch a stranger's database to WAL.
@@ -123,7 +125,7 @@ class SQLiteStore:
         except BaseException:
             self._conn.close()
             raise
-        self._reads = ReadQueries(self._conn)
+        self._reads = ReadQueries(self._conn, self._lexical)
         self._logged = vector_sync.has_log(self._conn)
         self._dense: dict[str, NamespaceIndex] = {}
         # How dense indexes were brought up to date, for tests and `fivefold doctor`.
@@ -131,8 +133,8 @@ class SQLiteStore:
         self.reloads = 0
         self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
         self._df_version: tuple[int, int] = (-1, -1)
-        self._df_cache: dict[str, int] = {}
-        self._df_total: int | None = None
+        self._df_cache: dict[tuple[str, str], int] = {}
+        self._df_totals: dict[str, int] = {}
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -178,6 +180,10 @@ class SQLiteStore:
         if meta.get("schema_version") == "1":
             self._refuse_write()
             self._migrate_1_to_2()
+            meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema_version") == "2":
+            self._refuse_write()
+            self._migrate_2_to_3()
             meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
             raise NotAFivefoldStore(
@@ -238,13 +244,25 @@ class SQLiteStore:
                 [(s, i) for s, i in speakers if s is not None],
             )
             self._conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
-        self._rebuild_context()
+
+    def _migrate_2_to_3(self) -> None:
+        """Schema 3 keeps BM25 tables per namespace (lexical.py); fill them from the rows."""
+        with self._transaction():
+            for statement in schema.MIGRATE_2_TO_3.split(";"):
+                if statement.strip():
+                    self._conn.execute(statement)
+            rows = self._conn.execute("SELECT DISTINCT namespace FROM memories ORDER BY 1")
+            for (namespace,) in rows.fetchall():
+                self._lexical.rebuild(self._lexical.ensure(str(namespace)))
+            self._conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
 
     def _rebuild_context(self) -> None:
         """Recompute every session memory's context with the configured smoothing (derived
         data: the dense indexes rebuild from it on their next read)."""
         with self._transaction():
-            context.rebuild_all(self._conn, dim=self._dim, smoothing=self._smoothing())
+            context.rebuild_all(
+                self._conn, dim=self._dim, smoothing=self._smoothing(), lexical=self._lexical
+            )
             self._conn.execute(
                 "INSERT INTO meta (key, value) VALUES (?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -276,6 +294,7 @@ class SQLiteStore:
             except BaseException as exc:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
+                self._lexical.forget()  # the rollback may have undone a namespace's tables
                 if isinstance(exc, sqlite3.DatabaseError):
                     raise _translate(exc, self._path) from exc
                 raise
@@ -320,7 +339,9 @@ class SQLiteStore:
         affected: list[int] = []
         for key, members in groups.items():
             affected.extend(context.affected_by_insert(self._conn, key, members, window))
-        return context.refresh(self._conn, affected, dim=self._dim, smoothing=self._smoothing())
+        return context.refresh(
+            self._conn, affected, dim=self._dim, smoothing=self._smoothing(), lexical=self._lexical
+        )
 
     def _insert_one(self, memory: NewMemory, vector: Vectors) -> int:
         scope = memory.scope
@@ -344,7 +365,7 @@ class SQLiteStore:
             ),
         )
         memory_id = int(cur.lastrowid or 0)
-        self._conn.execute(schema.INSERT_FTS, (memory_id, memory.predicate or "", memory.content))
+        self._lexical.insert(scope.namespace, memory_id, memory.predicate or "", memory.content)
         self._conn.execute(
             schema.INSERT_VECTOR, (memory_id, np.asarray(vector, np.float32).tobytes())
         )
@@ -419,12 +440,18 @@ class SQLiteStore:
                 for b in joined[i + 1 :]:
                     self._conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
             self._conn.execute(schema.PRUNE_COMENTIONS)
-            self._conn.execute(schema.DELETE_FTS, (memory_id, predicate or "", content))
+            self._lexical.delete(ns, memory_id, predicate or "", content)
             if near or far:
-                self._conn.execute(schema.DELETE_CONTEXT_FTS, (memory_id, near, far))
+                self._lexical.delete_context(ns, memory_id, near, far)
             self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             # Its neighbours no longer carry its text: forgetting leaves no trace in context.
-            context.refresh(self._conn, around, dim=self._dim, smoothing=self._smoothing())
+            context.refresh(
+                self._conn,
+                around,
+                dim=self._dim,
+                smoothing=self._smoothing(),
+                lexical=self._lexical,
+            )
             # Entities only it named (no other mention, no edge, no alias a user declared)
             # go: a forgotten name no longer resolves.
             self._conn.execute(schema.DROP_ORPHAN_ENTITIES, (json.dumps(entity_ids),))
@@ -543,7 +570,9 @@ class SQLiteStore:
         with self._lock:
             return self._reads.entity_frequencies(entity_ids)
 
-    def term_document_frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    def term_document_frequencies(
+        self, namespace: str, terms: Sequence[str]
+    ) -> tuple[int, dict[str, int]]:
         """Memoized until the next write by anyone: the optimizer's rarity feature, BM25's
         squash and negation all ask for the same few terms within one recall."""
         with self._lock:
@@ -551,14 +580,14 @@ class SQLiteStore:
             if version != self._df_version or len(self._df_cache) > DF_CACHE_TERMS:
                 self._df_cache.clear()
                 self._df_version = version
-                self._df_total = None
-            missing = [t for t in dict.fromkeys(terms) if t not in self._df_cache]
-            if missing or self._df_total is None:
+                self._df_totals.clear()
+            missing = [t for t in dict.fromkeys(terms) if (namespace, t) not in self._df_cache]
+            if missing or namespace not in self._df_totals:
                 with vector_sync.snapshot(self._conn):  # the total and the counts agree
-                    total, found = self._reads.term_document_frequencies(missing)
-                self._df_cache.update(found)
-                self._df_total = total
-            return self._df_total, {t: self._df_cache[t] for t in terms}
+                    total, found = self._reads.term_document_frequencies(namespace, missing)
+                self._df_cache.update(((namespace, t), n) for t, n in found.items())
+                self._df_totals[namespace] = total
+            return self._df_totals[namespace], {t: self._df_cache[namespace, t] for t in terms}
 
     def lexical_search(
         self,
@@ -659,7 +688,7 @@ class SQLiteStore:
             self._refuse_write()
         with self._lock:
             findings = [sqlite_check.check_database(self._conn)]
-            findings += sqlite_check.check_lexical(self._conn, repair=repair)
+            findings += sqlite_check.check_lexical(self._conn, self._lexical, repair=repair)
             namespaces = [str(r[0]) for r in self._execute(schema.SELECT_NAMESPACES)]
             for namespace in namespaces:
                 findings += self._check_dense(namespace, repair=repair)
