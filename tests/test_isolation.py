@@ -127,7 +127,7 @@ def _check_scope(memory: Memory, namespace: str, user_id: str | None, seen: Coun
             budget=BUDGETS[qi % len(BUDGETS)],
         )
         candidates = {item.id for run in explanation.runs for item in run.items}
-        records = memory.store.get_memories(sorted(candidates))
+        records = memory.store.get_memories(namespace, sorted(candidates))
         assert set(records) == candidates
         for run in explanation.runs:
             seen[f"run:{run.name}"] += bool(run.items)
@@ -197,7 +197,7 @@ def test_agent_id_scopes_every_retriever(
         assert {"semantic", "lexical", "graph", "temporal"} <= set(result.hits[0].sources)
     explanation = agents_mem.explain(query, agent_id=agent_id, user_id=user_id, now=NOW)
     ids = {item.id for run in explanation.runs for item in run.items}
-    for record in agents_mem.store.get_memories(sorted(ids)).values():
+    for record in agents_mem.store.get_memories("default", sorted(ids)).values():
         assert record.agent_id == agent_id
 
 

@@ -131,7 +131,10 @@ class Memory:
         if not prepared:
             return []
         ids = self._store.insert_memories(prepared, vectors)
-        records = self._store.get_memories(ids)
+        records: dict[int, MemoryRecord] = {}
+        for namespace in {m.scope.namespace for m in prepared}:
+            mine = [i for i, m in zip(ids, prepared, strict=True) if m.scope.namespace == namespace]
+            records.update(self._store.get_memories(namespace, mine))
         return [records[i] for i in ids]
 
     def _prepare_batch(
@@ -281,7 +284,8 @@ class Memory:
     ) -> MemoryRecord:
         """The memory with this id, if it is in the scope (else ``NotFound``)."""
         scope = validate.scope(namespace, user_id, agent_id)
-        record = self._store.get_memories([validate.memory_id(memory_id)]).get(memory_id)
+        wanted = validate.memory_id(memory_id)
+        record = self._store.get_memories(scope.namespace, [wanted]).get(wanted)
         if record is None or not scope.admits(record.namespace, record.user_id, record.agent_id):
             raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
         return record
@@ -301,7 +305,7 @@ class Memory:
         count = validate.top_k(limit, "limit")
         below = None if before is None else validate.memory_id(before)
         ids = self._store.recent_ids(scope, limit=count, before=below)
-        records = self._store.get_memories(ids)
+        records = self._store.get_memories(scope.namespace, ids)
         return [records[i] for i in ids if i in records]
 
     def stats(self, *, namespace: str | None = None) -> StoreStats:

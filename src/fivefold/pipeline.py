@@ -196,7 +196,8 @@ class ReadPipeline:
         if types:
             start = time.perf_counter()
             ids = [item.id for run in legs for item in run.items]
-            kinds = {i: a.type for i, a in self._store.attributes(ids).items()}
+            attributes = self._store.attributes(state.scope.namespace, ids)
+            kinds = {i: a.type for i, a in attributes.items()}
             items = type_list([run.items for run in legs], set(types), kinds)
             legs.append(RetrieverRun(Y, items, state.clock.time(Y.value, start), notes))
         state.runs.extend(legs)
@@ -282,7 +283,9 @@ class ReadPipeline:
             except RewriteError as exc:
                 state.notes.append(f"{exc}; used feedback rewrites")
         first, _ = self._fuse(state)
-        top = self._store.get_memories([f.id for f in first[: config.feedback_docs]])
+        top = self._store.get_memories(
+            state.scope.namespace, [f.id for f in first[: config.feedback_docs]]
+        )
         documents = [top[f.id].content for f in first[: config.feedback_docs] if f.id in top]
         namespace = state.scope.namespace
         return feedback_rewrites(
@@ -305,7 +308,7 @@ class ReadPipeline:
         # A memory whose every list gave it confidence 0 (a cosine clipped at 0) has no
         # evidence for it: it is not a result, even when nothing else is.
         fused = [f for f in fused if f.score > 0.0][:POST_FUSION_DEPTH]
-        attributes = self._store.attributes([f.id for f in fused])
+        attributes = self._store.attributes(state.scope.namespace, [f.id for f in fused])
         importance = {i: a.importance for i, a in attributes.items()}
         ranked = apply_prior(fused, importance, fusion.importance_floor)
         ranked = boost(ranked, spoken_by_named(state.query, attributes), fusion.speaker_boost)
@@ -366,7 +369,7 @@ class ReadPipeline:
         start = time.perf_counter()
         depth = self._config.rerank.depth
         head, tail = ranked[:depth], ranked[depth:]
-        records = self._store.get_memories([f.id for f in head])
+        records = self._store.get_memories(state.scope.namespace, [f.id for f in head])
         scores = self._reranker.score(
             state.query.focus, [records[f.id].content if f.id in records else "" for f in head]
         )
@@ -378,7 +381,7 @@ class ReadPipeline:
         start = time.perf_counter()
         config = self._config.mmr
         head, tail = ranked[: config.depth], ranked[config.depth :]
-        vectors = self._store.vectors([f.id for f in head])
+        vectors = self._store.vectors(state.scope.namespace, [f.id for f in head])
         order = mmr_order(
             [f.id for f in head],
             [f.score for f in head],

@@ -135,7 +135,7 @@ class Reader:
         planned = self._plan(args)
         retrieval = self._run(args, planned)
         top = retrieval.ranked[: args.k]
-        records = self._store.get_memories([f.id for f in top])
+        records = self._store.get_memories(args.scope.namespace, [f.id for f in top])
         via_context = self._context_only(args.scope, retrieval, [f.id for f in top])
         default = self._config.default_importance
         hits = tuple(
@@ -199,7 +199,7 @@ class Reader:
         parse_ms = (time.perf_counter() - start) * 1000.0
         total, frequencies = self._store.term_document_frequencies(scope.namespace, parsed.terms)
         entity_ids = [r.entity_id for r in parsed.entity_refs]
-        mentions = self._store.entity_frequencies(entity_ids)
+        mentions = self._store.entity_frequencies(scope.namespace, entity_ids)
         memories = self._store.memory_count(scope.namespace)
         specific = {e: specificity(memories, mentions.get(e, 0)) for e in entity_ids}
         start = time.perf_counter()
@@ -230,7 +230,7 @@ class Reader:
         self, args: RecallArgs, planned: _Planned, retrieval: Retrieval, started: float
     ) -> RecallResult:
         top = retrieval.ranked[: args.k]
-        records = self._store.get_memories([f.id for f in top])
+        records = self._store.get_memories(args.scope.namespace, [f.id for f in top])
         features = result_features([(f.terms, f.score) for f in top])
         hits = tuple(
             Hit(

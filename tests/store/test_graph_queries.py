@@ -135,7 +135,7 @@ def _mentions_oracle(
 
 def _memories_naming(mem: Memory, scope: Scope, entity_id: int) -> list[int]:
     found = []
-    for record in mem.store.get_memories(list(range(1, 200))).values():
+    for record in mem.store.get_memories("default", list(range(1, 200))).values():
         in_scope = scope.user_id is None or record.user_id == scope.user_id
         names = {e.name: e.entity_id for e in mem.store.catalog("default")}
         if in_scope and any(names.get(n) == entity_id for n in record.entities):

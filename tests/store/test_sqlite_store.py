@@ -73,15 +73,15 @@ def test_everything_persists_across_close_and_reopen(
     path = tmp_path / "memory.db"
     with Memory.open(path, embedder=minilm) as memory:
         ids = _seed_graph(memory, now)
-        records = memory.store.get_memories(list(ids.values()))
-        vectors = memory.store.vectors(list(ids.values()))
+        records = memory.store.get_memories("default", list(ids.values()))
+        vectors = memory.store.vectors("default", list(ids.values()))
         catalog = sorted(memory.store.catalog("default"), key=lambda e: (e.key, e.is_alias))
         entity_ids = _entity_ids(memory)
         edges = memory.store.edges_touching(Scope(), list(entity_ids.values()))
         stats = memory.stats()
     with Memory.open(path, embedder=minilm, config=BALANCED) as memory:
-        assert memory.store.get_memories(list(ids.values())) == records
-        reopened_vectors = memory.store.vectors(list(ids.values()))
+        assert memory.store.get_memories("default", list(ids.values())) == records
+        reopened_vectors = memory.store.vectors("default", list(ids.values()))
         assert set(reopened_vectors) == set(vectors)
         for memory_id, vector in vectors.items():
             assert np.array_equal(reopened_vectors[memory_id], vector)
@@ -152,13 +152,14 @@ def test_precomputed_vectors_are_stored_normalized(hashing_mem: Memory) -> None:
     raw = np.zeros(HASHING.dim, dtype=np.float32)
     raw[:2] = (3.0, 4.0)
     (record,) = hashing_mem.remember_many([{"content": "a precomputed one", "vector": raw}])
-    stored = hashing_mem.store.vectors([record.id])[record.id]
+    stored = hashing_mem.store.vectors("default", [record.id])[record.id]
     assert stored.dtype == np.float32
     assert np.allclose(stored[:2], (0.6, 0.8))
     assert np.allclose(stored[2:], 0.0)
     computed = hashing_mem.remember("an embedded one")
     assert np.allclose(
-        hashing_mem.store.vectors([computed.id])[computed.id], HASHING.embed(["an embedded one"])[0]
+        hashing_mem.store.vectors("default", [computed.id])[computed.id],
+        HASHING.embed(["an embedded one"])[0],
     )
 
 
@@ -211,7 +212,7 @@ def _hnsw_items(count: int, seed: int) -> list[dict[str, Any]]:
 
 
 def _exact(memory: Memory, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
-    vectors = memory.store.vectors(list(ids))
+    vectors = memory.store.vectors("default", list(ids))
     return {i: float(vectors[i] @ query) for i in ids}
 
 
@@ -338,7 +339,7 @@ def test_hnsw_applies_scope_and_type_filters(
 ) -> None:
     path, ids = hnsw_store
     with _open(path, HNSW) as memory:
-        records = memory.store.get_memories(ids)
+        records = memory.store.get_memories(scope.namespace, ids)
         allowed = [
             i
             for i, r in records.items()
@@ -403,9 +404,9 @@ def test_forget_removes_a_memory_from_every_retriever(hashing_mem: Memory, now: 
     )
     events = hashing_mem.store.events_between(scope, now - timedelta(days=7), now, 50)
     assert [i for i, _ in events] == [ids["roadmap"]]
-    assert hashing_mem.store.vectors([target]) == {}
-    assert hashing_mem.store.get_memories([target]) == {}
-    assert hashing_mem.store.attributes([target]) == {}
+    assert hashing_mem.store.vectors("default", [target]) == {}
+    assert hashing_mem.store.get_memories("default", [target]) == {}
+    assert hashing_mem.store.attributes("default", [target]) == {}
 
 
 def test_forget_decrements_co_mention_edges(hashing_mem: Memory, now: datetime) -> None:
@@ -429,15 +430,15 @@ def test_forget_decrements_co_mention_edges(hashing_mem: Memory, now: datetime) 
 
     assert co_mentions(priya, sarah) == [0.75]  # two memories name both
     assert co_mentions(priya, kestrel) == [0.5]
-    assert hashing_mem.store.entity_frequencies([priya, sarah]) == {priya: 2, sarah: 2}
+    assert hashing_mem.store.entity_frequencies("default", [priya, sarah]) == {priya: 2, sarah: 2}
     hashing_mem.forget(ids["budget"])
     assert co_mentions(priya, sarah) == [0.5]
     assert co_mentions(priya, kestrel) == []
     assert co_mentions(sarah, kestrel) == []
-    assert hashing_mem.store.entity_frequencies([priya, sarah]) == {priya: 1, sarah: 1}
+    assert hashing_mem.store.entity_frequencies("default", [priya, sarah]) == {priya: 1, sarah: 1}
     hashing_mem.forget(ids["roadmap"])
     assert co_mentions(priya, sarah) == []
-    assert hashing_mem.store.entity_frequencies([priya, sarah]) == {priya: 0, sarah: 0}
+    assert hashing_mem.store.entity_frequencies("default", [priya, sarah]) == {priya: 0, sarah: 0}
     assert structural() == [1.0]  # an explicit relation is not a co-mention: it stays
     # Only the memory never forgotten can come back (and only with some evidence for it).
     hits = hashing_mem.recall("who reports to Priya Patel?").hits
@@ -454,11 +455,11 @@ def test_entity_mention_counts_match_the_memories_that_mention_them(hashing_mem:
     entity = _entity_ids(hashing_mem)
     priya, omar = entity["Priya Patel"], entity["Omar"]
     assert first.entities == second.entities == ("Priya Patel", "Omar")
-    assert hashing_mem.store.entity_frequencies([priya, omar]) == {priya: 2, omar: 2}
+    assert hashing_mem.store.entity_frequencies("default", [priya, omar]) == {priya: 2, omar: 2}
     hashing_mem.forget(first.id)
     hashing_mem.forget(second.id)
     # Omar was named only by the forgotten memories: gone. Priya has an alias a user declared.
-    assert hashing_mem.store.entity_frequencies([priya, omar]) == {priya: 0}
+    assert hashing_mem.store.entity_frequencies("default", [priya, omar]) == {priya: 0}
     assert "Omar" not in _entity_ids(hashing_mem)
 
 

@@ -350,15 +350,15 @@ def trace_queries(
         start = time.perf_counter()
         explanation = mem.explain(query.text, k=k_max, **args)
         latencies.append((time.perf_counter() - start) * 1000.0)
-        traces.append(_trace(mem, explanation))
+        traces.append(_trace(mem, query.namespace, explanation))
         if on is not None:
             on(done, len(queries))
     return traces, latencies
 
 
-def _trace(mem: Memory, explanation: Explanation) -> Trace:
+def _trace(mem: Memory, namespace: str, explanation: Explanation) -> Trace:
     ids = {item.id for run in explanation.runs for item in run.items}
-    attributes = mem.store.attributes(sorted(ids))
+    attributes = mem.store.attributes(namespace, sorted(ids))
     return Trace(
         runs=explanation.runs,
         weights=explanation.plan.weights,

@@ -52,7 +52,7 @@ def graph_search(
         return ()
     cap = config.frontier_cap if frontier_cap is None else frontier_cap
     reached = _walk(store, scope, refs, now, config, multi_hop, cap)
-    frequencies = store.entity_frequencies(list(reached))
+    frequencies = store.entity_frequencies(scope.namespace, list(reached))
     total = store.memory_count(scope.namespace)
     scores = []
     for entity_id, (path, hops) in reached.items():

@@ -75,13 +75,17 @@ class Store(Protocol):
     def add_alias(self, namespace: str, name: str, alias: str) -> Entity: ...
 
     # -- reads -------------------------------------------------------------------------------
-    def get_memories(self, ids: Sequence[int]) -> dict[int, MemoryRecord]: ...
+    def get_memories(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        """The memories of ``namespace`` among ``ids`` (ids of other namespaces are absent).
+        Every read names its namespace: on a sharded Postgres it is the distribution column,
+        and no read by id may cross a tenant's wall."""
+        ...
 
     def recent_ids(self, scope: Scope, *, limit: int, before: int | None = None) -> list[int]:
         """Ids of the newest memories in ``scope`` (below ``before`` when given), newest first."""
         ...
 
-    def attributes(self, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
+    def attributes(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
         """What fusion and post-filters need of each candidate, without loading its text."""
         ...
 
@@ -94,7 +98,7 @@ class Store(Protocol):
         through query parsing, the names only another user's memories hold."""
         ...
 
-    def entity_frequencies(self, entity_ids: Sequence[int]) -> dict[int, int]:
+    def entity_frequencies(self, namespace: str, entity_ids: Sequence[int]) -> dict[int, int]:
         """How many memories mention each entity (its document frequency)."""
         ...
 
@@ -121,7 +125,7 @@ class Store(Protocol):
         """Per query vector, the ``k`` nearest memories in scope by cosine, best first."""
         ...
 
-    def vectors(self, ids: Sequence[int]) -> dict[int, Vectors]: ...
+    def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]: ...
 
     def lexical_search(
         self,

@@ -67,17 +67,20 @@ class ReadQueries:
         self._lexical = lexical
         self._conn = conn
 
-    def memories(self, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+    def memories(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryRecord]:
         if not ids:
             return {}
         id_json = json.dumps([int(i) for i in ids])
+        rows = self._conn.execute(
+            schema.SELECT_MEMORY_COLUMNS
+            + " WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
+            (namespace, id_json),
+        ).fetchall()
+        if not rows:
+            return {}
         entities: dict[int, list[str]] = {}
         for memory_id, name in self._conn.execute(schema.SELECT_MEMORY_ENTITIES, (id_json,)):
             entities.setdefault(memory_id, []).append(name)
-        rows = self._conn.execute(
-            schema.SELECT_MEMORY_COLUMNS + " WHERE id IN (SELECT value FROM json_each(?))",
-            (id_json,),
-        )
         return {row[0]: _record(row, entities.get(row[0], [])) for row in rows}
 
     def recent_ids(self, scope: Scope, *, limit: int, before: int | None) -> list[int]:
@@ -90,13 +93,13 @@ class ReadQueries:
         }
         return [int(r[0]) for r in self._conn.execute(schema.SELECT_RECENT_IDS, params)]
 
-    def attributes(self, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
+    def attributes(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
         if not ids:
             return {}
         rows = self._conn.execute(
             "SELECT id, importance, type, event_at, created_at, speaker FROM memories "
-            "WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps([int(i) for i in ids]),),
+            "WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
+            (namespace, json.dumps([int(i) for i in ids])),
         )
         return {
             int(i): MemoryAttributes(
@@ -124,12 +127,13 @@ class ReadQueries:
             visible.update((edge.source_id, edge.target_id))
         return visible & {int(i) for i in entity_ids}
 
-    def entity_frequencies(self, entity_ids: Sequence[int]) -> dict[int, int]:
+    def entity_frequencies(self, namespace: str, entity_ids: Sequence[int]) -> dict[int, int]:
         if not entity_ids:
             return {}
         rows = self._conn.execute(
-            "SELECT id, mentions FROM entities WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps([int(i) for i in entity_ids]),),
+            "SELECT id, mentions FROM entities "
+            "WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
+            (namespace, json.dumps([int(i) for i in entity_ids])),
         )
         return {int(i): int(n) for i, n in rows}
 
@@ -338,13 +342,13 @@ class ReadQueries:
         row = self._conn.execute(sql, params).fetchone()
         return None if row is None or row[0] is None else from_ts(row[0])
 
-    def vectors(self, ids: Sequence[int], dim: int) -> dict[int, Vectors]:
+    def vectors(self, namespace: str, ids: Sequence[int], dim: int) -> dict[int, Vectors]:
         if not ids:
             return {}
         rows = self._conn.execute(
-            "SELECT memory_id, embedding FROM vectors WHERE memory_id IN "
-            "(SELECT value FROM json_each(?))",
-            (json.dumps([int(i) for i in ids]),),
+            "SELECT v.memory_id, v.embedding FROM vectors v JOIN memories m ON m.id = v.memory_id "
+            "WHERE m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))",
+            (namespace, json.dumps([int(i) for i in ids])),
         )
         return {int(i): np.frombuffer(blob, dtype=np.float32).reshape(dim) for i, blob in rows}
 

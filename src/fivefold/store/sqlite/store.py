@@ -540,17 +540,17 @@ class SQLiteStore:
         with self._lock:
             return self._namespace_state(namespace)[0]
 
-    def get_memories(self, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+    def get_memories(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryRecord]:
         with self._lock:
-            return self._reads.memories(ids)
+            return self._reads.memories(namespace, ids)
 
     def recent_ids(self, scope: Scope, *, limit: int, before: int | None = None) -> list[int]:
         with self._lock:
             return self._reads.recent_ids(scope, limit=limit, before=before)
 
-    def attributes(self, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
+    def attributes(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
         with self._lock:
-            return self._reads.attributes(ids)
+            return self._reads.attributes(namespace, ids)
 
     def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
         with self._lock:
@@ -566,9 +566,9 @@ class SQLiteStore:
         with self._lock:
             return self._reads.visible_entities(scope, entity_ids)
 
-    def entity_frequencies(self, entity_ids: Sequence[int]) -> dict[int, int]:
+    def entity_frequencies(self, namespace: str, entity_ids: Sequence[int]) -> dict[int, int]:
         with self._lock:
-            return self._reads.entity_frequencies(entity_ids)
+            return self._reads.entity_frequencies(namespace, entity_ids)
 
     def term_document_frequencies(
         self, namespace: str, terms: Sequence[str]
@@ -630,9 +630,9 @@ class SQLiteStore:
         with self._lock:
             return self._reads.last_session_end(scope, exclude_session)
 
-    def vectors(self, ids: Sequence[int]) -> dict[int, Vectors]:
+    def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
         with self._lock:
-            return self._reads.vectors(ids, self._dim)
+            return self._reads.vectors(namespace, ids, self._dim)
 
     def vector_search(
         self,
