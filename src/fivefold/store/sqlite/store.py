@@ -50,9 +50,11 @@ from fivefold.model import (
     Scope,
     StoreStats,
 )
+from fivefold.store import context
 from fivefold.store.base import StoreSettings
 from fivefold.store.sqlite import check as sqlite_check
-from fivefold.store.sqlite import context, schema, vector_sync
+from fivefold.store.sqlite import schema, vector_sync
+from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.store.sqlite.lexical import LexicalTables
 from fivefold.store.sqlite.read import ReadQueries
@@ -113,6 +115,7 @@ class SQLiteStore:
             _create_file(Path(path), _meta(embedding_model, dim, self._smoothing_tag()))
         self._conn, self.read_only = _connect(path)
         self._lexical = LexicalTables(self._conn)
+        self._context = SQLiteContextRows(self._conn, self._lexical, dim)
         try:
             self._store_id = self._init_schema(embedding_model, dim)
             # Only once the file is known to be ours: never switch a stranger's database to WAL.
@@ -226,8 +229,7 @@ class SQLiteStore:
         return dict(meta)["store_id"]
 
     def _smoothing_tag(self) -> str:
-        smoothing = self._smoothing()
-        return f"{smoothing.window},{smoothing.near!r},{smoothing.far!r}"
+        return self._smoothing().tag
 
     def _migrate_1_to_2(self) -> None:
         """Schema 2 adds the session context columns; fill them from the rows."""
@@ -260,9 +262,7 @@ class SQLiteStore:
         """Recompute every session memory's context with the configured smoothing (derived
         data: the dense indexes rebuild from it on their next read)."""
         with self._transaction():
-            context.rebuild_all(
-                self._conn, dim=self._dim, smoothing=self._smoothing(), lexical=self._lexical
-            )
+            self._context.rebuild_all(self._smoothing())
             self._conn.execute(
                 "INSERT INTO meta (key, value) VALUES (?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -338,10 +338,8 @@ class SQLiteStore:
             return {}
         affected: list[int] = []
         for key, members in groups.items():
-            affected.extend(context.affected_by_insert(self._conn, key, members, window))
-        return context.refresh(
-            self._conn, affected, dim=self._dim, smoothing=self._smoothing(), lexical=self._lexical
-        )
+            affected.extend(context.affected_by_insert(self._context, key, members, window))
+        return context.refresh(self._context, affected, self._smoothing())
 
     def _insert_one(self, memory: NewMemory, vector: Vectors) -> int:
         scope = memory.scope
@@ -420,11 +418,7 @@ class SQLiteStore:
             if row is None or not scope.admits(row[0], row[1] or None, row[2] or None):
                 return False
             ns, user, agent, predicate, content = row
-            group = context.group_of(self._conn, memory_id)
-            around: list[int] = []
-            if group is not None:
-                before, after = context.neighbours(self._conn, group, memory_id)
-                around = [int(r[0]) for r in (*before, *after)]
+            around = context.around(self._context, memory_id)
             near, far = self._conn.execute(
                 "SELECT context_near, context_far FROM memories WHERE id = ?", (memory_id,)
             ).fetchone()
@@ -445,13 +439,7 @@ class SQLiteStore:
                 self._lexical.delete_context(ns, memory_id, near, far)
             self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             # Its neighbours no longer carry its text: forgetting leaves no trace in context.
-            context.refresh(
-                self._conn,
-                around,
-                dim=self._dim,
-                smoothing=self._smoothing(),
-                lexical=self._lexical,
-            )
+            context.refresh(self._context, around, self._smoothing())
             # Entities only it named (no other mention, no edge, no alias a user declared)
             # go: a forgotten name no longer resolves.
             self._conn.execute(schema.DROP_ORPHAN_ENTITIES, (json.dumps(entity_ids),))

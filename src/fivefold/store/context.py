@@ -1,0 +1,143 @@
+"""Session context: a memory of a session knows its neighbours.
+
+A conversation turn indexed alone has lost the context its meaning lives in ("Yes! Last Friday."
+answers the turn before it). So each memory that has a ``session_id`` carries, as derived
+columns, the text of its session neighbours at distance 1 (``context_near``) and 2
+(``context_far``), which BM25 scores at lower column weights, and a searched embedding smoothed
+with its neighbours' (``own + sum_d w_d x neighbours at distance d``, re-normalised). Neighbours
+are the memories of the same namespace, user, agent and session in write order (id order), so
+context never crosses a scope. Memories without a session get none: consecutive writes of
+unrelated facts are not a conversation. A memory's own content never changes; only these
+derived columns do, when a neighbour is written or forgotten.
+
+The rules live here, once; each backend supplies its rows through ``ContextRows``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from fivefold.embed.base import Vectors
+
+MAX_WINDOW = 2  # distance 1 and 2 have columns of their own; a whole session measured worse
+
+Group = tuple[str, str, str, str]  # namespace, user ('' none), agent ('' none), session
+Neighbour = tuple[int, str, Vectors]  # id, content, own embedding
+
+
+@dataclass(frozen=True, slots=True)
+class Smoothing:
+    """How far a memory's context reaches (0: no context; at most ``MAX_WINDOW``) and the
+    weights of the neighbours at distance 1 and 2 in the searched embedding (0 = off)."""
+
+    window: int
+    near: float
+    far: float
+
+    @property
+    def active(self) -> bool:
+        return self.window > 0 and (self.near > 0.0 or self.far > 0.0)
+
+    @property
+    def tag(self) -> str:
+        """Stored with the rows: a store opened with other settings re-smooths them."""
+        return f"{self.window},{self.near!r},{self.far!r}"
+
+
+class ContextRows(Protocol):
+    """What the context rules need of a backend, inside its write transaction."""
+
+    def group_of(self, memory_id: int) -> Group | None: ...
+
+    def neighbours(
+        self, group: Group, memory_id: int, window: int
+    ) -> tuple[list[Neighbour], list[Neighbour]]:
+        """The ``window`` memories before and after ``memory_id``, nearest first."""
+        ...
+
+    def context_of(self, memory_id: int) -> tuple[str, str]: ...
+
+    def set_context(
+        self, group: Group, memory_id: int, old: tuple[str, str], new: tuple[str, str]
+    ) -> None:
+        """Store the new context text and re-index it (``old`` is what the index holds)."""
+        ...
+
+    def own_vector(self, memory_id: int) -> Vectors: ...
+
+    def set_searched(self, memory_id: int, vector: Vectors | None) -> None:
+        """The vector the dense leg searches (None: the memory's own)."""
+        ...
+
+
+def affected_by_insert(
+    rows: ContextRows, group: Group, new_ids: Sequence[int], window: int
+) -> list[int]:
+    """New memories are the newest of their session: they and the ``window`` before them
+    change."""
+    before, _ = rows.neighbours(group, min(new_ids), window)
+    return [int(row[0]) for row in before] + list(new_ids)
+
+
+def around(rows: ContextRows, memory_id: int) -> list[int]:
+    """The memories whose context holds ``memory_id`` (to refresh once it is gone)."""
+    group = rows.group_of(memory_id)
+    if group is None:
+        return []
+    before, after = rows.neighbours(group, memory_id, MAX_WINDOW)
+    return [int(r[0]) for r in (*before, *after)]
+
+
+def refresh(rows: ContextRows, ids: Iterable[int], smoothing: Smoothing) -> dict[int, Vectors]:
+    """Recompute the context of each memory in ``ids``; return the searched embedding of each
+    that has one, for the dense index."""
+    searched: dict[int, Vectors] = {}
+    for memory_id in dict.fromkeys(ids):
+        group = rows.group_of(memory_id)
+        if group is None:
+            continue
+        before, after = rows.neighbours(group, memory_id, smoothing.window)
+        at: dict[int, list[Neighbour]] = {1: [], 2: []}  # distance -> neighbours
+        for side in (before, after):
+            for distance, row in enumerate(side, start=1):
+                at[distance].append(row)
+        new = ("\n".join(str(r[1]) for r in at[1]), "\n".join(str(r[1]) for r in at[2]))
+        old = rows.context_of(memory_id)
+        if old != new:
+            rows.set_context(group, memory_id, old, new)
+        vector = smoothed(rows.own_vector(memory_id), at[1], at[2], smoothing)
+        rows.set_searched(memory_id, vector)
+        if vector is not None:
+            searched[memory_id] = vector
+    return searched
+
+
+def smoothed(
+    own: Vectors, near: Sequence[Neighbour], far: Sequence[Neighbour], smoothing: Smoothing
+) -> Vectors | None:
+    if not smoothing.active or not (near or far):
+        return None
+    total = np.asarray(own, dtype=np.float64).copy()
+    for weight, neighbours in ((smoothing.near, near), (smoothing.far, far)):
+        for row in neighbours:
+            total += weight * np.asarray(row[2], dtype=np.float64)
+    norm = float(np.linalg.norm(total))
+    if norm == 0.0:
+        return None
+    return (total / norm).astype(np.float32)
+
+
+__all__ = [
+    "MAX_WINDOW",
+    "ContextRows",
+    "Group",
+    "Smoothing",
+    "affected_by_insert",
+    "around",
+    "refresh",
+    "smoothed",
+]
