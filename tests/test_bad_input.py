@@ -551,11 +551,14 @@ def test_open_with_another_embedding_model_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["postgresql://user:secret@localhost:5432/memories", "postgres://localhost/db"],
+    [
+        "postgresql://user:secret@127.0.0.1:1/memories?connect_timeout=3",
+        "postgres://127.0.0.1:1/db?connect_timeout=3",
+    ],
 )
-def test_open_postgres_url_is_unsupported_with_a_clear_message(tmp_path: Path, url: str) -> None:
-    error = assert_rejected(lambda: _open(url), UnsupportedBackend, "PostgreSQL")
-    assert "file path" in str(error)
+def test_an_unreachable_postgres_is_a_clear_store_error(tmp_path: Path, url: str) -> None:
+    error = assert_rejected(lambda: _open(url), fivefold.StoreError, "cannot open the store")
+    assert "127.0.0.1" in str(error)
     assert "secret" not in str(error)
     assert_fresh_store_works(tmp_path)
 

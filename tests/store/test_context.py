@@ -26,10 +26,15 @@ TURNS = [
 
 
 def _context(mem: fivefold.Memory, memory_id: int) -> tuple[str, str]:
-    conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
-    row = conn.execute(
-        "SELECT context_near, context_far FROM memories WHERE id = ?", (memory_id,)
-    ).fetchone()
+    """The stored context columns, read from the backend's own rows."""
+    sql = "SELECT context_near, context_far FROM memories WHERE id = {}"
+    pool = getattr(mem.store, "_pool", None)
+    if pool is not None:  # Postgres
+        with pool.connection() as conn:
+            row = conn.execute(sql.format("%s"), (memory_id,)).fetchone()
+    else:
+        conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+        row = conn.execute(sql.format("?"), (memory_id,)).fetchone()
     return str(row[0]), str(row[1])
 
 

@@ -30,10 +30,20 @@ def _sqlite(location: str, *, embedding_model: str, dim: int, settings: StoreSet
 
 
 def _postgres(location: str, *, embedding_model: str, dim: int, settings: StoreSettings) -> Store:
-    raise UnsupportedBackend(
-        "the PostgreSQL backend is not part of this release yet; use a file path "
-        "(the embedded SQLite store) for now"
-    )
+    try:
+        from fivefold.store.postgres.store import PostgresStore
+    except ModuleNotFoundError as exc:  # the `postgres` extra is not installed
+        if exc.name is None or exc.name.split(".")[0] not in (
+            "psycopg",
+            "psycopg_pool",
+            "pgvector",
+        ):
+            raise
+        raise UnsupportedBackend(
+            f"the PostgreSQL backend needs the postgres extra: pip install 'fivefold[postgres]' "
+            f"({exc})"
+        ) from exc
+    return PostgresStore(location, embedding_model=embedding_model, dim=dim, settings=settings)
 
 
 Opener = Callable[..., Store]

@@ -8,7 +8,6 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -28,6 +27,7 @@ from fivefold.model import (
     Scope,
     StoreStats,
 )
+from fivefold.store.rows import memory_record
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.lexical import LexicalTables
 from fivefold.store.timeconv import from_ts, to_ts
@@ -81,7 +81,7 @@ class ReadQueries:
         entities: dict[int, list[str]] = {}
         for memory_id, name in self._conn.execute(schema.SELECT_MEMORY_ENTITIES, (id_json,)):
             entities.setdefault(memory_id, []).append(name)
-        return {row[0]: _record(row, entities.get(row[0], [])) for row in rows}
+        return {row[0]: memory_record(row, entities.get(row[0], [])) for row in rows}
 
     def recent_ids(self, scope: Scope, *, limit: int, before: int | None) -> list[int]:
         params = {
@@ -389,38 +389,3 @@ MIN_MENTIONS_PER_ENTITY = 200
 # (57.3 vs 57.5 balanced, 62.7 both optimized); on the 100k synthetic store the graph leg of
 # entity questions fell from 43 to 26 ms at the median.
 REACHED_MENTIONS_DIVISOR = 4
-
-
-def _record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
-    (
-        memory_id,
-        namespace,
-        user,
-        agent,
-        session,
-        content,
-        predicate,
-        mtype,
-        event_at,
-        created_at,
-        importance,
-        metadata,
-        speaker,
-    ) = row
-    return MemoryRecord(
-        id=int(memory_id),
-        content=content,
-        type=MemoryType(mtype),
-        predicate=predicate,
-        event_at=None if event_at is None else from_ts(event_at),
-        created_at=from_ts(created_at),
-        entities=tuple(entities),
-        importance=float(importance),
-        namespace=namespace,
-        user_id=user or None,
-        agent_id=agent or None,
-        session_id=session,
-        # Read-only: a cached result must not change under a caller who edits it.
-        metadata=MappingProxyType(json.loads(metadata)),
-        speaker=speaker,
-    )

@@ -1,0 +1,273 @@
+"""The PostgreSQL schema, its migrations and the longer statements of the backend.
+
+Shaped for Citus (SCALING.md): ``namespace`` is the first column of every table's primary key
+and of every index, so each table can be distributed on it and co-located with the others, and
+every statement of a recall names one namespace (a single-shard query). No foreign keys: the
+backend deletes what a memory owned itself, in the same transaction.
+
+As in the SQLite schema, ``user_id``/``agent_id`` hold ``''`` for "none", and datetimes are
+UTC epoch seconds (``store/timeconv.py``). ``searched`` is the vector the dense leg searches:
+the memory's own embedding, or its session-smoothed one (``store/context.py``).
+
+BM25 is FTS5's, computed from rows: ``postings`` holds each term's frequency in a memory's two
+columns (``field`` 0: predicate, content; 1: its session context at distance 1, 2),
+``term_stats`` each term's document frequency, and ``namespaces`` the counts and token totals,
+all per namespace.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+COMENTION = "co_mentioned"
+OWN, CONTEXT = 0, 1  # postings.field
+
+# Each entry migrates from the version before it; entry 0 creates version 1. ``{dim}`` is the
+# store's embedding dimension.
+MIGRATIONS: tuple[str, ...] = (
+    """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE SEQUENCE IF NOT EXISTS fivefold_memory_ids;
+CREATE SEQUENCE IF NOT EXISTS fivefold_entity_ids;
+CREATE SEQUENCE IF NOT EXISTS fivefold_edge_ids;
+CREATE TABLE memories (
+    namespace      text NOT NULL,
+    id             bigint NOT NULL DEFAULT nextval('fivefold_memory_ids'),
+    user_id        text NOT NULL DEFAULT '',
+    agent_id       text NOT NULL DEFAULT '',
+    session_id     text,
+    content        text NOT NULL,
+    predicate      text,
+    type           text NOT NULL,
+    event_at       double precision,
+    created_at     double precision NOT NULL,
+    importance     double precision NOT NULL,
+    metadata       text NOT NULL DEFAULT '{{}}',
+    speaker        text,
+    context_near   text NOT NULL DEFAULT '',
+    context_far    text NOT NULL DEFAULT '',
+    own_tokens     integer NOT NULL DEFAULT 0,
+    context_tokens integer NOT NULL DEFAULT 0,
+    embedding      vector({dim}) NOT NULL,
+    searched       vector({dim}) NOT NULL,
+    PRIMARY KEY (namespace, id)
+);
+CREATE INDEX memories_scope ON memories (namespace, user_id, agent_id, id);
+CREATE INDEX memories_event_at ON memories (namespace, type, event_at);
+CREATE INDEX memories_session ON memories (namespace, user_id, agent_id, session_id, id)
+    WHERE session_id IS NOT NULL;
+CREATE INDEX memories_searched ON memories USING hnsw (searched vector_ip_ops);
+CREATE TABLE postings (
+    namespace text NOT NULL,
+    field     smallint NOT NULL,
+    term      text NOT NULL,
+    memory_id bigint NOT NULL,
+    first     real NOT NULL,
+    second    real NOT NULL,
+    PRIMARY KEY (namespace, field, term, memory_id)
+);
+CREATE TABLE term_stats (
+    namespace text NOT NULL,
+    field     smallint NOT NULL,
+    term      text NOT NULL,
+    df        integer NOT NULL,
+    PRIMARY KEY (namespace, field, term)
+);
+CREATE TABLE entities (
+    namespace  text NOT NULL,
+    id         bigint NOT NULL DEFAULT nextval('fivefold_entity_ids'),
+    name       text NOT NULL,
+    norm       text NOT NULL,
+    mentions   integer NOT NULL DEFAULT 0,
+    created_at double precision NOT NULL,
+    PRIMARY KEY (namespace, id),
+    UNIQUE (namespace, norm)
+);
+CREATE TABLE aliases (
+    namespace text NOT NULL,
+    norm      text NOT NULL,
+    alias     text NOT NULL,
+    entity_id bigint NOT NULL,
+    PRIMARY KEY (namespace, norm, entity_id)
+);
+CREATE INDEX aliases_entity ON aliases (namespace, entity_id);
+CREATE TABLE mentions (
+    namespace text NOT NULL,
+    entity_id bigint NOT NULL,
+    memory_id bigint NOT NULL,
+    joined    boolean NOT NULL DEFAULT true,
+    PRIMARY KEY (namespace, entity_id, memory_id)
+);
+CREATE INDEX mentions_memory ON mentions (namespace, memory_id, entity_id);
+CREATE TABLE edges (
+    namespace  text NOT NULL,
+    id         bigint NOT NULL DEFAULT nextval('fivefold_edge_ids'),
+    user_id    text NOT NULL DEFAULT '',
+    agent_id   text NOT NULL DEFAULT '',
+    source_id  bigint NOT NULL,
+    target_id  bigint NOT NULL,
+    relation   text NOT NULL,
+    kind       text NOT NULL,
+    confidence double precision NOT NULL,
+    support    integer NOT NULL DEFAULT 1,
+    valid_from double precision,
+    valid_to   double precision,
+    memory_id  bigint,
+    created_at double precision NOT NULL,
+    PRIMARY KEY (namespace, id)
+);
+CREATE INDEX edges_source ON edges (namespace, source_id);
+CREATE INDEX edges_target ON edges (namespace, target_id);
+CREATE INDEX edges_memory ON edges (namespace, memory_id) WHERE memory_id IS NOT NULL;
+CREATE UNIQUE INDEX edges_comention ON edges (namespace, user_id, agent_id, source_id, target_id)
+    WHERE relation = 'co_mentioned';
+CREATE TABLE sessions (
+    namespace    text NOT NULL,
+    user_id      text NOT NULL,
+    agent_id     text NOT NULL,
+    session_id   text NOT NULL,
+    started_at   double precision NOT NULL,
+    last_seen_at double precision NOT NULL,
+    PRIMARY KEY (namespace, user_id, agent_id, session_id)
+);
+CREATE TABLE namespaces (
+    namespace      text PRIMARY KEY,
+    memories       bigint NOT NULL DEFAULT 0,
+    generation     bigint NOT NULL DEFAULT 0,
+    own_tokens     bigint NOT NULL DEFAULT 0,
+    context_docs   bigint NOT NULL DEFAULT 0,
+    context_tokens bigint NOT NULL DEFAULT 0
+);
+""",
+)
+
+META_DDL = "CREATE TABLE IF NOT EXISTS fivefold_meta (key text PRIMARY KEY, value text NOT NULL)"
+# One opener at a time creates or migrates the schema (any 64-bit constant would do).
+SCHEMA_LOCK = 0x0F1FE_F01D
+
+INSERT_MEMORY = """
+INSERT INTO memories (namespace, user_id, agent_id, session_id, content, predicate, type,
+    event_at, created_at, importance, metadata, speaker, own_tokens, embedding, searched)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+RETURNING id
+"""
+MEMORY_COLUMNS = """
+SELECT id, namespace, user_id, agent_id, session_id, content, predicate, type, event_at,
+       created_at, importance, metadata, speaker
+FROM memories
+"""
+# Document frequencies move in sorted order: concurrent writers lock shared rows in the same
+# order, so they wait for each other instead of deadlocking.
+BUMP_TERMS = """
+INSERT INTO term_stats (namespace, field, term, df)
+SELECT %s, %s, t.term, t.n FROM unnest(%s::text[], %s::int[]) AS t(term, n) ORDER BY t.term
+ON CONFLICT (namespace, field, term) DO UPDATE SET df = term_stats.df + excluded.df
+"""
+INSERT_POSTINGS = """
+INSERT INTO postings (namespace, field, term, memory_id, first, second)
+SELECT %s, %s, t.term, %s, t.first, t.second
+FROM unnest(%s::text[], %s::real[], %s::real[]) AS t(term, first, second)
+"""
+DELETE_POSTINGS = """
+DELETE FROM postings
+WHERE namespace = %s AND field = %s AND term = ANY(%s::text[]) AND memory_id = %s
+"""
+BUMP_NAMESPACE = """
+INSERT INTO namespaces AS n (namespace, memories, generation, own_tokens, context_docs,
+                             context_tokens)
+VALUES (%s, %s, 1, %s, %s, %s)
+ON CONFLICT (namespace) DO UPDATE SET
+    memories = n.memories + excluded.memories,
+    generation = n.generation + 1,
+    own_tokens = n.own_tokens + excluded.own_tokens,
+    context_docs = n.context_docs + excluded.context_docs,
+    context_tokens = n.context_tokens + excluded.context_tokens
+"""
+FIND_ALIAS = (
+    "SELECT entity_id FROM aliases WHERE namespace = %s AND norm = %s ORDER BY entity_id LIMIT 1"
+)
+UPSERT_ENTITY = """
+INSERT INTO entities AS e (namespace, name, norm, mentions, created_at)
+VALUES (%s, %s, %s, %s, %s)
+ON CONFLICT (namespace, norm) DO UPDATE SET mentions = e.mentions + excluded.mentions
+RETURNING id
+"""
+BUMP_ENTITY_MENTIONS = (
+    "UPDATE entities SET mentions = mentions + %s WHERE namespace = %s AND id = %s"
+)
+INSERT_MENTION = """
+INSERT INTO mentions (namespace, entity_id, memory_id, joined) VALUES (%s, %s, %s, %s)
+ON CONFLICT DO NOTHING
+"""
+UPSERT_COMENTION = f"""
+INSERT INTO edges AS ed (namespace, user_id, agent_id, source_id, target_id, relation, kind,
+                         confidence, support, created_at)
+VALUES (%s, %s, %s, %s, %s, '{COMENTION}', 'semantic', 1.0, 1, %s)
+ON CONFLICT (namespace, user_id, agent_id, source_id, target_id) WHERE relation = '{COMENTION}'
+DO UPDATE SET support = ed.support + 1
+"""
+DROP_COMENTION = f"""
+UPDATE edges SET support = support - 1
+WHERE namespace = %s AND user_id = %s AND agent_id = %s AND source_id = %s AND target_id = %s
+  AND relation = '{COMENTION}'
+"""
+PRUNE_COMENTIONS = (
+    f"DELETE FROM edges WHERE namespace = %s AND relation = '{COMENTION}' AND support <= 0"
+)
+DROP_ORPHAN_ENTITIES = """
+DELETE FROM entities e WHERE e.namespace = %s AND e.id = ANY(%s::bigint[])
+  AND NOT EXISTS (SELECT 1 FROM mentions WHERE namespace = e.namespace AND entity_id = e.id)
+  AND NOT EXISTS (SELECT 1 FROM edges WHERE namespace = e.namespace
+                  AND (source_id = e.id OR target_id = e.id))
+  AND NOT EXISTS (SELECT 1 FROM aliases WHERE namespace = e.namespace AND entity_id = e.id)
+"""
+INSERT_EDGE = """
+INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation, kind,
+                   confidence, valid_from, valid_to, memory_id, created_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+RETURNING id
+"""
+INSERT_ALIAS = """
+INSERT INTO aliases (namespace, norm, alias, entity_id) VALUES (%s, %s, %s, %s)
+ON CONFLICT DO NOTHING
+"""
+UPSERT_SESSION = """
+INSERT INTO sessions AS s (namespace, user_id, agent_id, session_id, started_at, last_seen_at)
+VALUES (%s, %s, %s, %s, %s, %s)
+ON CONFLICT (namespace, user_id, agent_id, session_id) DO UPDATE SET
+    started_at = least(s.started_at, excluded.started_at),
+    last_seen_at = greatest(s.last_seen_at, excluded.last_seen_at)
+"""
+SELECT_CATALOG = """
+SELECT id, name, norm, false FROM entities WHERE namespace = %s
+UNION ALL
+SELECT entity_id, alias, norm, true FROM aliases WHERE namespace = %s
+"""
+SELECT_MEMORY_ENTITIES = """
+SELECT mn.memory_id, e.name FROM mentions mn
+JOIN entities e ON e.namespace = mn.namespace AND e.id = mn.entity_id
+WHERE mn.namespace = %s AND mn.memory_id = ANY(%s::bigint[]) ORDER BY e.id
+"""
+
+# FTS5's bm25() over one field of the posting tables (fts5_aux.c): per query term (a repeated
+# term counts again), idf = ln((N - df + 0.5) / (df + 0.5)) floored at 1e-6, times
+# f (k1 + 1) / (f + k1 (1 - b + b D / avgdl)), with f the column-weighted term frequency, D
+# the memory's length in tokens, N and avgdl those of the namespace; k1 = 1.2, b = 0.75.
+# A term of several tokens ("e-mail") is a phrase to FTS5; without positions, a memory matches
+# it here when it holds every one of its tokens (``size``), scored as the sum of theirs.
+BM25_FIELD = """
+SELECT p.memory_id AS id,
+       sum(q.n * greatest(ln(({docs} - t.df + 0.5) / (t.df + 0.5)), 1e-6)
+           * ({w1} * p.first + {w2} * p.second) * 2.2
+           / (({w1} * p.first + {w2} * p.second)
+              + 1.2 * (0.25 + 0.75 * m.{length} / {avgdl}))) AS s
+FROM unnest(%(terms)s::text[], %(counts)s::int[], %(phrases)s::int[], %(sizes)s::int[])
+     AS q(term, n, phrase, size)
+JOIN term_stats t ON t.namespace = %(ns)s AND t.field = {field} AND t.term = q.term
+JOIN postings p ON p.namespace = %(ns)s AND p.field = {field} AND p.term = q.term
+JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id
+WHERE {filters}
+GROUP BY p.memory_id, q.phrase
+HAVING count(*) = max(q.size)
+"""
+
+__all__ = ["COMENTION", "MIGRATIONS", "SCHEMA_VERSION"]

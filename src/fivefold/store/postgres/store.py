@@ -1,0 +1,995 @@
+"""The PostgreSQL store (psycopg 3, a connection pool, pgvector).
+
+Several processes and threads share one database: each call takes a pooled connection, writes
+run in one transaction each (retried when Postgres breaks a deadlock between two writers), and
+every statement names its namespace. Ranking matches the SQLite backend: BM25 with FTS5's
+formula over the same tokens (``tokens.py``), per-namespace statistics, the same graph walk and
+the same context rules; the dense leg is exact below ``index.hnsw_threshold`` memories in a
+namespace and pgvector's HNSW (iterative scans under the scope filter) above it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool
+
+from fivefold.embed.base import Vectors
+from fivefold.errors import (
+    EmbeddingModelMismatch,
+    FivefoldError,
+    InvalidInput,
+    NotAFivefoldStore,
+    StoreError,
+)
+from fivefold.model import (
+    CatalogEntry,
+    ColumnWeights,
+    Edge,
+    EdgeHop,
+    EdgeKind,
+    Entity,
+    EntityScore,
+    Finding,
+    MemoryAttributes,
+    MemoryRecord,
+    MemoryType,
+    MentionHit,
+    NeighbourStep,
+    NewEdge,
+    NewMemory,
+    Scope,
+    StoreStats,
+)
+from fivefold.store import context
+from fivefold.store.base import StoreSettings
+from fivefold.store.postgres import schema
+from fivefold.store.postgres.context_rows import (
+    Deltas,
+    PostgresContextRows,
+    as_array,
+    drop_postings,
+    write_postings,
+)
+from fivefold.store.postgres.tokens import Tokenizer
+from fivefold.store.rows import memory_record
+from fivefold.store.timeconv import from_ts, to_ts
+from fivefold.text import normalize_name
+
+T = TypeVar("T")
+POOL_SIZE = 8
+WRITE_ATTEMPTS = 5
+_SMOOTHING_KEY = "context_smoothing"
+# The graph retriever's caps, as the SQLite backend reads them (store/sqlite/read.py).
+MENTIONS_PER_RESULT = 4
+MIN_MENTIONS_PER_ENTITY = 200
+REACHED_MENTIONS_DIVISOR = 4
+_TABLES = ("memories", "postings", "term_stats", "entities", "aliases", "mentions", "edges")
+
+
+def _translating(cls: type[T]) -> type[T]:
+    """Every public method raises ``StoreError`` where the driver or the server raised."""
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_") or not callable(member):
+            continue
+
+        def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(method)
+            def translated(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return method(self, *args, **kwargs)
+                except FivefoldError:
+                    raise
+                except (psycopg.Error, OSError) as exc:
+                    raise StoreError(f"{self.location}: {exc}".strip()) from exc
+
+            return translated
+
+        setattr(cls, name, wrap(member))
+    return cls
+
+
+@_translating
+class PostgresStore:
+    def __init__(
+        self, url: str, *, embedding_model: str, dim: int, settings: StoreSettings
+    ) -> None:
+        self._url = url
+        self._location = _without_password(url)
+        self._model = embedding_model
+        self._dim = dim
+        self._settings = settings
+        self._tokenizer = Tokenizer()
+        self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
+        try:
+            rebuild = self._init_schema()
+            self._pool = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=POOL_SIZE,
+                kwargs={"autocommit": True},
+                configure=register_vector,
+                open=True,
+                name="fivefold",
+            )
+        except FivefoldError:
+            raise
+        except (psycopg.Error, OSError) as exc:
+            raise StoreError(f"cannot open the store at {self._location}: {exc}") from exc
+        if rebuild:
+            self._rebuild_context()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    @property
+    def embedding_model(self) -> str:
+        return self._model
+
+    @property
+    def location(self) -> str:
+        return self._location
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def _init_schema(self) -> bool:
+        """Create or migrate the schema (one opener at a time); True when the stored context
+        was made with other smoothing settings and must be rebuilt."""
+        with psycopg.connect(self._url, autocommit=True) as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.SCHEMA_LOCK,))
+            exists = conn.execute("SELECT to_regclass('fivefold_meta') IS NOT NULL").fetchone()
+            if not (exists and exists[0]):
+                foreign = conn.execute("SELECT to_regclass('memories') IS NOT NULL").fetchone()
+                if foreign and foreign[0]:
+                    raise NotAFivefoldStore(
+                        f"{self._location} has a 'memories' table that fivefold did not make; "
+                        "use another database or schema"
+                    )
+            conn.execute(schema.META_DDL)
+            found = conn.execute("SELECT key, value FROM fivefold_meta").fetchall()
+            meta: dict[str, str] = {str(k): str(v) for k, v in found}
+            version = int(meta.get("schema_version", "0"))
+            if version > schema.SCHEMA_VERSION:
+                raise NotAFivefoldStore(
+                    f"{self._location} has fivefold schema version {version}; this version of "
+                    f"fivefold reads up to {schema.SCHEMA_VERSION}: upgrade fivefold"
+                )
+            for step in schema.MIGRATIONS[version:]:
+                conn.execute(step.format(dim=self._dim))
+            if not meta:
+                meta = {
+                    "embedding_model": self._model,
+                    "embedding_dim": str(self._dim),
+                    "store_id": uuid.uuid4().hex,
+                    _SMOOTHING_KEY: self._smoothing().tag,
+                }
+                for key, value in meta.items():
+                    conn.execute(
+                        "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s)", (key, value)
+                    )
+            conn.execute(
+                "INSERT INTO fivefold_meta (key, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(schema.SCHEMA_VERSION),),
+            )
+        stored = meta.get("embedding_model", "?")
+        if stored != self._model or meta.get("embedding_dim") != str(self._dim):
+            raise EmbeddingModelMismatch(
+                f"{self._location} was built with embedding model {stored!r} "
+                f"({meta.get('embedding_dim')}-d) but is being opened with {self._model!r} "
+                f"({self._dim}-d); open it with the model it was built with, or migrate into a "
+                "new store"
+            )
+        return meta.get(_SMOOTHING_KEY) != self._smoothing().tag
+
+    def _smoothing(self) -> context.Smoothing:
+        cfg = self._settings.context
+        return context.Smoothing(window=cfg.window, near=cfg.vector_near, far=cfg.vector_far)
+
+    def _rebuild_context(self) -> None:
+        def run(conn: psycopg.Connection, deltas: Deltas) -> None:
+            rows = PostgresContextRows(conn, self._tokenizer, deltas, self._dim)
+            found = conn.execute(
+                "SELECT namespace, id FROM memories WHERE session_id IS NOT NULL "
+                "ORDER BY namespace, id"
+            ).fetchall()
+            by_namespace: dict[str, list[int]] = {}
+            for namespace, memory_id in found:
+                by_namespace.setdefault(str(namespace), []).append(int(memory_id))
+            for namespace, ids in by_namespace.items():
+                rows.namespace = namespace
+                context.refresh(rows, ids, self._smoothing())
+                deltas.memories[namespace] += 0  # bumps the generation: caches drop
+            conn.execute(
+                "UPDATE fivefold_meta SET value = %s WHERE key = %s",
+                (self._smoothing().tag, _SMOOTHING_KEY),
+            )
+
+        self._write(run)
+
+    # -- plumbing -------------------------------------------------------------------------------
+    @contextmanager
+    def _read(self) -> Iterator[psycopg.Connection]:
+        with self._pool.connection() as conn:
+            yield conn
+
+    def _write(self, work: Callable[[psycopg.Connection, Deltas], T]) -> T:
+        """``work`` in one transaction, its gathered deltas applied last; retried when two
+        writers deadlock (Postgres aborts one of them)."""
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                with self._pool.connection() as conn, conn.transaction():
+                    deltas = Deltas()
+                    result = work(conn, deltas)
+                    deltas.flush(conn)
+                    return result
+            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.01 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    # -- writes ---------------------------------------------------------------------------------
+    def insert_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
+        if len(memories) != len(vectors):
+            raise InvalidInput("one vector per memory is required")
+        if len(vectors) and vectors.shape[1] != self._dim:
+            raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
+        return self._write(
+            lambda conn, deltas: self._write_memories(conn, deltas, memories, vectors)
+        )
+
+    def _write_memories(
+        self,
+        conn: psycopg.Connection,
+        deltas: Deltas,
+        memories: Sequence[NewMemory],
+        vectors: Vectors,
+    ) -> list[int]:
+        counted = self._tokenizer.count([(m.predicate or "", m.content) for m in memories])
+        ids = [
+            self._insert_one(conn, deltas, m, v, c)
+            for m, v, c in zip(memories, vectors, counted, strict=True)
+        ]
+        groups: dict[context.Group, list[int]] = {}
+        for memory, memory_id in zip(memories, ids, strict=True):
+            if memory.session_id:
+                scope = memory.scope
+                key = (
+                    scope.namespace,
+                    scope.user_id or "",
+                    scope.agent_id or "",
+                    memory.session_id,
+                )
+                groups.setdefault(key, []).append(memory_id)
+        window = self._settings.context.window
+        if groups and window > 0:
+            rows = PostgresContextRows(conn, self._tokenizer, deltas, self._dim)
+            for key, members in groups.items():
+                rows.namespace = key[0]
+                affected = context.affected_by_insert(rows, key, members, window)
+                context.refresh(rows, affected, self._smoothing())
+        return ids
+
+    def _insert_one(
+        self,
+        conn: psycopg.Connection,
+        deltas: Deltas,
+        memory: NewMemory,
+        vector: Vectors,
+        counted: Any,
+    ) -> int:
+        scope = memory.scope
+        namespace, user, agent = scope.namespace, scope.user_id or "", scope.agent_id or ""
+        created = to_ts(memory.created_at)
+        embedding = np.asarray(vector, np.float32)
+        row = conn.execute(
+            schema.INSERT_MEMORY,
+            (
+                namespace,
+                user,
+                agent,
+                memory.session_id,
+                memory.content,
+                memory.predicate,
+                memory.type.value,
+                None if memory.event_at is None else to_ts(memory.event_at),
+                created,
+                memory.importance,
+                json.dumps(dict(memory.metadata)),
+                memory.speaker,
+                counted.length,
+                embedding,
+                embedding,
+            ),
+        ).fetchone()
+        memory_id = int(row[0]) if row else 0
+        write_postings(conn, namespace, schema.OWN, memory_id, counted)
+        deltas.add_terms(namespace, schema.OWN, counted.terms, 1)
+        deltas.memories[namespace] += 1
+        deltas.own_tokens[namespace] += counted.length
+        bounds = self._settings.write
+        named = dict.fromkeys(
+            self._entity_id(conn, namespace, n, created, 0)
+            for n in memory.entities[: bounds.max_entities]
+        )
+        joined = sorted(list(named)[: bounds.max_comention_entities])
+        for entity_id in named:
+            conn.execute(
+                schema.INSERT_MENTION, (namespace, entity_id, memory_id, entity_id in joined)
+            )
+            conn.execute(schema.BUMP_ENTITY_MENTIONS, (1, namespace, entity_id))
+        for i, a in enumerate(joined):
+            for b in joined[i + 1 :]:
+                conn.execute(schema.UPSERT_COMENTION, (namespace, user, agent, a, b, created))
+        if memory.session_id:
+            conn.execute(
+                schema.UPSERT_SESSION,
+                (namespace, user, agent, memory.session_id, created, created),
+            )
+        return memory_id
+
+    def _entity_id(
+        self, conn: psycopg.Connection, namespace: str, name: str, created: float, mentions: int
+    ) -> int:
+        norm = normalize_name(name)
+        if not norm:
+            raise InvalidInput(f"entity name {name!r} has no letters or digits")
+        alias = conn.execute(schema.FIND_ALIAS, (namespace, norm)).fetchone()
+        if alias is not None:
+            if mentions:
+                conn.execute(schema.BUMP_ENTITY_MENTIONS, (mentions, namespace, alias[0]))
+            return int(alias[0])
+        row = conn.execute(
+            schema.UPSERT_ENTITY, (namespace, name.strip(), norm, mentions, created)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def delete_memory(self, memory_id: int, scope: Scope) -> bool:
+        return self._write(lambda conn, deltas: self._delete(conn, deltas, memory_id, scope))
+
+    def _delete(
+        self, conn: psycopg.Connection, deltas: Deltas, memory_id: int, scope: Scope
+    ) -> bool:
+        ns = scope.namespace
+        row = conn.execute(
+            "SELECT user_id, agent_id, predicate, content, context_near, context_far "
+            "FROM memories WHERE namespace = %s AND id = %s FOR UPDATE",
+            (ns, memory_id),
+        ).fetchone()
+        if row is None or not scope.admits(ns, row[0] or None, row[1] or None):
+            return False
+        user, agent, predicate, content, near, far = row
+        rows = PostgresContextRows(conn, self._tokenizer, deltas, self._dim)
+        rows.namespace = ns
+        around = context.around(rows, memory_id)
+        mentioned = conn.execute(
+            "SELECT entity_id, joined FROM mentions WHERE namespace = %s AND memory_id = %s "
+            "ORDER BY entity_id",
+            (ns, memory_id),
+        ).fetchall()
+        entity_ids = [int(r[0]) for r in mentioned]
+        joined = [int(r[0]) for r in mentioned if r[1]]
+        for entity_id in entity_ids:
+            conn.execute(schema.BUMP_ENTITY_MENTIONS, (-1, ns, entity_id))
+        for i, a in enumerate(joined):
+            for b in joined[i + 1 :]:
+                conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
+        conn.execute(schema.PRUNE_COMENTIONS, (ns,))
+        own, ctx = self._tokenizer.count([(predicate or "", content), (near, far)])
+        drop_postings(conn, ns, schema.OWN, memory_id, own)
+        deltas.add_terms(ns, schema.OWN, own.terms, -1)
+        deltas.memories[ns] -= 1
+        deltas.own_tokens[ns] -= own.length
+        if near or far:
+            drop_postings(conn, ns, schema.CONTEXT, memory_id, ctx)
+            deltas.add_terms(ns, schema.CONTEXT, ctx.terms, -1)
+            deltas.context_docs[ns] -= 1
+            deltas.context_tokens[ns] -= ctx.length
+        conn.execute(
+            "DELETE FROM mentions WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
+        )
+        conn.execute("DELETE FROM edges WHERE namespace = %s AND memory_id = %s", (ns, memory_id))
+        conn.execute("DELETE FROM memories WHERE namespace = %s AND id = %s", (ns, memory_id))
+        context.refresh(rows, around, self._smoothing())
+        conn.execute(schema.DROP_ORPHAN_ENTITIES, (ns, entity_ids))
+        return True
+
+    def add_edge(
+        self, edge: NewEdge, *, record: NewMemory | None = None, vector: Vectors | None = None
+    ) -> Edge:
+        scope = edge.scope
+        records: list[NewMemory] = [] if record is None else [record]
+        if records and (vector is None or len(vector) != self._dim):
+            raise InvalidInput(f"the record needs one {self._dim}-d vector")
+        matrix = np.asarray(vector if records else [], dtype=np.float32).reshape(
+            len(records), self._dim
+        )
+
+        def run(conn: psycopg.Connection, deltas: Deltas) -> tuple[int, int | None]:
+            now = to_ts(datetime.now().astimezone())
+            ids = self._write_memories(conn, deltas, records, matrix)
+            memory_id = ids[0] if ids else edge.memory_id
+            source = self._entity_id(conn, scope.namespace, edge.source, now, 0)
+            target = self._entity_id(conn, scope.namespace, edge.target, now, 0)
+            row = conn.execute(
+                schema.INSERT_EDGE,
+                (
+                    scope.namespace,
+                    scope.user_id or "",
+                    scope.agent_id or "",
+                    source,
+                    target,
+                    edge.relation,
+                    edge.kind.value,
+                    edge.confidence,
+                    None if edge.valid_from is None else to_ts(edge.valid_from),
+                    None if edge.valid_to is None else to_ts(edge.valid_to),
+                    memory_id,
+                    now,
+                ),
+            ).fetchone()
+            deltas.memories[scope.namespace] += 0  # a new generation: caches drop
+            return (int(row[0]) if row else 0), memory_id
+
+        edge_id, memory_id = self._write(run)
+        return Edge(
+            id=edge_id,
+            namespace=scope.namespace,
+            source=edge.source,
+            relation=edge.relation,
+            target=edge.target,
+            kind=edge.kind,
+            confidence=edge.confidence,
+            valid_from=edge.valid_from,
+            valid_to=edge.valid_to,
+            memory_id=memory_id,
+        )
+
+    def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
+        alias_norm = normalize_name(alias)
+        if not alias_norm:
+            raise InvalidInput(f"alias {alias!r} has no letters or digits")
+
+        def run(conn: psycopg.Connection, deltas: Deltas) -> Entity:
+            now = to_ts(datetime.now().astimezone())
+            entity_id = self._entity_id(conn, namespace, name, now, 0)
+            conn.execute(schema.INSERT_ALIAS, (namespace, alias_norm, alias.strip(), entity_id))
+            deltas.memories[namespace] += 0
+            canonical = conn.execute(
+                "SELECT name FROM entities WHERE namespace = %s AND id = %s",
+                (namespace, entity_id),
+            ).fetchone()
+            aliases = conn.execute(
+                "SELECT alias FROM aliases WHERE namespace = %s AND entity_id = %s ORDER BY alias",
+                (namespace, entity_id),
+            ).fetchall()
+            return Entity(
+                id=entity_id,
+                namespace=namespace,
+                name=str(canonical[0]) if canonical else name,
+                aliases=tuple(str(a[0]) for a in aliases),
+            )
+
+        return self._write(run)
+
+    # -- reads ----------------------------------------------------------------------------------
+    def _namespace_row(self, conn: psycopg.Connection, namespace: str) -> tuple[int, ...]:
+        row = conn.execute(
+            "SELECT memories, generation, own_tokens, context_docs, context_tokens "
+            "FROM namespaces WHERE namespace = %s",
+            (namespace,),
+        ).fetchone()
+        return (0, 0, 0, 0, 0) if row is None else tuple(int(v) for v in row)
+
+    def namespace_generation(self, namespace: str) -> int:
+        with self._read() as conn:
+            return self._namespace_row(conn, namespace)[1]
+
+    def memory_count(self, namespace: str) -> int:
+        with self._read() as conn:
+            return self._namespace_row(conn, namespace)[0]
+
+    def get_memories(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        if not ids:
+            return {}
+        wanted = [int(i) for i in ids]
+        with self._read() as conn:
+            rows = conn.execute(
+                schema.MEMORY_COLUMNS + " WHERE namespace = %s AND id = ANY(%s::bigint[])",
+                (namespace, wanted),
+            ).fetchall()
+            if not rows:
+                return {}
+            entities: dict[int, list[str]] = {}
+            for memory_id, name in conn.execute(schema.SELECT_MEMORY_ENTITIES, (namespace, wanted)):
+                entities.setdefault(int(memory_id), []).append(str(name))
+        return {int(r[0]): memory_record(r, entities.get(int(r[0]), [])) for r in rows}
+
+    def recent_ids(self, scope: Scope, *, limit: int, before: int | None = None) -> list[int]:
+        where, params = _scope_sql(scope)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT m.id FROM memories m WHERE {where} AND m.id < %(before)s "
+                "ORDER BY m.id DESC LIMIT %(limit)s",
+                {**params, "before": (1 << 63) - 1 if before is None else before, "limit": limit},
+            ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def attributes(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
+        if not ids:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id, importance, type, event_at, created_at, speaker FROM memories "
+                "WHERE namespace = %s AND id = ANY(%s::bigint[])",
+                (namespace, [int(i) for i in ids]),
+            ).fetchall()
+        return {
+            int(i): MemoryAttributes(
+                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c), s
+            )
+            for i, v, t, e, c, s in rows
+        }
+
+    def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
+        with self._read() as conn:
+            generation = self._namespace_row(conn, namespace)[1]
+            cached = self._catalogs.get(namespace)
+            if cached is not None and cached[0] == generation:
+                return cached[1]
+            rows = conn.execute(schema.SELECT_CATALOG, (namespace, namespace)).fetchall()
+        entries = [CatalogEntry(int(i), str(n), str(k), bool(a)) for i, n, k, a in rows]
+        self._catalogs[namespace] = (generation, entries)
+        return entries
+
+    def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
+        if not entity_ids:
+            return set()
+        wanted = [int(i) for i in entity_ids]
+        where, params = _scope_sql(scope)
+        with self._read() as conn:
+            mentioned = conn.execute(
+                "SELECT DISTINCT mn.entity_id FROM mentions mn "
+                "JOIN memories m ON m.namespace = mn.namespace AND m.id = mn.memory_id "
+                f"WHERE mn.namespace = %(ns)s AND mn.entity_id = ANY(%(ids)s::bigint[]) "
+                f"AND {where}",
+                {**params, "ids": wanted},
+            ).fetchall()
+        visible = {int(r[0]) for r in mentioned}
+        for edge in self.edges_touching(scope, wanted):
+            visible.update((edge.source_id, edge.target_id))
+        return visible & set(wanted)
+
+    def entity_frequencies(self, namespace: str, entity_ids: Sequence[int]) -> dict[int, int]:
+        if not entity_ids:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id, mentions FROM entities WHERE namespace = %s AND id = ANY(%s::bigint[])",
+                (namespace, [int(i) for i in entity_ids]),
+            ).fetchall()
+        return {int(i): int(n) for i, n in rows}
+
+    def term_document_frequencies(
+        self, namespace: str, terms: Sequence[str]
+    ) -> tuple[int, dict[str, int]]:
+        tokens = {t: self._tokenizer.terms(t) for t in terms}
+        wanted = sorted({tok for toks in tokens.values() for tok in toks})
+        with self._read() as conn, conn.transaction():  # the total and the counts agree
+            total = self._namespace_row(conn, namespace)[0]
+            rows = conn.execute(
+                "SELECT term, df FROM term_stats WHERE namespace = %s AND field = %s "
+                "AND term = ANY(%s::text[])",
+                (namespace, schema.OWN, wanted),
+            ).fetchall()
+        df = {str(t): int(n) for t, n in rows}
+        # A term of several tokens ("e-mail") is as rare as its rarest token.
+        return total, {
+            t: min((df.get(x, 0) for x in toks), default=0) for t, toks in tokens.items()
+        }
+
+    def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
+        if not ids:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT id, embedding FROM memories "
+                "WHERE namespace = %s AND id = ANY(%s::bigint[])",
+                (namespace, [int(i) for i in ids]),
+            ).fetchall()
+        return {int(i): as_array(v) for i, v in rows}
+
+    def vector_search(
+        self,
+        scope: Scope,
+        queries: Vectors,
+        k: int,
+        types: Sequence[MemoryType] = (),
+    ) -> list[list[tuple[int, float]]]:
+        if k <= 0:
+            return [[] for _ in range(len(queries))]
+        where, params = _scope_sql(scope)
+        if types:
+            where += " AND m.type = ANY(%(types)s::text[])"
+            params["types"] = [t.value for t in types]
+        out: list[list[tuple[int, float]]] = []
+        with self._read() as conn, conn.transaction():
+            size = self._namespace_row(conn, scope.namespace)[0]
+            # Exact below the threshold, as the embedded store: ``+ 0`` keeps the planner off
+            # the HNSW index. Above it, iterative scans keep filtering until k rows pass.
+            exact = size < self._settings.index.hnsw_threshold
+            if not exact:
+                search = max(self._settings.index.hnsw_expansion_search, k)
+                conn.execute(f"SET LOCAL hnsw.ef_search = {int(search)}")
+                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            order = "(m.searched <#> %(q)s) + 0" if exact else "m.searched <#> %(q)s"
+            sql = (
+                f"SELECT m.id, -(m.searched <#> %(q)s) AS score FROM memories m WHERE {where} "
+                f"ORDER BY {order}, m.id LIMIT %(k)s"
+            )
+            for query in np.asarray(queries, dtype=np.float32):
+                rows = conn.execute(sql, {**params, "q": query, "k": k}).fetchall()
+                hits = [(int(i), float(s)) for i, s in rows]
+                hits.sort(key=lambda h: (-h[1], h[0]))  # relaxed order: sort what came back
+                out.append(hits)
+        return out
+
+    def lexical_search(
+        self,
+        scope: Scope,
+        terms: Sequence[str],
+        k: int,
+        types: Sequence[MemoryType] = (),
+        within: Sequence[int] | None = None,
+        *,
+        weights: ColumnWeights,
+    ) -> list[tuple[int, float]]:
+        phrases = Counter(tokens for t in terms if t and (tokens := self._tokenizer.terms(t)))
+        if not phrases or k <= 0 or (within is not None and not within):
+            return []
+        where, params = _scope_sql(scope)
+        if types:
+            where += " AND m.type = ANY(%(types)s::text[])"
+            params["types"] = [t.value for t in types]
+        if within is not None:
+            where += " AND m.id = ANY(%(within)s::bigint[])"
+            params["within"] = [int(i) for i in within]
+        flat = [
+            (token, n, phrase, len(tokens))
+            for phrase, (tokens, n) in enumerate(sorted(phrases.items()))
+            for token in tokens
+        ]
+        params |= {
+            "terms": [r[0] for r in flat],
+            "counts": [r[1] for r in flat],
+            "phrases": [r[2] for r in flat],
+            "sizes": [r[3] for r in flat],
+            "k": k,
+        }
+        with self._read() as conn, conn.transaction():
+            docs, _, own_tokens, ctx_docs, ctx_tokens = self._namespace_row(conn, scope.namespace)
+            if docs == 0:
+                return []
+            parts = [
+                schema.BM25_FIELD.format(
+                    docs="%(own_docs)s::float8",
+                    avgdl="%(own_avgdl)s::float8",
+                    w1="%(w_predicate)s::float8",
+                    w2="%(w_content)s::float8",
+                    length="own_tokens",
+                    field=schema.OWN,
+                    filters=where,
+                )
+            ]
+            params |= {
+                "own_docs": docs,
+                "own_avgdl": max(own_tokens / docs, 1e-9),
+                "w_predicate": weights.predicate,
+                "w_content": weights.content,
+            }
+            if weights.uses_context and ctx_docs > 0:
+                parts.append(
+                    schema.BM25_FIELD.format(
+                        docs="%(ctx_docs)s::float8",
+                        avgdl="%(ctx_avgdl)s::float8",
+                        w1="%(w_near)s::float8",
+                        w2="%(w_far)s::float8",
+                        length="context_tokens",
+                        field=schema.CONTEXT,
+                        filters=where,
+                    )
+                )
+                params |= {
+                    "ctx_docs": ctx_docs,
+                    "ctx_avgdl": max(ctx_tokens / ctx_docs, 1e-9),
+                    "w_near": weights.context_near,
+                    "w_far": weights.context_far,
+                }
+            sql = (
+                f"SELECT id, sum(s) AS score FROM ({' UNION ALL '.join(parts)}) AS x "
+                "GROUP BY id ORDER BY score DESC, id LIMIT %(k)s"
+            )
+            rows = conn.execute(sql, params).fetchall()
+        return [(int(i), float(s)) for i, s in rows]
+
+    def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
+        if not entity_ids:
+            return []
+        where, params = _scope_sql(scope, "ed", shared=True)
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT source_id, target_id, kind, confidence, support, relation, valid_to "
+                f"FROM edges ed WHERE {where} AND (ed.source_id = ANY(%(ids)s::bigint[]) "
+                "OR ed.target_id = ANY(%(ids)s::bigint[]))",
+                {**params, "ids": [int(i) for i in entity_ids]},
+            ).fetchall()
+        out = []
+        for source, target, kind, confidence, support, relation, valid_to in rows:
+            if relation == schema.COMENTION:
+                confidence = 1.0 - 0.5 ** max(int(support), 1)
+            out.append(
+                EdgeHop(
+                    int(source),
+                    int(target),
+                    EdgeKind(kind),
+                    float(confidence),
+                    None if valid_to is None else from_ts(valid_to),
+                )
+            )
+        return out
+
+    def neighbours(self, scope: Scope, step: NeighbourStep) -> list[tuple[int, float]]:
+        if not step.frontier or step.limit <= 0:
+            return []
+        where, params = _scope_sql(scope, "ed", shared=True)
+        # The factor of an edge, as graph.py documents it (the same as the SQLite backend's).
+        factor = (
+            f"(CASE WHEN ed.relation = '{schema.COMENTION}' "
+            "THEN 1.0 - power(0.5, least(greatest(ed.support, 1), 62)) ELSE ed.confidence END) "
+            "* (CASE ed.kind WHEN 'structural' THEN %(p_structural)s::float8 "
+            "WHEN 'semantic' THEN %(p_semantic)s::float8 ELSE %(p_lifecycle)s::float8 END) "
+            "* (CASE WHEN ed.valid_to IS NOT NULL AND ed.valid_to < %(now)s::float8 "
+            "THEN %(expired)s::float8 ELSE 1.0 END)"
+        )
+        sides = [
+            f"SELECT ed.{there} AS there, f.w * {factor} AS path FROM f "
+            f"JOIN edges ed ON ed.namespace = %(ns)s AND ed.{here} = f.id WHERE {where}"
+            for here, there in (("source_id", "target_id"), ("target_id", "source_id"))
+        ]
+        sql = (
+            "WITH f(id, w) AS (SELECT * FROM unnest(%(ids)s::bigint[], %(ws)s::float8[])) "
+            "SELECT there, max(path) AS best FROM ("
+            + " UNION ALL ".join(sides)
+            + ") AS x WHERE there <> ALL(%(exclude)s::bigint[]) "
+            "GROUP BY there ORDER BY best DESC, there LIMIT %(limit)s"
+        )
+        frontier = sorted(step.frontier.items())
+        args = {
+            **params,
+            "ids": [int(e) for e, _ in frontier],
+            "ws": [float(w) for _, w in frontier],
+            "p_structural": step.priors.get(EdgeKind.STRUCTURAL, 1.0),
+            "p_semantic": step.priors.get(EdgeKind.SEMANTIC, 1.0),
+            "p_lifecycle": step.priors.get(EdgeKind.LIFECYCLE, 1.0),
+            "now": to_ts(step.now),
+            "expired": step.expired_freshness,
+            "exclude": sorted(int(e) for e in step.exclude),
+            "limit": step.limit,
+        }
+        with self._read() as conn:
+            rows = conn.execute(sql, args).fetchall()
+        return [(int(e), float(w)) for e, w in rows]
+
+    def mentions(
+        self,
+        scope: Scope,
+        entities: Sequence[EntityScore],
+        k: int,
+        types: Sequence[MemoryType] = (),
+    ) -> list[MentionHit]:
+        if not entities or k <= 0:
+            return []
+        where, params = _scope_sql(scope)
+        if types:
+            where += " AND m.type = ANY(%(types)s::text[])"
+            params["types"] = [t.value for t in types]
+        direct_cap = max(MENTIONS_PER_RESULT * k, MIN_MENTIONS_PER_ENTITY)
+        reached_cap = max(1, k // REACHED_MENTIONS_DIVISOR)
+        # Per entity its most recent mentions in scope (capped, as in the SQLite backend),
+        # then the noisy-or, the tie-breaks and the top k in SQL. ln() of a zero is an error
+        # here even in the branch CASE does not take, so its argument is floored.
+        sql = (
+            "WITH e AS (SELECT * FROM unnest(%(ids)s::bigint[], %(scores)s::float8[], "
+            "%(hops)s::int[], %(rarity)s::float8[], %(caps)s::int[]) "
+            "AS e(entity_id, score, hops, rarity, cap)), "
+            "s AS (SELECT x.memory_id, e.score, e.hops, e.rarity FROM e CROSS JOIN LATERAL ("
+            "SELECT mn.memory_id FROM mentions mn "
+            "JOIN memories m ON m.namespace = mn.namespace AND m.id = mn.memory_id "
+            f"WHERE mn.namespace = %(ns)s AND mn.entity_id = e.entity_id AND {where} "
+            "ORDER BY mn.memory_id DESC LIMIT e.cap) AS x) "
+            "SELECT memory_id, CASE WHEN count(*) = 1 OR max(score) >= 1.0 "
+            "THEN least(1.0, max(score)) "
+            "ELSE 1.0 - exp(sum(ln(greatest(1.0 - score, 1e-300)))) END AS score, "
+            "min(hops), sum((hops = 0)::int) AS touched, "
+            "sum(CASE WHEN hops = 0 THEN rarity ELSE 0.0 END) AS rarity "
+            "FROM s GROUP BY memory_id "
+            "ORDER BY score DESC, touched DESC, rarity DESC, memory_id LIMIT %(k)s"
+        )
+        args = {
+            **params,
+            "ids": [e.entity_id for e in entities],
+            "scores": [e.score for e in entities],
+            "hops": [e.hops for e in entities],
+            "rarity": [e.rarity for e in entities],
+            "caps": [direct_cap if e.hops == 0 else reached_cap for e in entities],
+            "k": k,
+        }
+        with self._read() as conn:
+            rows = conn.execute(sql, args).fetchall()
+        return [
+            MentionHit(int(i), float(score), int(hops), int(touched), float(rarity))
+            for i, score, hops, touched, rarity in rows
+        ]
+
+    def events_between(
+        self, scope: Scope, start: datetime, end: datetime, k: int
+    ) -> list[tuple[int, datetime]]:
+        where, params = _scope_sql(scope)
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT m.id, m.event_at FROM memories m WHERE {where} AND m.type = 'event' "
+                "AND m.event_at BETWEEN %(start)s AND %(end)s "
+                "ORDER BY m.event_at DESC, m.id LIMIT %(k)s",
+                {**params, "start": to_ts(start), "end": to_ts(end), "k": k},
+            ).fetchall()
+        return [(int(i), from_ts(t)) for i, t in rows]
+
+    def last_session_end(self, scope: Scope, exclude_session: str | None) -> datetime | None:
+        where, params = _scope_sql(scope, "s")
+        sql = f"SELECT max(s.last_seen_at) FROM sessions s WHERE {where}"
+        if exclude_session is not None:
+            sql += " AND s.session_id <> %(exclude)s"
+            params["exclude"] = exclude_session
+        with self._read() as conn:
+            row = conn.execute(sql, params).fetchone()
+        return None if row is None or row[0] is None else from_ts(row[0])
+
+    def check(self, *, repair: bool = False) -> list[Finding]:
+        """Per namespace, the document frequencies and counts against the posting rows and the
+        memories; ``repair`` recomputes them from those rows."""
+        findings = []
+        with self._read() as conn:
+            conn.execute("SELECT 1")
+            findings.append(Finding("database", True, "reachable"))
+            namespaces = [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT namespace FROM namespaces UNION SELECT DISTINCT namespace FROM memories"
+                ).fetchall()
+            ]
+        for namespace in sorted(namespaces):
+            part = f"lexical statistics of namespace {namespace!r}"
+            if self._statistics_agree(namespace):
+                findings.append(Finding(part, True, "match the rows"))
+                continue
+            if repair:
+                self._recount(namespace)
+            fixed = repair and self._statistics_agree(namespace)
+            findings.append(Finding(part, fixed, "out of step with the rows", fixed))
+        return findings
+
+    def _statistics_agree(self, namespace: str) -> bool:
+        with self._read() as conn, conn.transaction():
+            wrong = conn.execute(
+                "SELECT count(*) FROM (SELECT field, term, count(*) AS n FROM postings "
+                "WHERE namespace = %(ns)s GROUP BY field, term) AS p "
+                "FULL JOIN (SELECT field, term, df FROM term_stats WHERE namespace = %(ns)s "
+                "AND df > 0) AS t USING (field, term) WHERE p.n IS DISTINCT FROM t.df",
+                {"ns": namespace},
+            ).fetchone()
+            counted = conn.execute(
+                "SELECT count(*), coalesce(sum(own_tokens), 0), "
+                "count(*) FILTER (WHERE context_near <> '' OR context_far <> ''), "
+                "coalesce(sum(context_tokens), 0) FROM memories WHERE namespace = %s",
+                (namespace,),
+            ).fetchone()
+            kept = self._namespace_row(conn, namespace)
+        expected = tuple(int(v) for v in counted) if counted else (0, 0, 0, 0)
+        return wrong is not None and wrong[0] == 0 and (kept[0], *kept[2:]) == expected
+
+    def _recount(self, namespace: str) -> None:
+        def run(conn: psycopg.Connection, deltas: Deltas) -> None:
+            conn.execute("DELETE FROM term_stats WHERE namespace = %s", (namespace,))
+            conn.execute(
+                "INSERT INTO term_stats (namespace, field, term, df) "
+                "SELECT namespace, field, term, count(*) FROM postings WHERE namespace = %s "
+                "GROUP BY namespace, field, term",
+                (namespace,),
+            )
+            conn.execute(
+                "INSERT INTO namespaces AS n (namespace) VALUES (%(ns)s) ON CONFLICT DO NOTHING; "
+                "UPDATE namespaces SET (memories, own_tokens, context_docs, context_tokens) = "
+                "(SELECT count(*), coalesce(sum(own_tokens), 0), "
+                "count(*) FILTER (WHERE context_near <> '' OR context_far <> ''), "
+                "coalesce(sum(context_tokens), 0) FROM memories WHERE namespace = %(ns)s), "
+                "generation = generation + 1 WHERE namespace = %(ns)s",
+                {"ns": namespace},
+            )
+
+        self._write(run)
+
+    def stats(self, namespace: str | None = None) -> StoreStats:
+        where, params = (
+            ("", {}) if namespace is None else (" WHERE namespace = %(ns)s", {"ns": namespace})
+        )
+        with self._read() as conn, conn.transaction():
+
+            def count(table: str) -> int:
+                row = conn.execute(f"SELECT count(*) FROM {table}{where}", params).fetchone()
+                return int(row[0]) if row else 0
+
+            namespaces = conn.execute(
+                f"SELECT namespace, memories FROM namespaces{where}", params
+            ).fetchall()
+            types = conn.execute(
+                f"SELECT type, count(*) FROM memories{where} GROUP BY type", params
+            ).fetchall()
+            size = conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) "
+                "FROM unnest(%s::text[]) AS t",
+                (list(_TABLES),),
+            ).fetchone()
+            return StoreStats(
+                memories=count("memories"),
+                entities=count("entities"),
+                edges=count("edges"),
+                namespaces={str(k): int(v) for k, v in sorted(namespaces) if v},
+                types={str(k): int(v) for k, v in sorted(types)},
+                embedding_model=self._model,
+                size_bytes=int(size[0]) if size else 0,
+                location=self._location,
+            )
+
+
+def _scope_sql(
+    scope: Scope, alias: str = "m", *, shared: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """``namespace`` always; ``user_id``/``agent_id`` only when the scope sets them. With
+    ``shared``, rows written namespace-wide ('' user or agent) are visible to every user and
+    agent of the namespace too (as in the SQLite backend). Named parameters: ns, user, agent."""
+    match = "IN ('', %({})s)" if shared else "= %({})s"
+    clauses, params = [f"{alias}.namespace = %(ns)s"], {"ns": scope.namespace}
+    if scope.user_id is not None:
+        clauses.append(f"{alias}.user_id {match.format('user')}")
+        params["user"] = scope.user_id
+    if scope.agent_id is not None:
+        clauses.append(f"{alias}.agent_id {match.format('agent')}")
+        params["agent"] = scope.agent_id
+    return " AND ".join(clauses), params
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+__all__ = ["PostgresStore"]

@@ -1,0 +1,77 @@
+"""Tokens exactly as the SQLite backend's FTS5 index makes them, for the Postgres BM25 tables.
+
+Both backends must rank with the same BM25, so they must agree on what a term is: Unicode 6.1
+word characters, case-folded, diacritics removed, Porter-stemmed ("porter unicode61
+remove_diacritics 2"). Rather than re-implement that tokenizer (and drift from it), the text
+goes through FTS5 itself: an in-memory table in a transaction that is rolled back, read through
+an ``fts5vocab`` 'instance' table, which lists every token occurrence of every column.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from fivefold.store.sqlite.lexical import TOKENIZE
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """Term frequencies of a document's two columns and its length in tokens."""
+
+    first: Counter[str]
+    second: Counter[str]
+
+    @property
+    def length(self) -> int:
+        return sum(self.first.values()) + sum(self.second.values())
+
+    @property
+    def terms(self) -> set[str]:
+        return set(self.first) | set(self.second)
+
+
+class Tokenizer:
+    """Thread-safe; one in-memory SQLite connection behind a lock."""
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(a, b, tokenize='{TOKENIZE}')")
+        self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        self._lock = threading.Lock()
+
+    def count(self, documents: Sequence[tuple[str, str]]) -> list[Counted]:
+        """Each document's two columns, counted."""
+        out = [Counted(Counter(), Counter()) for _ in documents]
+        if not documents:
+            return out
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(
+                    "INSERT INTO t (rowid, a, b) VALUES (?, ?, ?)",
+                    [(i, a, b) for i, (a, b) in enumerate(documents)],
+                )
+                for doc, column, term in self._conn.execute("SELECT doc, col, term FROM v"):
+                    counted = out[int(doc)]
+                    (counted.first if column == "a" else counted.second)[str(term)] += 1
+            finally:
+                self._conn.execute("ROLLBACK")
+        return out
+
+    def terms(self, text: str) -> tuple[str, ...]:
+        """A query term's tokens, in order (usually one)."""
+        return _query_tokens(self, text)
+
+
+@lru_cache(maxsize=50_000)
+def _query_tokens(tokenizer: Tokenizer, text: str) -> tuple[str, ...]:
+    counted = tokenizer.count([(text, "")])[0]
+    return tuple(sorted(counted.first))
+
+
+__all__ = ["Counted", "Tokenizer"]
