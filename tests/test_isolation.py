@@ -4,7 +4,7 @@ any retriever, the graph included, and not even as a candidate that fusion later
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -137,7 +137,7 @@ def _check_scope(memory: Memory, namespace: str, user_id: str | None, seen: Coun
             assert ref.entity_id in {e.entity_id for e in memory.store.catalog(namespace)}
 
 
-def test_no_retriever_crosses_a_namespace_or_user() -> None:
+def test_no_retriever_crosses_a_namespace_or_user(new_store: Callable[[], str]) -> None:
     seen: Counter[str] = Counter()
 
     @settings(
@@ -149,7 +149,7 @@ def test_no_retriever_crosses_a_namespace_or_user() -> None:
     def check(
         specs: list[tuple[str, str | None, set[str], str, int, str]], relate_user: str | None
     ) -> None:
-        with Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as memory:
+        with Memory.open(new_store(), embedder=fivefold.HashingEmbedder()) as memory:
             _seed(memory, specs, relate_user)
             for namespace in NAMESPACES:
                 for user_id in USERS:

@@ -8,8 +8,8 @@ rarity from 0.70 to 0.45 and B's BM25 scores, visible in B's plan reasons and ``
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import fivefold
@@ -27,8 +27,8 @@ QUERIES = [
 ]
 
 
-def _open(path: Path) -> fivefold.Memory:
-    return fivefold.Memory.open(path, embedder=fivefold.HashingEmbedder())
+def _open(url: str) -> fivefold.Memory:
+    return fivefold.Memory.open(url, embedder=fivefold.HashingEmbedder())
 
 
 def _tenant_b(memory: fivefold.Memory) -> None:
@@ -78,7 +78,7 @@ def _without_timings(value: Any) -> Any:
     return value
 
 
-def _what_b_sees(path: Path) -> list[Any]:
+def _what_b_sees(path: str) -> list[Any]:
     # A fresh process's view (no cache), everything B's calls return but their timings.
     with _open(path) as memory:
         seen: list[Any] = []
@@ -93,8 +93,10 @@ def _what_b_sees(path: Path) -> list[Any]:
         return seen
 
 
-def test_filling_another_namespace_changes_nothing_this_one_sees(tmp_path: Path) -> None:
-    path = tmp_path / "tenants.db"
+def test_filling_another_namespace_changes_nothing_this_one_sees(
+    new_store: Callable[[], str],
+) -> None:
+    path = new_store()
     with _open(path) as memory:
         _tenant_b(memory)
     before = _what_b_sees(path)
@@ -106,8 +108,8 @@ def test_filling_another_namespace_changes_nothing_this_one_sees(tmp_path: Path)
         assert old == new, f"view {n} changed"
 
 
-def test_each_namespace_counts_its_own_memories_and_terms(tmp_path: Path) -> None:
-    with _open(tmp_path / "counts.db") as memory:
+def test_each_namespace_counts_its_own_memories_and_terms(new_store: Callable[[], str]) -> None:
+    with _open(new_store()) as memory:
         _tenant_b(memory)
         _fill_a(memory, 600)
         total_b, df_b = memory.store.term_document_frequencies("b", ["budget", "filler"])

@@ -240,6 +240,51 @@ def doctor(ctx: click.Context, /, repair: bool) -> None:
 
 
 @cli.command()
+@click.argument("source")
+@click.argument("destination")
+@click.option("--batch", default=500, show_default=True, help="Memories per transaction.")
+@click.option("--sample", default=20, show_default=True, help="Recalls compared after copying.")
+@click.pass_context
+@friendly
+def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sample: int) -> None:
+    """Copy the store SOURCE into the empty store DESTINATION (file paths or postgresql://
+    URLs, either way), then verify: counts per namespace and a sample of recalls. Exit 0 when
+    verified, 1 when not."""
+    from rich.progress import Progress
+
+    from fivefold.embed.minilm import MiniLMEmbedder
+    from fivefold.memory import Memory
+    from fivefold.migrate import migrate as copy_store
+
+    config = settings_of(ctx)
+    embedder = MiniLMEmbedder()  # one model for both stores
+    with (
+        Memory.open(source, embedder=embedder, config=config) as src,
+        Memory.open(destination, embedder=embedder, config=config) as dst,
+        Progress(console=Console(stderr=True), transient=True) as progress,
+    ):
+        task = progress.add_task("copying memories", total=None)
+
+        def on_progress(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        report = copy_store(src, dst, batch=batch, sample=sample, on_progress=on_progress)
+    for namespace, counts in report.namespaces.items():
+        mark = "ok" if counts.equal else "MISMATCH"
+        click.echo(
+            f"{mark}: namespace {namespace!r}: memories {counts.memories[0]} -> "
+            f"{counts.memories[1]}, entities {counts.entities[0]} -> {counts.entities[1]}, "
+            f"edges {counts.edges[0]} -> {counts.edges[1]}"
+        )
+    click.echo(
+        f"relations {report.relations}, aliases {report.aliases}; "
+        f"{report.same_rankings}/{report.sampled} sampled recalls ranked the same"
+    )
+    if not report.verified:
+        raise errors.FivefoldError("the copy did not verify (see above)")
+
+
+@cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 @friendly

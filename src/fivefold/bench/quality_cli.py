@@ -63,6 +63,7 @@ class _Options:
     policies: bool
     rerank_model: Path | None
     rounds: int
+    db: str | None
 
 
 def default_locomo_path(*starts: Path) -> Path | None:
@@ -135,6 +136,12 @@ _SHARED_OPTIONS: tuple[_Decorator, ...] = (
         show_default=True,
         help="Recalls per question and policy; the fastest is its latency (keeps stalls of a "
         "shared machine out of the p99).",
+    ),
+    click.option(
+        "--db",
+        help="An empty store (a file path or a postgresql:// URL) for the engine's memories "
+        "instead of a throwaway in-memory SQLite store: the same benchmark on another backend. "
+        "The plain baselines stay in memory.",
     ),
     click.option(
         "--rerank-model",
@@ -230,6 +237,7 @@ def _run(dataset: Dataset, categories: Mapping[str, str] | None, options: _Optio
             all_policies=options.policies,
             rerank_model=None if options.rerank_model is None else str(options.rerank_model),
             rounds=options.rounds,
+            db=options.db,
         )
     _print(result)
     if options.json_path is not None:

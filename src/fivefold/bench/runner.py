@@ -151,19 +151,23 @@ def run_benchmark(
     all_policies: bool = True,
     rerank_model: str | None = None,
     rounds: int = 3,
+    db: str | None = None,
 ) -> BenchResult:
     """Ingest ``dataset``, trace each question once and score every system. ``categories``
     (label by category) selects the questions scored; None scores them all. The optimizer's
     recall runs as the reference policy; ``all_policies`` adds the other policies of
     ``fivefold.bench.policies`` (a rerank row with ``rerank_model``), each timed as the fastest
-    of ``rounds`` recalls per question."""
+    of ``rounds`` recalls per question. ``db`` names an empty store for the engine's memories
+    (another backend); by default it is a throwaway in-memory SQLite store."""
     queries, chosen = _checked(dataset, categories, systems, k_max)
     marks = [time.perf_counter()]
     given = config or Config()
     # The traced engine is the balanced plan (the optimizer off), whatever the default: the
     # derived systems re-fuse its runs, which only means "fivefold minus one thing" there.
     balanced = replace(given, optimizer=replace(given.optimizer, mode=OptimizerMode.OFF))
-    with Memory.open(":memory:", embedder=embedder, config=balanced) as mem:
+    with Memory.open(db or ":memory:", embedder=embedder, config=balanced) as mem:
+        if mem.stats().memories:
+            raise InvalidInput(f"{mem.store.location} is not empty: give the benchmark a new store")
         doc_of = ingest(mem, dataset)
         marks.append(time.perf_counter())
         traces, latencies = trace_queries(mem, queries, k_max=k_max, budget=budget, on=progress)

@@ -175,6 +175,16 @@ class Store(Protocol):
 
     def last_session_end(self, scope: Scope, exclude_session: str | None) -> datetime | None: ...
 
+    # -- export (``fivefold migrate``) ---------------------------------------------------------
+    def relations(self, namespace: str) -> list[NewEdge]:
+        """The namespace's explicit edges (``relate``; co-mentions are derived from the
+        memories), with their scope and the fact memory that records each, in write order."""
+        ...
+
+    def aliases(self, namespace: str) -> list[tuple[str, str]]:
+        """(canonical name, alias) of every declared alias of the namespace."""
+        ...
+
     def check(self, *, repair: bool = False) -> list[Finding]:
         """Every index checked against the rows; ``repair`` rebuilds what is out of step."""
         ...

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any
 
-from fivefold.model import MemoryRecord, MemoryType
+from fivefold.model import EdgeKind, MemoryRecord, MemoryType, NewEdge, Scope
 from fivefold.store.timeconv import from_ts
 
 
@@ -43,4 +43,20 @@ def memory_record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
         # Read-only: a cached result must not change under a caller who edits it.
         metadata=MappingProxyType(json.loads(metadata)),
         speaker=speaker,
+    )
+
+
+def relation_from_row(namespace: str, row: Sequence[Any]) -> NewEdge:
+    """An explicit edge as the backends' SELECT_RELATIONS read it."""
+    source, relation, target, kind, confidence, valid_from, valid_to, user, agent, memory = row
+    return NewEdge(
+        source=str(source),
+        relation=str(relation),
+        target=str(target),
+        kind=EdgeKind(kind),
+        confidence=float(confidence),
+        valid_from=None if valid_from is None else from_ts(valid_from),
+        valid_to=None if valid_to is None else from_ts(valid_to),
+        scope=Scope(namespace, user or None, agent or None),
+        memory_id=None if memory is None else int(memory),
     )

@@ -252,11 +252,12 @@ WHERE mn.namespace = %s AND mn.memory_id = ANY(%s::bigint[]) ORDER BY e.id
 # term counts again), idf = ln((N - df + 0.5) / (df + 0.5)) floored at 1e-6, times
 # f (k1 + 1) / (f + k1 (1 - b + b D / avgdl)), with f the column-weighted term frequency, D
 # the memory's length in tokens, N and avgdl those of the namespace; k1 = 1.2, b = 0.75.
+# Each statement reads its own snapshot: a df counted after N (a write in between) is capped.
 # A term of several tokens ("e-mail") is a phrase to FTS5; without positions, a memory matches
 # it here when it holds every one of its tokens (``size``), scored as the sum of theirs.
 BM25_FIELD = """
 SELECT p.memory_id AS id,
-       sum(q.n * greatest(ln(({docs} - t.df + 0.5) / (t.df + 0.5)), 1e-6)
+       sum(q.n * greatest(ln(({docs} - least(t.df, {docs}) + 0.5) / (t.df + 0.5)), 1e-6)
            * ({w1} * p.first + {w2} * p.second) * 2.2
            / (({w1} * p.first + {w2} * p.second)
               + 1.2 * (0.25 + 0.75 * m.{length} / {avgdl}))) AS s
@@ -268,6 +269,21 @@ JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id
 WHERE {filters}
 GROUP BY p.memory_id, q.phrase
 HAVING count(*) = max(q.size)
+"""
+
+# Explicit edges and declared aliases, for export (``fivefold migrate``), in write order.
+SELECT_RELATIONS = f"""
+SELECT s.name, ed.relation, t.name, ed.kind, ed.confidence, ed.valid_from, ed.valid_to,
+       ed.user_id, ed.agent_id, ed.memory_id
+FROM edges ed
+JOIN entities s ON s.namespace = ed.namespace AND s.id = ed.source_id
+JOIN entities t ON t.namespace = ed.namespace AND t.id = ed.target_id
+WHERE ed.namespace = %s AND ed.relation <> '{COMENTION}' ORDER BY ed.id
+"""
+SELECT_ALIASES = """
+SELECT e.name, a.alias FROM aliases a
+JOIN entities e ON e.namespace = a.namespace AND e.id = a.entity_id
+WHERE a.namespace = %s ORDER BY e.id, a.alias
 """
 
 __all__ = ["COMENTION", "MIGRATIONS", "SCHEMA_VERSION"]

@@ -65,7 +65,7 @@ from fivefold.store.postgres.context_rows import (
     write_postings,
 )
 from fivefold.store.postgres.tokens import Tokenizer
-from fivefold.store.rows import memory_record
+from fivefold.store.rows import memory_record, relation_from_row
 from fivefold.store.timeconv import from_ts, to_ts
 from fivefold.text import normalize_name
 
@@ -718,8 +718,11 @@ class PostgresStore:
                     "w_near": weights.context_near,
                     "w_far": weights.context_far,
                 }
+            # Rounded to 12 places: a sum's order varies between rows, and two memories with the
+            # same text must tie exactly (and fall back to id order), as they do in FTS5.
             sql = (
-                f"SELECT id, sum(s) AS score FROM ({' UNION ALL '.join(parts)}) AS x "
+                "SELECT id, round(sum(s)::numeric, 12)::float8 AS score "
+                f"FROM ({' UNION ALL '.join(parts)}) AS x "
                 "GROUP BY id ORDER BY score DESC, id LIMIT %(k)s"
             )
             rows = conn.execute(sql, params).fetchall()
@@ -867,6 +870,17 @@ class PostgresStore:
             row = conn.execute(sql, params).fetchone()
         return None if row is None or row[0] is None else from_ts(row[0])
 
+    # -- export ---------------------------------------------------------------------------------
+    def relations(self, namespace: str) -> list[NewEdge]:
+        with self._read() as conn:
+            rows = conn.execute(schema.SELECT_RELATIONS, (namespace,)).fetchall()
+        return [relation_from_row(namespace, row) for row in rows]
+
+    def aliases(self, namespace: str) -> list[tuple[str, str]]:
+        with self._read() as conn:
+            rows = conn.execute(schema.SELECT_ALIASES, (namespace,)).fetchall()
+        return [(str(name), str(alias)) for name, alias in rows]
+
     def check(self, *, repair: bool = False) -> list[Finding]:
         """Per namespace, the document frequencies and counts against the posting rows and the
         memories; ``repair`` recomputes them from those rows."""
@@ -920,7 +934,10 @@ class PostgresStore:
                 (namespace,),
             )
             conn.execute(
-                "INSERT INTO namespaces AS n (namespace) VALUES (%(ns)s) ON CONFLICT DO NOTHING; "
+                "INSERT INTO namespaces (namespace) VALUES (%s) ON CONFLICT DO NOTHING",
+                (namespace,),
+            )
+            conn.execute(
                 "UPDATE namespaces SET (memories, own_tokens, context_docs, context_tokens) = "
                 "(SELECT count(*), coalesce(sum(own_tokens), 0), "
                 "count(*) FILTER (WHERE context_near <> '' OR context_far <> ''), "

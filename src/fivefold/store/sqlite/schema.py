@@ -275,3 +275,15 @@ VECTOR_LOG_BOUNDS = (
 PRUNE_VECTOR_LOG = "DELETE FROM vector_log WHERE seq <= (SELECT max(seq) FROM vector_log) - ?"
 SELECT_NAMESPACES = "SELECT namespace FROM namespaces WHERE memories > 0 ORDER BY namespace"
 SELECT_NAMESPACE_IDS = "SELECT id FROM memories WHERE namespace = ?"
+
+# Explicit edges and declared aliases, for export (``fivefold migrate``), in write order.
+SELECT_RELATIONS = f"""
+SELECT s.name, ed.relation, t.name, ed.kind, ed.confidence, ed.valid_from, ed.valid_to,
+       ed.user_id, ed.agent_id, ed.memory_id
+FROM edges ed JOIN entities s ON s.id = ed.source_id JOIN entities t ON t.id = ed.target_id
+WHERE ed.namespace = ? AND ed.relation <> '{COMENTION}' ORDER BY ed.id
+"""
+SELECT_ALIASES = """
+SELECT e.name, a.alias FROM aliases a JOIN entities e ON e.id = a.entity_id
+WHERE a.namespace = ? ORDER BY e.id, a.alias
+"""

@@ -52,6 +52,7 @@ from fivefold.model import (
 )
 from fivefold.store import context
 from fivefold.store.base import StoreSettings
+from fivefold.store.rows import relation_from_row
 from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import schema, vector_sync
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
@@ -668,6 +669,17 @@ class SQLiteStore:
             self.reloads += 1
             self._dense[namespace] = index
             return index
+
+    # -- export ---------------------------------------------------------------------------------
+    def relations(self, namespace: str) -> list[NewEdge]:
+        with self._lock:
+            rows = self._conn.execute(schema.SELECT_RELATIONS, (namespace,)).fetchall()
+        return [relation_from_row(namespace, row) for row in rows]
+
+    def aliases(self, namespace: str) -> list[tuple[str, str]]:
+        with self._lock:
+            rows = self._conn.execute(schema.SELECT_ALIASES, (namespace,)).fetchall()
+        return [(str(name), str(alias)) for name, alias in rows]
 
     def check(self, *, repair: bool = False) -> list[Finding]:
         """Every index against the rows (``fivefold doctor``); ``repair`` rebuilds what is

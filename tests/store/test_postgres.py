@@ -1,0 +1,221 @@
+"""What only the Postgres backend has: the schema's versions, statements shaped for sharding,
+pgvector's HNSW under a scope filter, several processes at once, and its statistics check. The
+contract every backend keeps is tested on both through the ``hashing_mem`` and ``new_store``
+fixtures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import psycopg
+import pytest
+
+import fivefold
+from fivefold import Memory, Scope
+from fivefold.config import Config, IndexConfig, OptimizerConfig
+from fivefold.model import MemoryType, OptimizerMode
+
+NOW = datetime(2026, 3, 20, 17, tzinfo=UTC)
+BALANCED = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
+
+
+@pytest.fixture
+def url(pg_url: str) -> str:
+    return pg_url
+
+
+def _open(url: str, config: Config = BALANCED, dim: int = 64) -> Memory:
+    return Memory.open(url, embedder=fivefold.HashingEmbedder(dim=dim), config=config)
+
+
+def _seed(memory: Memory, namespace: str) -> None:
+    memory.remember_many(
+        [
+            {
+                "content": f"{who}: the Kestrel budget review, part {n}",
+                "namespace": namespace,
+                "session_id": f"s{n // 4}",
+                "type": "event",
+                "event_at": NOW - timedelta(days=n % 5),
+                "entities": [who, "Kestrel"],
+            }
+            for n, who in enumerate(["Priya Patel", "Sarah Chen"] * 6)
+        ]
+    )
+    memory.relate("Priya Patel", "leads", "Kestrel", namespace=namespace)
+
+
+def test_every_statement_of_a_recall_names_one_namespace(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Citus every table is distributed on the namespace: a recall must be single-shard, so
+    every statement it issues filters on the caller's namespace and no other."""
+    with _open(url) as memory:
+        _seed(memory, "tenant-a")
+        _seed(memory, "tenant-b")
+        issued: list[tuple[str, Any]] = []
+        original = psycopg.Connection.execute
+
+        def spy(self: psycopg.Connection, query: Any, params: Any = None, **kw: Any) -> Any:
+            issued.append((str(query), params))
+            return original(self, query, params, **kw)
+
+        monkeypatch.setattr(psycopg.Connection, "execute", spy)
+        for text, types in [
+            ("What did Priya Patel say about the Kestrel budget last week?", None),
+            ("kestrel review", ["event"]),
+            ("who leads Kestrel?", None),
+        ]:
+            memory.recall(text, namespace="tenant-b", now=NOW, types=types)
+            memory.explain(text, namespace="tenant-b", now=NOW, types=types)
+        monkeypatch.undo()
+    statements = [(q, p) for q, p in issued if not q.lstrip().upper().startswith("SET LOCAL")]
+    assert len(statements) > 30
+    for query, params in statements:
+        assert "namespace" in query, query
+        values = list(params.values()) if isinstance(params, dict) else list(params or ())
+        assert "tenant-b" in values, query
+        assert "tenant-a" not in json.dumps(values, default=str), query
+
+
+def test_the_schema_is_versioned_and_a_newer_one_refused(url: str) -> None:
+    with _open(url) as memory:
+        memory.remember("one memory")
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT value FROM fivefold_meta WHERE key = 'schema_version'")
+        assert row.fetchone() == ("1",)
+        conn.execute("UPDATE fivefold_meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(fivefold.NotAFivefoldStore, match="schema version 99"):
+        _open(url)
+
+
+def test_another_embedding_model_is_refused(url: str) -> None:
+    with _open(url) as memory:
+        memory.remember("one memory")
+    with pytest.raises(fivefold.EmbeddingModelMismatch):
+        _open(url, dim=32)
+
+
+def test_a_table_fivefold_did_not_make_is_not_taken_over(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE memories (id int)")
+    with pytest.raises(fivefold.NotAFivefoldStore, match="did not make"):
+        _open(url)
+
+
+def test_hnsw_applies_the_scope_filter_and_finds_what_exact_search_finds(url: str) -> None:
+    config = Config(
+        optimizer=OptimizerConfig(mode=OptimizerMode.OFF), index=IndexConfig(hnsw_threshold=100)
+    )
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(600, 64)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    with _open(url, config) as memory:
+        records = memory.remember_many(
+            {
+                "content": f"memory {n}",
+                "vector": vectors[n].tolist(),
+                "user_id": "u1" if n % 3 == 0 else "u2",
+                "type": "event" if n % 2 else "fact",
+            }
+            for n in range(600)
+        )
+        ids = np.asarray([r.id for r in records])
+        agree = 0
+        for n in range(0, 600, 37):
+            scope, types = Scope(user_id="u1"), (MemoryType.EVENT,)
+            found = memory.store.vector_search(scope, vectors[n][None, :], 10, types)[0]
+            allowed = [i for i in range(600) if i % 3 == 0 and i % 2 == 1]
+            assert {i for i, _ in found} <= set(ids[allowed].tolist())
+            assert len(found) == 10  # iterative scans keep going until k rows pass the filter
+            exact = ids[allowed][np.argsort(-(vectors[allowed] @ vectors[n]))[:10]]
+            agree += len({i for i, _ in found} & set(exact.tolist()))
+        assert agree >= 0.9 * 10 * len(range(0, 600, 37))
+
+
+def test_the_statistics_check_finds_and_repairs_drift(url: str) -> None:
+    with _open(url) as memory:
+        _seed(memory, "default")
+        assert all(f.ok for f in memory.store.check())
+        before = memory.recall("kestrel budget review", now=NOW)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE term_stats SET df = df + 5 WHERE term = 'kestrel'")
+        conn.execute("UPDATE namespaces SET own_tokens = own_tokens + 100")
+    with _open(url) as memory:
+        findings = {f.part: f for f in memory.store.check()}
+        assert not findings["lexical statistics of namespace 'default'"].ok
+        repaired = {f.part: f for f in memory.store.check(repair=True)}
+        assert repaired["lexical statistics of namespace 'default'"].repaired
+        assert all(f.ok for f in memory.store.check())
+        after = memory.recall("kestrel budget review", now=NOW)
+    assert [(h.memory.id, h.score) for h in after.hits] == [
+        (h.memory.id, h.score) for h in before.hits
+    ]
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    import fivefold
+    url, name = sys.argv[1], sys.argv[2]
+    with fivefold.Memory.open(url, embedder=fivefold.HashingEmbedder(dim=64)) as memory:
+        for n in range(40):
+            memory.remember_many(
+                [
+                    {{"content": f"{{name}} wrote note {{n}}.{{i}} about Priya Patel and Kestrel",
+                      "session_id": f"{{name}}-{{n % 3}}", "entities": ["Priya Patel", "Kestrel"]}}
+                    for i in range(3)
+                ]
+            )
+            memory.recall("what about Priya and Kestrel?")
+    print("done")
+    """
+)
+
+
+def test_several_processes_and_threads_write_and_read_at_once(url: str) -> None:
+    with _open(url) as memory:
+        memory.remember("the first memory")
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER.format(), url, f"p{n}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(3)
+    ]
+    errors: list[BaseException] = []
+    with _open(url) as memory:
+
+        def thread_work(name: str) -> None:
+            try:
+                for n in range(30):
+                    memory.remember(f"{name} thread note {n} on Kestrel", session_id=name)
+                    memory.recall("Kestrel notes")
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=thread_work, args=(f"t{n}",)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        outputs = [w.communicate(timeout=300) for w in writers]
+        assert errors == []
+        for writer, (out, err) in zip(writers, outputs, strict=True):
+            assert writer.returncode == 0, err
+            assert out.strip() == "done"
+        assert memory.stats().memories == 1 + 3 * 40 * 3 + 4 * 30
+        assert all(f.ok for f in memory.store.check())
+        priya = next(e for e in memory.store.catalog("default") if e.name == "Priya Patel")
+        assert memory.store.entity_frequencies("default", [priya.entity_id]) == {
+            priya.entity_id: 3 * 40 * 3
+        }
