@@ -21,7 +21,7 @@ from fivefold.bench.latency import (
 from fivefold.bench.latency_cli import latency, plot, render_markdown, targets
 from fivefold.bench.synthetic import QueryKind, SyntheticCorpus
 from fivefold.config import Config, IndexConfig
-from fivefold.model import PlanName, RetrieverName
+from fivefold.model import OptimizerMode, PlanName, RetrieverName
 
 QUERIES = 30
 
@@ -266,3 +266,20 @@ def test_the_tail_rate_counts_a_partial_last_batch() -> None:
 def test_the_cli_times_every_optimizer_mode_by_default() -> None:
     option = next(p for p in latency.params if p.name == "modes")
     assert option.default == "off,rule,cached"
+
+
+def test_a_store_named_by_a_url_is_built_and_timed_there(pg_url: str) -> None:
+    result = run_latency(
+        [200],
+        embedder=fivefold.HashingEmbedder(),
+        queries=10,
+        warmup=2,
+        repeats=2,
+        sample=0,
+        db=pg_url,
+        modes=[OptimizerMode.RULE],
+    ).results[0]
+    assert result.memories == 200
+    assert result.store.startswith("postgresql://")
+    assert result.disk_bytes["total"] > 0
+    assert result.modes[0].overall.count == 10

@@ -224,3 +224,24 @@ def test_limit_keeps_whole_namespaces_or_the_first_questions() -> None:
     assert limited.docs == beir.docs
     with pytest.raises(InvalidInput):
         limit_dataset(beir, 0)
+
+
+def test_the_engine_ranks_the_same_on_postgres(locomo_result: BenchResult, pg_url: str) -> None:
+    """``--db``: the same benchmark with the engine's memories on another backend."""
+    on_postgres = run_benchmark(
+        load_locomo(DATA / "locomo_tiny.json"),
+        embedder=fivefold.HashingEmbedder(),
+        categories=LOCOMO_CATEGORIES,
+        resamples=200,
+        db=pg_url,
+    )
+    for here, there in zip(locomo_result.systems, on_postgres.systems, strict=True):
+        assert here.name == there.name
+        assert dict(here.per_question) == dict(there.per_question), here.name
+    with pytest.raises(InvalidInput, match="not empty"):
+        run_benchmark(
+            load_locomo(DATA / "locomo_tiny.json"),
+            embedder=fivefold.HashingEmbedder(),
+            db=pg_url,
+            resamples=200,
+        )

@@ -149,6 +149,7 @@ class _Settings:
     say: Progress
     config: Config
     modes: tuple[OptimizerMode, ...]
+    db: str | None = None
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -167,10 +168,14 @@ def run_latency(
     progress: Progress | None = None,
     config: Config | None = None,
     modes: Sequence[OptimizerMode] = (OptimizerMode.OFF, OptimizerMode.CACHED),
+    db: str | None = None,
 ) -> LatencyReport:
-    """Build (or reuse) a store of each size and time ``queries`` recalls on it."""
+    """Build (or reuse) a store of each size and time ``queries`` recalls on it. ``db`` (one
+    size only) builds it in that empty store instead, e.g. a ``postgresql://`` URL."""
     if not sizes or min(sizes) < 1 or queries < 1 or warmup < 0 or sample < 0 or not modes:
         raise ValueError("sizes, queries and modes are needed; warmup and sample not negative")
+    if db is not None and len(sizes) != 1:
+        raise ValueError("a store given by --db holds one size: give one")
     started, clock = datetime.now(UTC), time.perf_counter()
     # Before anything runs: the commit is that of the code about to be measured.
     machine = machine_info(embedder)
@@ -186,6 +191,7 @@ def run_latency(
         say=say,
         config=config or Config(),
         modes=tuple(modes),
+        db=db,
     )
     samples = sample_ingest(SyntheticCorpus(sample, seed=seed), embedder, say) if sample else ()
     results = tuple(_run_size(size, settings) for size in sizes)
@@ -201,6 +207,8 @@ def run_latency(
 
 def _run_size(size: int, s: _Settings) -> SizeResult:
     corpus = SyntheticCorpus(size, seed=s.seed)
+    if s.db is not None:
+        return _run_in(s.db, corpus, s)
     with ExitStack() as stack:
         directory = s.store_dir
         if directory is None:
@@ -216,6 +224,15 @@ def _run_size(size: int, s: _Settings) -> SizeResult:
         result = _measure(corpus, path, build, s)
         disk = disk_usage(path)
     return replace(result, reused=reused, disk_bytes=disk, store=str(path) if s.store_dir else "")
+
+
+def _run_in(db: str, corpus: SyntheticCorpus, s: _Settings) -> SizeResult:
+    """Build and time in a store named by a URL (always built: no manifest to reuse)."""
+    built = build_store(corpus, db, s.embedder, s.say, config=s.config)
+    result = _measure(corpus, db, built, s)
+    with Memory.open(db, embedder=s.embedder, config=s.config) as mem:
+        stats = mem.stats()
+    return replace(result, disk_bytes={"total": stats.size_bytes}, store=stats.location)
 
 
 # -- measuring -----------------------------------------------------------------------------------
@@ -247,7 +264,9 @@ def _recall(mem: Memory, query: SyntheticQuery) -> _Timed:
     )
 
 
-def _measure(corpus: SyntheticCorpus, path: Path, build: BuildInfo, s: _Settings) -> SizeResult:
+def _measure(
+    corpus: SyntheticCorpus, path: Path | str, build: BuildInfo, s: _Settings
+) -> SizeResult:
     timed = corpus.queries(s.queries)
     asked = {(q.text, q.types) for q in timed}
     # The first recall and the warm-ups must not repeat a timed query: a cache would serve it.
@@ -279,7 +298,7 @@ def _measure(corpus: SyntheticCorpus, path: Path, build: BuildInfo, s: _Settings
 
 def _measure_mode(
     corpus: SyntheticCorpus,
-    path: Path,
+    path: Path | str,
     build: BuildInfo,
     s: _Settings,
     mode: OptimizerMode,

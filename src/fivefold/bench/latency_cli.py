@@ -333,6 +333,11 @@ def _embedder(name: str) -> Embedder:
 )
 @click.option("--seed", default=7, show_default=True, type=int, help="Corpus seed.")
 @click.option(
+    "--db",
+    help="Build the (one) size in this empty store instead of a file: e.g. a postgresql:// "
+    "URL, to time the Postgres backend.",
+)
+@click.option(
     "--embedder",
     "embedder_name",
     type=click.Choice(["minilm", "hashing"]),
@@ -350,6 +355,7 @@ def latency(
     report_dir: Path | None,
     modes: list[OptimizerMode],
     seed: int,
+    db: str | None,
     embedder_name: str,
 ) -> None:  # fmt: skip
     """Recall latency and ingest throughput on synthetic stores of the given sizes."""
@@ -363,6 +369,7 @@ def latency(
         store_dir=store_dir,
         modes=modes,
         progress=lambda message: click.echo(message, err=True),
+        db=db,
     )
     markdown = render_markdown(report)
     click.echo(markdown)

@@ -191,16 +191,18 @@ def disk_usage(path: Path) -> dict[str, int]:
 
 def build_store(
     corpus: SyntheticCorpus,
-    path: Path,
+    path: Path | str,
     embedder: Embedder,
     say: Progress,
     *,
     config: Config | None = None,
 ) -> BuildInfo:
     """World (relations, aliases), then every memory with a precomputed vector, then the dense
-    index, then the manifest that marks the store complete."""
+    index, then the manifest that marks the store complete (a file store only: a store named
+    by a URL must be empty and is built each time)."""
     config = config or Config()
-    _remove_store(path)
+    if isinstance(path, Path):
+        _remove_store(path)
     pool_size = min(POOL_SIZE, corpus.size)
     say(f"{corpus.size:,}: embedding a pool of {pool_size:,} texts with {embedder.name}")
     start = time.perf_counter()
@@ -232,9 +234,10 @@ def build_store(
         first_id=first_id,
         build_peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
     )
-    staging = _manifest(path).with_suffix(".tmp")
-    staging.write_text(json.dumps(asdict(info), indent=2), encoding="utf-8")
-    staging.replace(_manifest(path))
+    if isinstance(path, Path):
+        staging = _manifest(path).with_suffix(".tmp")
+        staging.write_text(json.dumps(asdict(info), indent=2), encoding="utf-8")
+        staging.replace(_manifest(path))
     return info
 
 

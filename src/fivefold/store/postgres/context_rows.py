@@ -42,7 +42,9 @@ class Deltas:
         for term in terms:
             counter[term] += sign
 
-    def flush(self, conn: psycopg.Connection) -> None:
+    def flush(self, conn: psycopg.Connection) -> bool:
+        """Apply the deltas; True when a namespace grew across a power of two (from
+        ``schema.ANALYZE_FROM``): time to refresh the planner's statistics."""
         for (namespace, kind), counter in sorted(self.terms.items()):
             changed = sorted((t, n) for t, n in counter.items() if n)
             if not changed:
@@ -58,8 +60,9 @@ class Deltas:
                 )
         touched = set(self.memories) | set(self.own_tokens) | set(self.context_docs)
         touched |= set(self.context_tokens)
+        grew = False
         for namespace in sorted(touched):
-            conn.execute(
+            row = conn.execute(
                 schema.BUMP_NAMESPACE,
                 (
                     namespace,
@@ -68,7 +71,11 @@ class Deltas:
                     self.context_docs[namespace],
                     self.context_tokens[namespace],
                 ),
-            )
+            ).fetchone()
+            now = int(row[0]) if row else 0
+            before = now - self.memories[namespace]
+            grew |= now >= schema.ANALYZE_FROM and now.bit_length() > max(before, 0).bit_length()
+        return grew
 
 
 def write_postings(

@@ -141,6 +141,11 @@ CREATE TABLE namespaces (
 )
 
 META_DDL = "CREATE TABLE IF NOT EXISTS fivefold_meta (key text PRIMARY KEY, value text NOT NULL)"
+# Planner statistics are refreshed when a namespace crosses a power of two from this size on:
+# a table loaded faster than autovacuum looks at it is otherwise planned as if empty (lexical
+# p50 31 ms instead of 2.5 ms on a fresh 2,000-memory store).
+ANALYZE_FROM = 256
+ANALYZE = "ANALYZE memories, postings, term_stats, entities, mentions, edges, aliases"
 # One opener at a time creates or migrates the schema (any 64-bit constant would do).
 SCHEMA_LOCK = 0x0F1FE_F01D
 
@@ -181,6 +186,7 @@ ON CONFLICT (namespace) DO UPDATE SET
     own_tokens = n.own_tokens + excluded.own_tokens,
     context_docs = n.context_docs + excluded.context_docs,
     context_tokens = n.context_tokens + excluded.context_tokens
+RETURNING n.memories
 """
 FIND_ALIAS = (
     "SELECT entity_id FROM aliases WHERE namespace = %s AND norm = %s ORDER BY entity_id LIMIT 1"
@@ -255,6 +261,7 @@ WHERE mn.namespace = %s AND mn.memory_id = ANY(%s::bigint[]) ORDER BY e.id
 # Each statement reads its own snapshot: a df counted after N (a write in between) is capped.
 # A term of several tokens ("e-mail") is a phrase to FTS5; without positions, a memory matches
 # it here when it holds every one of its tokens (``size``), scored as the sum of theirs.
+# LATERAL: each term is looked up on its own key, whatever the planner's statistics say.
 BM25_FIELD = """
 SELECT p.memory_id AS id,
        sum(q.n * greatest(ln(({docs} - least(t.df, {docs}) + 0.5) / (t.df + 0.5)), 1e-6)
@@ -263,8 +270,10 @@ SELECT p.memory_id AS id,
               + 1.2 * (0.25 + 0.75 * m.{length} / {avgdl}))) AS s
 FROM unnest(%(terms)s::text[], %(counts)s::int[], %(phrases)s::int[], %(sizes)s::int[])
      AS q(term, n, phrase, size)
-JOIN term_stats t ON t.namespace = %(ns)s AND t.field = {field} AND t.term = q.term
-JOIN postings p ON p.namespace = %(ns)s AND p.field = {field} AND p.term = q.term
+CROSS JOIN LATERAL (SELECT df FROM term_stats
+                    WHERE namespace = %(ns)s AND field = {field} AND term = q.term) AS t
+CROSS JOIN LATERAL (SELECT memory_id, first, second FROM postings
+                    WHERE namespace = %(ns)s AND field = {field} AND term = q.term) AS p
 JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id
 WHERE {filters}
 GROUP BY p.memory_id, q.phrase

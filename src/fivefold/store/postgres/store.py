@@ -230,10 +230,13 @@ class PostgresStore:
         writers deadlock (Postgres aborts one of them)."""
         for attempt in range(WRITE_ATTEMPTS):
             try:
-                with self._pool.connection() as conn, conn.transaction():
-                    deltas = Deltas()
-                    result = work(conn, deltas)
-                    deltas.flush(conn)
+                with self._pool.connection() as conn:
+                    with conn.transaction():
+                        deltas = Deltas()
+                        result = work(conn, deltas)
+                        grew = deltas.flush(conn)
+                    if grew:
+                        conn.execute(schema.ANALYZE)
                     return result
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
                 if attempt == WRITE_ATTEMPTS - 1:
