@@ -25,6 +25,11 @@ WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s
 """
 _BEFORE = _SIDE.format(op="<", order="DESC")
 _AFTER = _SIDE.format(op=">", order="ASC")
+_FROM = """
+SELECT id, content, embedding, context_near, context_far FROM memories
+WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s AND id >= %s
+ORDER BY id
+"""
 
 
 @dataclass
@@ -78,24 +83,6 @@ class Deltas:
         return grew
 
 
-def write_postings(
-    conn: psycopg.Connection, namespace: str, kind: int, memory_id: int, counted: Counted
-) -> None:
-    terms = sorted(counted.terms)
-    if terms:
-        conn.execute(
-            schema.INSERT_POSTINGS,
-            (
-                namespace,
-                kind,
-                memory_id,
-                terms,
-                [counted.first[t] for t in terms],
-                [counted.second[t] for t in terms],
-            ),
-        )
-
-
 def drop_postings(
     conn: psycopg.Connection, namespace: str, kind: int, memory_id: int, counted: Counted
 ) -> None:
@@ -104,7 +91,17 @@ def drop_postings(
         conn.execute(schema.DELETE_POSTINGS, (namespace, kind, terms, memory_id))
 
 
+@dataclass
+class _Cached:
+    content: str
+    embedding: Vectors
+    context: tuple[str, str]
+
+
 class PostgresContextRows:
+    """Rows read with a statement each, or, after ``prime``, from one read of the session's
+    newest rows: a batch of n turns then costs its writes, not 9n round trips of reads."""
+
     def __init__(
         self, conn: psycopg.Connection, tokenizer: Tokenizer, deltas: Deltas, dim: int
     ) -> None:
@@ -113,8 +110,33 @@ class PostgresContextRows:
         self._deltas = deltas
         self._dim = dim
         self.namespace = ""  # set by the caller: context never crosses a namespace
+        self._group: Group | None = None
+        self._order: list[int] = []  # the primed rows of ``_group``, in id order
+        self._rows: dict[int, _Cached] = {}
+        self._whole = False  # the primed rows start at the session's first memory
+        # Writes wait for ``flush``: one pipelined statement per kind instead of one each.
+        self._texts: dict[int, tuple[str, str, str, int]] = {}  # id -> ns, near, far, tokens
+        self._searched: dict[int, tuple[str, Vectors | None]] = {}
+        self._postings: list[tuple[str, str, int, int, int]] = []
+
+    def prime(self, group: Group, first_new: int, window: int) -> None:
+        """Read the session's rows from ``2 x window`` before ``first_new`` on, once: what
+        refreshing the new memories and the ones before them needs."""
+        before = self._conn.execute(_BEFORE, (*group, first_new, 2 * window)).fetchall()
+        start = min((int(r[0]) for r in before), default=first_new)
+        rows = self._conn.execute(_FROM, (*group, start)).fetchall()
+        self._group, self._whole = group, len(before) < 2 * window
+        self._order = [int(r[0]) for r in rows]
+        self._rows = {
+            int(i): _Cached(str(c), as_array(v), (str(n), str(f))) for i, c, v, n, f in rows
+        }
+
+    def _primed(self, memory_id: int, group: Group | None = None) -> bool:
+        return memory_id in self._rows and (group is None or group == self._group)
 
     def group_of(self, memory_id: int) -> Group | None:
+        if self._primed(memory_id):
+            return self._group
         row = self._conn.execute(_GROUP, (self.namespace, memory_id)).fetchone()
         if row is None or row[3] is None:
             return None
@@ -123,13 +145,27 @@ class PostgresContextRows:
     def neighbours(
         self, group: Group, memory_id: int, window: int
     ) -> tuple[list[Neighbour], list[Neighbour]]:
+        if self._primed(memory_id, group):
+            at = self._order.index(memory_id)
+            if at >= window or self._whole:
+                near = [self._order[i] for i in range(at - 1, max(at - window, 0) - 1, -1)]
+                far = self._order[at + 1 : at + 1 + window]
+                return [self._neighbour(i) for i in near], [self._neighbour(i) for i in far]
         sides = []
         for sql in (_BEFORE, _AFTER):
             rows = self._conn.execute(sql, (*group, memory_id, window)).fetchall()
             sides.append([(int(i), str(c), as_array(v)) for i, c, v in rows])
         return sides[0], sides[1]
 
+    def _neighbour(self, memory_id: int) -> Neighbour:
+        cached = self._rows[memory_id]
+        return (memory_id, cached.content, cached.embedding)
+
     def context_of(self, memory_id: int) -> tuple[str, str]:
+        if memory_id in self._texts:
+            return self._texts[memory_id][1:3]
+        if self._primed(memory_id):
+            return self._rows[memory_id].context
         row = self._conn.execute(
             "SELECT context_near, context_far FROM memories WHERE namespace = %s AND id = %s",
             (self.namespace, memory_id),
@@ -150,18 +186,21 @@ class PostgresContextRows:
             self._deltas.context_tokens[namespace] -= before.length
         length = 0
         if new != ("", ""):
-            write_postings(self._conn, namespace, schema.CONTEXT, memory_id, after)
+            self._postings += [
+                (namespace, t, memory_id, after.first[t], after.second[t])
+                for t in sorted(after.terms)
+            ]
             self._deltas.add_terms(namespace, schema.CONTEXT, after.terms, 1)
             self._deltas.context_docs[namespace] += 1
             self._deltas.context_tokens[namespace] += after.length
             length = after.length
-        self._conn.execute(
-            "UPDATE memories SET context_near = %s, context_far = %s, context_tokens = %s "
-            "WHERE namespace = %s AND id = %s",
-            (*new, length, namespace, memory_id),
-        )
+        self._texts[memory_id] = (namespace, *new, length)
+        if self._primed(memory_id):
+            self._rows[memory_id].context = new
 
     def own_vector(self, memory_id: int) -> Vectors:
+        if self._primed(memory_id):
+            return self._rows[memory_id].embedding
         row = self._conn.execute(
             "SELECT embedding FROM memories WHERE namespace = %s AND id = %s",
             (self.namespace, memory_id),
@@ -171,16 +210,33 @@ class PostgresContextRows:
         return as_array(row[0])
 
     def set_searched(self, memory_id: int, vector: Vectors | None) -> None:
-        if vector is None:
+        self._searched[memory_id] = (self.namespace, vector)
+
+    def flush(self) -> None:
+        """Write what the refreshes decided, a statement per kind for the whole batch."""
+        if self._postings:
             self._conn.execute(
-                "UPDATE memories SET searched = embedding WHERE namespace = %s AND id = %s",
-                (self.namespace, memory_id),
+                schema.INSERT_POSTINGS_MANY,
+                (schema.CONTEXT, *[list(c) for c in zip(*self._postings, strict=True)]),
             )
-        else:
-            self._conn.execute(
-                "UPDATE memories SET searched = %s WHERE namespace = %s AND id = %s",
-                (np.asarray(vector, np.float32), self.namespace, memory_id),
-            )
+        with self._conn.cursor() as cur:
+            if self._texts:
+                cur.executemany(
+                    "UPDATE memories SET context_near = %s, context_far = %s, "
+                    "context_tokens = %s WHERE namespace = %s AND id = %s",
+                    [(near, far, n, ns, i) for i, (ns, near, far, n) in self._texts.items()],
+                )
+            if self._searched:
+                # One write of each searched vector: each is an insertion into the HNSW graph.
+                cur.executemany(
+                    "UPDATE memories SET searched = coalesce(%s::vector, embedding) "
+                    "WHERE namespace = %s AND id = %s",
+                    [
+                        (None if v is None else np.asarray(v, np.float32), ns, i)
+                        for i, (ns, v) in self._searched.items()
+                    ],
+                )
+        self._postings, self._texts, self._searched = [], {}, {}
 
 
 def as_array(value: object) -> Vectors:

@@ -7,7 +7,9 @@ backend deletes what a memory owned itself, in the same transaction.
 
 As in the SQLite schema, ``user_id``/``agent_id`` hold ``''`` for "none", and datetimes are
 UTC epoch seconds (``store/timeconv.py``). ``searched`` is the vector the dense leg searches:
-the memory's own embedding, or its session-smoothed one (``store/context.py``).
+the memory's own embedding, or its session-smoothed one (``store/context.py``); NULL only
+inside the transaction that writes a session memory, until its context is computed, so the
+HNSW graph takes each new memory once, with its final vector.
 
 BM25 is FTS5's, computed from rows: ``postings`` holds each term's frequency in a memory's two
 columns (``field`` 0: predicate, content; 1: its session context at distance 1, 2),
@@ -48,7 +50,7 @@ CREATE TABLE memories (
     own_tokens     integer NOT NULL DEFAULT 0,
     context_tokens integer NOT NULL DEFAULT 0,
     embedding      vector({dim}) NOT NULL,
-    searched       vector({dim}) NOT NULL,
+    searched       vector({dim}),
     PRIMARY KEY (namespace, id)
 );
 CREATE INDEX memories_scope ON memories (namespace, user_id, agent_id, id);
@@ -149,11 +151,57 @@ ANALYZE = "ANALYZE memories, postings, term_stats, entities, mentions, edges, al
 # One opener at a time creates or migrates the schema (any 64-bit constant would do).
 SCHEMA_LOCK = 0x0F1FE_F01D
 
-INSERT_MEMORY = """
-INSERT INTO memories (namespace, user_id, agent_id, session_id, content, predicate, type,
+INSERT_MEMORY_WITH_ID = """
+INSERT INTO memories (namespace, id, user_id, agent_id, session_id, content, predicate, type,
     event_at, created_at, importance, metadata, speaker, own_tokens, embedding, searched)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-RETURNING id
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+"""
+# The batch forms of the write statements: one statement per batch, its rows as arrays.
+INSERT_POSTINGS_MANY = """
+INSERT INTO postings (namespace, field, term, memory_id, first, second)
+SELECT t.namespace, %s, t.term, t.memory_id, t.first, t.second
+FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::real[], %s::real[])
+     AS t(namespace, term, memory_id, first, second)
+"""
+FIND_ALIASES = """
+SELECT norm, min(entity_id) FROM aliases
+WHERE namespace = %s AND norm = ANY(%s::text[]) GROUP BY norm
+"""
+# New entities in the order they were first named (their ids in that order, as on SQLite); a
+# key another writer created meanwhile is taken as it is (a no-op update, to return its id).
+UPSERT_ENTITIES = """
+INSERT INTO entities AS e (namespace, name, norm, mentions, created_at)
+SELECT %s, t.name, t.norm, 0, t.created
+FROM unnest(%s::text[], %s::text[], %s::float8[]) WITH ORDINALITY AS t(name, norm, created, n)
+ORDER BY t.n
+ON CONFLICT (namespace, norm) DO UPDATE SET mentions = e.mentions
+RETURNING id, norm
+"""
+INSERT_MENTIONS = """
+INSERT INTO mentions (namespace, entity_id, memory_id, joined)
+SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::boolean[])
+ON CONFLICT DO NOTHING
+"""
+BUMP_ENTITIES_MENTIONS = """
+UPDATE entities e SET mentions = e.mentions + t.n
+FROM unnest(%s::text[], %s::bigint[], %s::int[]) AS t(namespace, id, n)
+WHERE e.namespace = t.namespace AND e.id = t.id
+"""
+UPSERT_COMENTIONS = f"""
+INSERT INTO edges AS ed (namespace, user_id, agent_id, source_id, target_id, relation, kind,
+                         confidence, support, created_at)
+SELECT t.namespace, t.user_id, t.agent_id, t.a, t.b, '{COMENTION}', 'semantic', 1.0, t.n, t.created
+FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::int[],
+            %s::float8[]) AS t(namespace, user_id, agent_id, a, b, n, created)
+ON CONFLICT (namespace, user_id, agent_id, source_id, target_id) WHERE relation = '{COMENTION}'
+DO UPDATE SET support = ed.support + excluded.support
+"""
+UPSERT_SESSIONS = """
+INSERT INTO sessions AS s (namespace, user_id, agent_id, session_id, started_at, last_seen_at)
+SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::float8[], %s::float8[])
+ON CONFLICT (namespace, user_id, agent_id, session_id) DO UPDATE SET
+    started_at = least(s.started_at, excluded.started_at),
+    last_seen_at = greatest(s.last_seen_at, excluded.last_seen_at)
 """
 MEMORY_COLUMNS = """
 SELECT id, namespace, user_id, agent_id, session_id, content, predicate, type, event_at,
@@ -166,11 +214,6 @@ BUMP_TERMS = """
 INSERT INTO term_stats (namespace, field, term, df)
 SELECT %s, %s, t.term, t.n FROM unnest(%s::text[], %s::int[]) AS t(term, n) ORDER BY t.term
 ON CONFLICT (namespace, field, term) DO UPDATE SET df = term_stats.df + excluded.df
-"""
-INSERT_POSTINGS = """
-INSERT INTO postings (namespace, field, term, memory_id, first, second)
-SELECT %s, %s, t.term, %s, t.first, t.second
-FROM unnest(%s::text[], %s::real[], %s::real[]) AS t(term, first, second)
 """
 DELETE_POSTINGS = """
 DELETE FROM postings
@@ -200,17 +243,6 @@ RETURNING id
 BUMP_ENTITY_MENTIONS = (
     "UPDATE entities SET mentions = mentions + %s WHERE namespace = %s AND id = %s"
 )
-INSERT_MENTION = """
-INSERT INTO mentions (namespace, entity_id, memory_id, joined) VALUES (%s, %s, %s, %s)
-ON CONFLICT DO NOTHING
-"""
-UPSERT_COMENTION = f"""
-INSERT INTO edges AS ed (namespace, user_id, agent_id, source_id, target_id, relation, kind,
-                         confidence, support, created_at)
-VALUES (%s, %s, %s, %s, %s, '{COMENTION}', 'semantic', 1.0, 1, %s)
-ON CONFLICT (namespace, user_id, agent_id, source_id, target_id) WHERE relation = '{COMENTION}'
-DO UPDATE SET support = ed.support + 1
-"""
 DROP_COMENTION = f"""
 UPDATE edges SET support = support - 1
 WHERE namespace = %s AND user_id = %s AND agent_id = %s AND source_id = %s AND target_id = %s
@@ -235,13 +267,6 @@ RETURNING id
 INSERT_ALIAS = """
 INSERT INTO aliases (namespace, norm, alias, entity_id) VALUES (%s, %s, %s, %s)
 ON CONFLICT DO NOTHING
-"""
-UPSERT_SESSION = """
-INSERT INTO sessions AS s (namespace, user_id, agent_id, session_id, started_at, last_seen_at)
-VALUES (%s, %s, %s, %s, %s, %s)
-ON CONFLICT (namespace, user_id, agent_id, session_id) DO UPDATE SET
-    started_at = least(s.started_at, excluded.started_at),
-    last_seen_at = greatest(s.last_seen_at, excluded.last_seen_at)
 """
 SELECT_CATALOG = """
 SELECT id, name, norm, false FROM entities WHERE namespace = %s

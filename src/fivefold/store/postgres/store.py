@@ -62,9 +62,8 @@ from fivefold.store.postgres.context_rows import (
     PostgresContextRows,
     as_array,
     drop_postings,
-    write_postings,
 )
-from fivefold.store.postgres.tokens import Tokenizer
+from fivefold.store.postgres.tokens import Counted, Tokenizer
 from fivefold.store.rows import memory_record, relation_from_row
 from fivefold.store.timeconv import from_ts, to_ts
 from fivefold.text import normalize_name
@@ -211,6 +210,7 @@ class PostgresStore:
             for namespace, ids in by_namespace.items():
                 rows.namespace = namespace
                 context.refresh(rows, ids, self._smoothing())
+                rows.flush()
                 deltas.memories[namespace] += 0  # bumps the generation: caches drop
             conn.execute(
                 "UPDATE fivefold_meta SET value = %s WHERE key = %s",
@@ -261,11 +261,31 @@ class PostgresStore:
         memories: Sequence[NewMemory],
         vectors: Vectors,
     ) -> list[int]:
+        """A batch in a few statements: ids reserved at once, rows and postings sent together,
+        entities, mentions, co-mentions and sessions resolved per batch (the same rules as
+        the SQLite backend's row-by-row path), then the session context."""
+        if not memories:
+            return []
+        bounds = self._settings.write
+        named = [_norms(m.entities[: bounds.max_entities]) for m in memories]  # refuses first
         counted = self._tokenizer.count([(m.predicate or "", m.content) for m in memories])
-        ids = [
-            self._insert_one(conn, deltas, m, v, c)
-            for m, v, c in zip(memories, vectors, counted, strict=True)
-        ]
+        reserved = conn.execute(
+            "SELECT nextval('fivefold_memory_ids') FROM generate_series(1, %s)", (len(memories),)
+        ).fetchall()
+        ids = sorted(int(r[0]) for r in reserved)
+        # A session memory's searched vector is written once, by its context refresh below.
+        deferred = self._settings.context.window > 0
+        with conn.cursor() as cur:
+            cur.executemany(
+                schema.INSERT_MEMORY_WITH_ID,
+                [
+                    _memory_row(i, m, v, c, deferred and bool(m.session_id))
+                    for i, m, v, c in zip(ids, memories, vectors, counted, strict=True)
+                ],
+            )
+        self._write_postings(conn, deltas, memories, ids, counted)
+        self._write_entities(conn, memories, ids, named)
+        self._write_sessions(conn, memories)
         groups: dict[context.Group, list[int]] = {}
         for memory, memory_id in zip(memories, ids, strict=True):
             if memory.session_id:
@@ -282,67 +302,118 @@ class PostgresStore:
             rows = PostgresContextRows(conn, self._tokenizer, deltas, self._dim)
             for key, members in groups.items():
                 rows.namespace = key[0]
+                rows.prime(key, members[0], window)
                 affected = context.affected_by_insert(rows, key, members, window)
                 context.refresh(rows, affected, self._smoothing())
+            rows.flush()
         return ids
 
-    def _insert_one(
+    def _write_postings(
         self,
         conn: psycopg.Connection,
         deltas: Deltas,
-        memory: NewMemory,
-        vector: Vectors,
-        counted: Any,
-    ) -> int:
-        scope = memory.scope
-        namespace, user, agent = scope.namespace, scope.user_id or "", scope.agent_id or ""
-        created = to_ts(memory.created_at)
-        embedding = np.asarray(vector, np.float32)
-        row = conn.execute(
-            schema.INSERT_MEMORY,
-            (
-                namespace,
-                user,
-                agent,
-                memory.session_id,
-                memory.content,
-                memory.predicate,
-                memory.type.value,
-                None if memory.event_at is None else to_ts(memory.event_at),
-                created,
-                memory.importance,
-                json.dumps(dict(memory.metadata)),
-                memory.speaker,
-                counted.length,
-                embedding,
-                embedding,
-            ),
-        ).fetchone()
-        memory_id = int(row[0]) if row else 0
-        write_postings(conn, namespace, schema.OWN, memory_id, counted)
-        deltas.add_terms(namespace, schema.OWN, counted.terms, 1)
-        deltas.memories[namespace] += 1
-        deltas.own_tokens[namespace] += counted.length
+        memories: Sequence[NewMemory],
+        ids: Sequence[int],
+        counted: Sequence[Counted],
+    ) -> None:
+        flat: list[tuple[str, str, int, int, int]] = []
+        for memory, memory_id, count in zip(memories, ids, counted, strict=True):
+            namespace = memory.scope.namespace
+            for term in sorted(count.terms):
+                flat.append((namespace, term, memory_id, count.first[term], count.second[term]))
+            deltas.add_terms(namespace, schema.OWN, count.terms, 1)
+            deltas.memories[namespace] += 1
+            deltas.own_tokens[namespace] += count.length
+        if flat:
+            conn.execute(schema.INSERT_POSTINGS_MANY, (schema.OWN, *_columns(flat)))
+
+    def _write_entities(
+        self,
+        conn: psycopg.Connection,
+        memories: Sequence[NewMemory],
+        ids: Sequence[int],
+        named: Sequence[list[tuple[str, str]]],
+    ) -> None:
+        """Names resolved per namespace (an alias wins, else the entity of that key, created
+        with the first spelling met), then mentions, mention counts and co-mention edges."""
         bounds = self._settings.write
-        named = dict.fromkeys(
-            self._entity_id(conn, namespace, n, created, 0)
-            for n in memory.entities[: bounds.max_entities]
-        )
-        joined = sorted(list(named)[: bounds.max_comention_entities])
-        for entity_id in named:
+        first: dict[tuple[str, str], tuple[str, float]] = {}  # (ns, key) -> (name, created)
+        for memory, names in zip(memories, named, strict=True):
+            for name, key in names:
+                first.setdefault((memory.scope.namespace, key), (name, to_ts(memory.created_at)))
+        resolved: dict[tuple[str, str], int] = {}
+        for namespace in dict.fromkeys(ns for ns, _ in first):
+            keys = [k for ns, k in first if ns == namespace]
+            for key, entity_id in conn.execute(schema.FIND_ALIASES, (namespace, keys)):
+                resolved[namespace, str(key)] = int(entity_id)
+            fresh = [k for k in keys if (namespace, k) not in resolved]
+            if fresh:
+                rows = conn.execute(
+                    schema.UPSERT_ENTITIES,
+                    (
+                        namespace,
+                        [first[namespace, k][0] for k in fresh],
+                        fresh,
+                        [first[namespace, k][1] for k in fresh],
+                    ),
+                ).fetchall()
+                resolved.update(((namespace, str(k)), int(i)) for i, k in rows)
+        mentions: list[tuple[str, int, int, bool]] = []
+        bumps: Counter[tuple[str, int]] = Counter()
+        pairs: dict[tuple[str, str, str, int, int], list[float]] = {}
+        for memory, memory_id, names in zip(memories, ids, named, strict=True):
+            scope = memory.scope
+            namespace = scope.namespace
+            entity_ids = list(dict.fromkeys(resolved[namespace, key] for _, key in names))
+            joined = sorted(entity_ids[: bounds.max_comention_entities])
+            for entity_id in entity_ids:
+                mentions.append((namespace, entity_id, memory_id, entity_id in joined))
+                bumps[namespace, entity_id] += 1
+            created = to_ts(memory.created_at)
+            user, agent = scope.user_id or "", scope.agent_id or ""
+            for i, a in enumerate(joined):
+                for b in joined[i + 1 :]:
+                    pairs.setdefault((namespace, user, agent, a, b), []).append(created)
+        if mentions:
+            conn.execute(schema.INSERT_MENTIONS, _columns(mentions))
+            ordered = sorted(bumps.items())
             conn.execute(
-                schema.INSERT_MENTION, (namespace, entity_id, memory_id, entity_id in joined)
+                schema.BUMP_ENTITIES_MENTIONS,
+                ([k[0] for k, _ in ordered], [k[1] for k, _ in ordered], [n for _, n in ordered]),
             )
-            conn.execute(schema.BUMP_ENTITY_MENTIONS, (1, namespace, entity_id))
-        for i, a in enumerate(joined):
-            for b in joined[i + 1 :]:
-                conn.execute(schema.UPSERT_COMENTION, (namespace, user, agent, a, b, created))
-        if memory.session_id:
+        if pairs:
+            ordered_pairs = sorted(pairs.items())
             conn.execute(
-                schema.UPSERT_SESSION,
-                (namespace, user, agent, memory.session_id, created, created),
+                schema.UPSERT_COMENTIONS,
+                (
+                    *_columns([key for key, _ in ordered_pairs]),
+                    [len(times) for _, times in ordered_pairs],
+                    [min(times) for _, times in ordered_pairs],
+                ),
             )
-        return memory_id
+
+    def _write_sessions(self, conn: psycopg.Connection, memories: Sequence[NewMemory]) -> None:
+        seen: dict[tuple[str, str, str, str], list[float]] = {}
+        for memory in memories:
+            if memory.session_id:
+                scope = memory.scope
+                key = (
+                    scope.namespace,
+                    scope.user_id or "",
+                    scope.agent_id or "",
+                    memory.session_id,
+                )
+                seen.setdefault(key, []).append(to_ts(memory.created_at))
+        if seen:
+            ordered = sorted(seen.items())
+            conn.execute(
+                schema.UPSERT_SESSIONS,
+                (
+                    *_columns([key for key, _ in ordered]),
+                    [min(times) for _, times in ordered],
+                    [max(times) for _, times in ordered],
+                ),
+            )
 
     def _entity_id(
         self, conn: psycopg.Connection, namespace: str, name: str, created: float, mentions: int
@@ -407,6 +478,7 @@ class PostgresStore:
         conn.execute("DELETE FROM edges WHERE namespace = %s AND memory_id = %s", (ns, memory_id))
         conn.execute("DELETE FROM memories WHERE namespace = %s AND id = %s", (ns, memory_id))
         context.refresh(rows, around, self._smoothing())
+        rows.flush()
         conn.execute(schema.DROP_ORPHAN_ENTITIES, (ns, entity_ids))
         return True
 
@@ -982,6 +1054,48 @@ class PostgresStore:
                 size_bytes=int(size[0]) if size else 0,
                 location=self._location,
             )
+
+
+def _norms(names: Sequence[str]) -> list[tuple[str, str]]:
+    """Each name with its key, in order; a name without letters or digits is refused before
+    anything is written."""
+    out = []
+    for name in names:
+        key = normalize_name(name)
+        if not key:
+            raise InvalidInput(f"entity name {name!r} has no letters or digits")
+        out.append((name.strip(), key))
+    return out
+
+
+def _columns(rows: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
+    """Rows as columns: the arrays a statement unnests."""
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
+def _memory_row(
+    memory_id: int, memory: NewMemory, vector: Vectors, counted: Counted, deferred: bool
+) -> tuple[Any, ...]:
+    scope = memory.scope
+    embedding = np.asarray(vector, np.float32)
+    return (
+        scope.namespace,
+        memory_id,
+        scope.user_id or "",
+        scope.agent_id or "",
+        memory.session_id,
+        memory.content,
+        memory.predicate,
+        memory.type.value,
+        None if memory.event_at is None else to_ts(memory.event_at),
+        to_ts(memory.created_at),
+        memory.importance,
+        json.dumps(dict(memory.metadata)),
+        memory.speaker,
+        counted.length,
+        embedding,
+        None if deferred else embedding,
+    )
 
 
 def _scope_sql(
