@@ -14,7 +14,7 @@ from fivefold.config import Config, ContextConfig, IndexConfig
 from fivefold.model import Scope
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.store.sqlite import schema
-from fivefold.store.sqlite.lexical import TOKENIZE
+from fivefold.store.tokens import TOKENIZE
 
 TURNS = [
     "Caroline: I went to the support group yesterday.",

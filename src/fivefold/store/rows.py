@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any
 
-from fivefold.model import EdgeKind, MemoryRecord, MemoryType, NewEdge, Scope
-from fivefold.store.timeconv import from_ts
+from fivefold.model import Edge, EdgeHop, EdgeKind, MemoryRecord, MemoryType, NewEdge, Scope
+from fivefold.store.timeconv import from_ts, to_ts
+
+COMENTION = "co_mentioned"  # the relation of the edges co-mentions derive
 
 
 def memory_record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
@@ -59,4 +61,57 @@ def relation_from_row(namespace: str, row: Sequence[Any]) -> NewEdge:
         valid_to=None if valid_to is None else from_ts(valid_to),
         scope=Scope(namespace, user or None, agent or None),
         memory_id=None if memory is None else int(memory),
+    )
+
+
+def edge_hop(row: Sequence[Any]) -> EdgeHop:
+    """An edge as the graph walk sees it, from (source, target, kind, confidence, support,
+    relation, valid_to). A co-mention's confidence is its support's: each co-mention halves the
+    remaining doubt (1 -> 0.5, 2 -> 0.75, 3 -> 0.875); both backends' ``neighbours`` compute
+    the same in SQL."""
+    source, target, kind, confidence, support, relation, valid_to = row
+    if relation == COMENTION:
+        confidence = 1.0 - 0.5 ** max(int(support), 1)
+    return EdgeHop(
+        int(source),
+        int(target),
+        EdgeKind(kind),
+        float(confidence),
+        None if valid_to is None else from_ts(valid_to),
+    )
+
+
+def edge_values(
+    edge: NewEdge, source: int, target: int, memory_id: int | None, now: float
+) -> tuple[Any, ...]:
+    """The columns of a new explicit edge, in the backends' INSERT_EDGE order."""
+    scope = edge.scope
+    return (
+        scope.namespace,
+        scope.user_id or "",
+        scope.agent_id or "",
+        source,
+        target,
+        edge.relation,
+        edge.kind.value,
+        edge.confidence,
+        None if edge.valid_from is None else to_ts(edge.valid_from),
+        None if edge.valid_to is None else to_ts(edge.valid_to),
+        memory_id,
+        now,
+    )
+
+
+def stored_edge(edge: NewEdge, edge_id: int, memory_id: int | None) -> Edge:
+    return Edge(
+        id=edge_id,
+        namespace=edge.scope.namespace,
+        source=edge.source,
+        relation=edge.relation,
+        target=edge.target,
+        kind=edge.kind,
+        confidence=edge.confidence,
+        valid_from=edge.valid_from,
+        valid_to=edge.valid_to,
+        memory_id=memory_id,
     )

@@ -19,8 +19,10 @@ all per namespace.
 
 from __future__ import annotations
 
+from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
+
 SCHEMA_VERSION = 1
-COMENTION = "co_mentioned"
+
 OWN, CONTEXT = 0, 1  # postings.field
 
 # Each entry migrates from the version before it; entry 0 creates version 1. ``{dim}`` is the

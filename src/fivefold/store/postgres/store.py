@@ -63,9 +63,15 @@ from fivefold.store.postgres.context_rows import (
     as_array,
     drop_postings,
 )
-from fivefold.store.postgres.tokens import Counted, Tokenizer
-from fivefold.store.rows import memory_record, relation_from_row
+from fivefold.store.rows import (
+    edge_hop,
+    edge_values,
+    memory_record,
+    relation_from_row,
+    stored_edge,
+)
 from fivefold.store.timeconv import from_ts, to_ts
+from fivefold.store.tokens import Counted, Tokenizer
 from fivefold.text import normalize_name
 
 T = TypeVar("T")
@@ -500,38 +506,13 @@ class PostgresStore:
             source = self._entity_id(conn, scope.namespace, edge.source, now, 0)
             target = self._entity_id(conn, scope.namespace, edge.target, now, 0)
             row = conn.execute(
-                schema.INSERT_EDGE,
-                (
-                    scope.namespace,
-                    scope.user_id or "",
-                    scope.agent_id or "",
-                    source,
-                    target,
-                    edge.relation,
-                    edge.kind.value,
-                    edge.confidence,
-                    None if edge.valid_from is None else to_ts(edge.valid_from),
-                    None if edge.valid_to is None else to_ts(edge.valid_to),
-                    memory_id,
-                    now,
-                ),
+                schema.INSERT_EDGE, edge_values(edge, source, target, memory_id, now)
             ).fetchone()
             deltas.memories[scope.namespace] += 0  # a new generation: caches drop
             return (int(row[0]) if row else 0), memory_id
 
         edge_id, memory_id = self._write(run)
-        return Edge(
-            id=edge_id,
-            namespace=scope.namespace,
-            source=edge.source,
-            relation=edge.relation,
-            target=edge.target,
-            kind=edge.kind,
-            confidence=edge.confidence,
-            valid_from=edge.valid_from,
-            valid_to=edge.valid_to,
-            memory_id=memory_id,
-        )
+        return stored_edge(edge, edge_id, memory_id)
 
     def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
         alias_norm = normalize_name(alias)
@@ -814,20 +795,7 @@ class PostgresStore:
                 "OR ed.target_id = ANY(%(ids)s::bigint[]))",
                 {**params, "ids": [int(i) for i in entity_ids]},
             ).fetchall()
-        out = []
-        for source, target, kind, confidence, support, relation, valid_to in rows:
-            if relation == schema.COMENTION:
-                confidence = 1.0 - 0.5 ** max(int(support), 1)
-            out.append(
-                EdgeHop(
-                    int(source),
-                    int(target),
-                    EdgeKind(kind),
-                    float(confidence),
-                    None if valid_to is None else from_ts(valid_to),
-                )
-            )
-        return out
+        return [edge_hop(row) for row in rows]
 
     def neighbours(self, scope: Scope, step: NeighbourStep) -> list[tuple[int, float]]:
         if not step.frontier or step.limit <= 0:

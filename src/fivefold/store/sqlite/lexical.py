@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-TOKENIZE = "porter unicode61 remove_diacritics 2"
+from fivefold.store.tokens import TOKENIZE
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,4 +132,4 @@ class LexicalTables:
 
 _CTX = "context_near, context_far"
 
-__all__ = ["TOKENIZE", "LexicalTables", "Tables"]
+__all__ = ["LexicalTables", "Tables"]

@@ -27,7 +27,7 @@ from fivefold.model import (
     Scope,
     StoreStats,
 )
-from fivefold.store.rows import memory_record
+from fivefold.store.rows import edge_hop, memory_record
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.lexical import LexicalTables
 from fivefold.store.timeconv import from_ts, to_ts
@@ -216,23 +216,7 @@ class ReadQueries:
             f"WHERE {where} AND (source_id IN (SELECT value FROM json_each(?)) "
             "OR target_id IN (SELECT value FROM json_each(?)))"
         )
-        out = []
-        for source, target, kind, confidence, support, relation, valid_to in self._conn.execute(
-            sql, [*params, ids, ids]
-        ):
-            if relation == schema.COMENTION:
-                # Each co-mention halves the remaining doubt: 1 -> 0.5, 2 -> 0.75, 3 -> 0.875.
-                confidence = 1.0 - 0.5 ** max(int(support), 1)
-            out.append(
-                EdgeHop(
-                    int(source),
-                    int(target),
-                    EdgeKind(kind),
-                    float(confidence),
-                    None if valid_to is None else from_ts(valid_to),
-                )
-            )
-        return out
+        return [edge_hop(row) for row in self._conn.execute(sql, [*params, ids, ids])]
 
     def neighbours(self, scope: Scope, step: NeighbourStep) -> list[tuple[int, float]]:
         if not step.frontier or step.limit <= 0:

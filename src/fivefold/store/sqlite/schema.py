@@ -16,6 +16,8 @@ embedding smoothed with theirs, which the dense index searches (NULL without nei
 
 from __future__ import annotations
 
+from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
+
 SCHEMA_VERSION = 3
 
 DDL = """
@@ -113,7 +115,6 @@ CREATE TABLE IF NOT EXISTS namespaces (
 );
 """
 
-COMENTION = "co_mentioned"
 
 INSERT_MEMORY = """
 INSERT INTO memories (namespace, user_id, agent_id, session_id, content, predicate, type,

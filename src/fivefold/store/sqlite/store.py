@@ -52,7 +52,7 @@ from fivefold.model import (
 )
 from fivefold.store import context
 from fivefold.store.base import StoreSettings
-from fivefold.store.rows import relation_from_row
+from fivefold.store.rows import edge_values, relation_from_row, stored_edge
 from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import schema, vector_sync
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
@@ -465,35 +465,10 @@ class SQLiteStore:
             source = self._entity_id(scope.namespace, edge.source, now, 0)
             target = self._entity_id(scope.namespace, edge.target, now, 0)
             cur = self._conn.execute(
-                schema.INSERT_EDGE,
-                (
-                    scope.namespace,
-                    scope.user_id or "",
-                    scope.agent_id or "",
-                    source,
-                    target,
-                    edge.relation,
-                    edge.kind.value,
-                    edge.confidence,
-                    None if edge.valid_from is None else to_ts(edge.valid_from),
-                    None if edge.valid_to is None else to_ts(edge.valid_to),
-                    memory_id,
-                    now,
-                ),
+                schema.INSERT_EDGE, edge_values(edge, source, target, memory_id, now)
             )
             self._conn.execute(schema.BUMP_NAMESPACE, (scope.namespace, 0, 0))
-        return Edge(
-            id=int(cur.lastrowid or 0),
-            namespace=scope.namespace,
-            source=edge.source,
-            relation=edge.relation,
-            target=edge.target,
-            kind=edge.kind,
-            confidence=edge.confidence,
-            valid_from=edge.valid_from,
-            valid_to=edge.valid_to,
-            memory_id=memory_id,
-        )
+        return stored_edge(edge, int(cur.lastrowid or 0), memory_id)
 
     def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
         alias_norm = normalize_name(alias)

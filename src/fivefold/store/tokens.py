@@ -1,4 +1,4 @@
-"""Tokens exactly as the SQLite backend's FTS5 index makes them, for the Postgres BM25 tables.
+"""What a term is, for every backend: tokens exactly as FTS5 makes them.
 
 Both backends must rank with the same BM25, so they must agree on what a term is: Unicode 6.1
 word characters, case-folded, diacritics removed, Porter-stemmed ("porter unicode61
@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from fivefold.store.sqlite.lexical import TOKENIZE
+# The SQLite backend's FTS5 tables are built with this tokenizer; the Postgres backend counts
+# its terms with ``Tokenizer`` below, which runs the same one.
+TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,4 +76,4 @@ def _query_tokens(tokenizer: Tokenizer, text: str) -> tuple[str, ...]:
     return tuple(sorted(counted.first))
 
 
-__all__ = ["Counted", "Tokenizer"]
+__all__ = ["TOKENIZE", "Counted", "Tokenizer"]
