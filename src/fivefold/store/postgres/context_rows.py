@@ -117,7 +117,7 @@ class PostgresContextRows:
         # Writes wait for ``flush``: one pipelined statement per kind instead of one each.
         self._texts: dict[int, tuple[str, str, str, int]] = {}  # id -> ns, near, far, tokens
         self._searched: dict[int, tuple[str, Vectors | None]] = {}
-        self._postings: list[tuple[str, str, int, int, int]] = []
+        self._postings: list[tuple[str, str, int, int, int, int]] = []
 
     def prime(self, group: Group, first_new: int, window: int) -> None:
         """Read the session's rows from ``2 x window`` before ``first_new`` on, once: what
@@ -187,7 +187,7 @@ class PostgresContextRows:
         length = 0
         if new != ("", ""):
             self._postings += [
-                (namespace, t, memory_id, after.first[t], after.second[t])
+                (namespace, t, memory_id, after.first[t], after.second[t], after.length)
                 for t in sorted(after.terms)
             ]
             self._deltas.add_terms(namespace, schema.CONTEXT, after.terms, 1)

@@ -67,7 +67,8 @@ CREATE TABLE postings (
     memory_id bigint NOT NULL,
     first     real NOT NULL,
     second    real NOT NULL,
-    PRIMARY KEY (namespace, field, term, memory_id)
+    length    integer NOT NULL,
+    PRIMARY KEY (namespace, field, term, memory_id) INCLUDE (first, second, length)
 );
 CREATE TABLE term_stats (
     namespace text NOT NULL,
@@ -160,10 +161,10 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 # The batch forms of the write statements: one statement per batch, its rows as arrays.
 INSERT_POSTINGS_MANY = """
-INSERT INTO postings (namespace, field, term, memory_id, first, second)
-SELECT t.namespace, %s, t.term, t.memory_id, t.first, t.second
-FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::real[], %s::real[])
-     AS t(namespace, term, memory_id, first, second)
+INSERT INTO postings (namespace, field, term, memory_id, first, second, length)
+SELECT t.namespace, %s, t.term, t.memory_id, t.first, t.second, t.length
+FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::real[], %s::real[], %s::int[])
+     AS t(namespace, term, memory_id, first, second, length)
 """
 FIND_ALIASES = """
 SELECT norm, min(entity_id) FROM aliases
@@ -289,23 +290,29 @@ WHERE mn.namespace = %s AND mn.memory_id = ANY(%s::bigint[]) ORDER BY e.id
 # A term of several tokens ("e-mail") is a phrase to FTS5; without positions, a memory matches
 # it here when it holds every one of its tokens (``size``), scored as the sum of theirs.
 # LATERAL: each term is looked up on its own key, whatever the planner's statistics say.
+# ``length`` is the memory's length in that field when the posting was written (an own text
+# never changes; a context's postings are rewritten with it).
 BM25_FIELD = """
 SELECT p.memory_id AS id,
        sum(q.n * greatest(ln(({docs} - least(t.df, {docs}) + 0.5) / (t.df + 0.5)), 1e-6)
            * ({w1} * p.first + {w2} * p.second) * 2.2
            / (({w1} * p.first + {w2} * p.second)
-              + 1.2 * (0.25 + 0.75 * m.{length} / {avgdl}))) AS s
+              + 1.2 * (0.25 + 0.75 * p.length / {avgdl}))) AS s
 FROM unnest(%(terms)s::text[], %(counts)s::int[], %(phrases)s::int[], %(sizes)s::int[])
      AS q(term, n, phrase, size)
 CROSS JOIN LATERAL (SELECT df FROM term_stats
                     WHERE namespace = %(ns)s AND field = {field} AND term = q.term) AS t
-CROSS JOIN LATERAL (SELECT memory_id, first, second FROM postings
+CROSS JOIN LATERAL (SELECT memory_id, first, second, length FROM postings
                     WHERE namespace = %(ns)s AND field = {field} AND term = q.term) AS p
-JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id
-WHERE {filters}
-GROUP BY p.memory_id, q.phrase
-HAVING count(*) = max(q.size)
+{join}
+GROUP BY p.memory_id{phrase}
 """
+# Only a scope narrower than the namespace (user, agent, types, a given id list) needs the
+# memories row; the posting carries the length BM25 needs, so the common case reads postings
+# alone (index-only: the key INCLUDEs them).
+BM25_FILTER_JOIN = "JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id WHERE {filters}"
+# Terms of several tokens group per phrase (each must be wholly there); single tokens do not.
+BM25_PHRASES = ", q.phrase HAVING count(*) = max(q.size)"
 
 # Explicit edges and declared aliases, for export (``fivefold migrate``), in write order.
 SELECT_RELATIONS = f"""

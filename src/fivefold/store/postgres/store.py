@@ -322,11 +322,12 @@ class PostgresStore:
         ids: Sequence[int],
         counted: Sequence[Counted],
     ) -> None:
-        flat: list[tuple[str, str, int, int, int]] = []
+        flat: list[tuple[str, str, int, int, int, int]] = []
         for memory, memory_id, count in zip(memories, ids, counted, strict=True):
             namespace = memory.scope.namespace
             for term in sorted(count.terms):
-                flat.append((namespace, term, memory_id, count.first[term], count.second[term]))
+                first, second = count.first[term], count.second[term]
+                flat.append((namespace, term, memory_id, first, second, count.length))
             deltas.add_terms(namespace, schema.OWN, count.terms, 1)
             deltas.memories[namespace] += 1
             deltas.own_tokens[namespace] += count.length
@@ -735,6 +736,12 @@ class PostgresStore:
             "sizes": [r[3] for r in flat],
             "k": k,
         }
+        narrower = scope.user_id is not None or scope.agent_id is not None
+        join = schema.BM25_FILTER_JOIN.format(filters=where)
+        shape = {
+            "join": join if narrower or types or within is not None else "",
+            "phrase": schema.BM25_PHRASES if any(r[3] > 1 for r in flat) else "",
+        }
         with self._read() as conn, conn.transaction():
             docs, _, own_tokens, ctx_docs, ctx_tokens = self._namespace_row(conn, scope.namespace)
             if docs == 0:
@@ -745,9 +752,8 @@ class PostgresStore:
                     avgdl="%(own_avgdl)s::float8",
                     w1="%(w_predicate)s::float8",
                     w2="%(w_content)s::float8",
-                    length="own_tokens",
                     field=schema.OWN,
-                    filters=where,
+                    **shape,
                 )
             ]
             params |= {
@@ -763,9 +769,8 @@ class PostgresStore:
                         avgdl="%(ctx_avgdl)s::float8",
                         w1="%(w_near)s::float8",
                         w2="%(w_far)s::float8",
-                        length="context_tokens",
                         field=schema.CONTEXT,
-                        filters=where,
+                        **shape,
                     )
                 )
                 params |= {
@@ -856,7 +861,9 @@ class PostgresStore:
         reached_cap = max(1, k // REACHED_MENTIONS_DIVISOR)
         # Per entity its most recent mentions in scope (capped, as in the SQLite backend),
         # then the noisy-or, the tie-breaks and the top k in SQL. ln() of a zero is an error
-        # here even in the branch CASE does not take, so its argument is floored.
+        # here even in the branch CASE does not take, so its argument is floored. Sums are
+        # rounded to 12 places: their order varies with the plan, and equal evidence must tie
+        # exactly (then fall back to id order), as it does in SQLite.
         sql = (
             "WITH e AS (SELECT * FROM unnest(%(ids)s::bigint[], %(scores)s::float8[], "
             "%(hops)s::int[], %(rarity)s::float8[], %(caps)s::int[]) "
@@ -866,11 +873,12 @@ class PostgresStore:
             "JOIN memories m ON m.namespace = mn.namespace AND m.id = mn.memory_id "
             f"WHERE mn.namespace = %(ns)s AND mn.entity_id = e.entity_id AND {where} "
             "ORDER BY mn.memory_id DESC LIMIT e.cap) AS x) "
-            "SELECT memory_id, CASE WHEN count(*) = 1 OR max(score) >= 1.0 "
+            "SELECT memory_id, round((CASE WHEN count(*) = 1 OR max(score) >= 1.0 "
             "THEN least(1.0, max(score)) "
-            "ELSE 1.0 - exp(sum(ln(greatest(1.0 - score, 1e-300)))) END AS score, "
-            "min(hops), sum((hops = 0)::int) AS touched, "
-            "sum(CASE WHEN hops = 0 THEN rarity ELSE 0.0 END) AS rarity "
+            "ELSE 1.0 - exp(sum(ln(greatest(1.0 - score, 1e-300)))) END)::numeric, 12)::float8 "
+            "AS score, min(hops), sum((hops = 0)::int) AS touched, "
+            "round(sum(CASE WHEN hops = 0 THEN rarity ELSE 0.0 END)::numeric, 12)::float8 "
+            "AS rarity "
             "FROM s GROUP BY memory_id "
             "ORDER BY score DESC, touched DESC, rarity DESC, memory_id LIMIT %(k)s"
         )
