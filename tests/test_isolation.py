@@ -316,3 +316,12 @@ def test_a_write_links_only_to_names_of_its_own_scope(hashing_mem: fivefold.Memo
     )
     assert batch[1].entities == ()
     assert batch[2].entities == ("Quetzal",)
+
+
+@pytest.mark.parametrize("field", ["namespace", "user_id", "agent_id"])
+def test_a_scope_name_with_a_nul_character_is_refused(hashing_mem: Memory, field: str) -> None:
+    with pytest.raises(fivefold.InvalidInput, match=f"{field} contains a NUL"):
+        hashing_mem.remember("a memory", **{field: "tenant\x00x"})
+    with pytest.raises(fivefold.InvalidInput, match=f"{field} contains a NUL"):
+        hashing_mem.recall("a memory", **{field: "tenant\x00x"})
+    assert hashing_mem.stats().memories == 0

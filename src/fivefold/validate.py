@@ -47,6 +47,12 @@ def optional_text(value: object, name: str, *, max_chars: int = MAX_SCOPE_CHARS)
 
 
 def scope(namespace: object, user_id: object, agent_id: object) -> Scope:
+    """Scope names are identifiers: a NUL character in one is refused (SQLite names each
+    namespace's BM25 tables after it, and Postgres text cannot hold NUL)."""
+    fields = {"namespace": namespace, "user_id": user_id, "agent_id": agent_id}
+    for name, value in fields.items():
+        if isinstance(value, str) and "\x00" in value:
+            raise InvalidInput(f"{name} contains a NUL character; scope names cannot")
     return Scope(
         namespace=text(namespace, "namespace", max_chars=MAX_SCOPE_CHARS),
         user_id=optional_text(user_id, "user_id"),

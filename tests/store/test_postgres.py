@@ -219,3 +219,16 @@ def test_several_processes_and_threads_write_and_read_at_once(url: str) -> None:
         assert memory.store.entity_frequencies("default", [priya.entity_id]) == {
             priya.entity_id: 3 * 40 * 3
         }
+
+
+def test_text_with_a_nul_character_is_refused_before_writing(url: str) -> None:
+    with _open(url) as memory:
+        memory.remember("kept")
+        with pytest.raises(fivefold.InvalidInput, match="item 1: content contains a NUL"):
+            memory.remember_many([{"content": "fine"}, {"content": "a \x00 b"}])
+        with pytest.raises(fivefold.InvalidInput, match="NUL"):
+            memory.relate("Priya\x00", "leads", "Kestrel")
+        with pytest.raises(fivefold.InvalidInput, match="NUL"):
+            memory.alias("Priya", "P\x00")
+        assert memory.stats().memories == 1
+        assert memory.stats().entities == 0

@@ -272,6 +272,15 @@ class PostgresStore:
         the SQLite backend's row-by-row path), then the session context."""
         if not memories:
             return []
+        for position, memory in enumerate(memories):
+            _no_nul(
+                f"item {position}: ",
+                content=memory.content,
+                predicate=memory.predicate,
+                speaker=memory.speaker,
+                session_id=memory.session_id,
+                entity=" ".join(memory.entities),
+            )
         bounds = self._settings.write
         named = [_norms(m.entities[: bounds.max_entities]) for m in memories]  # refuses first
         counted = self._tokenizer.count([(m.predicate or "", m.content) for m in memories])
@@ -493,6 +502,7 @@ class PostgresStore:
         self, edge: NewEdge, *, record: NewMemory | None = None, vector: Vectors | None = None
     ) -> Edge:
         scope = edge.scope
+        _no_nul("", source=edge.source, relation=edge.relation, target=edge.target)
         records: list[NewMemory] = [] if record is None else [record]
         if records and (vector is None or len(vector) != self._dim):
             raise InvalidInput(f"the record needs one {self._dim}-d vector")
@@ -516,6 +526,7 @@ class PostgresStore:
         return stored_edge(edge, edge_id, memory_id)
 
     def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
+        _no_nul("", name=name, alias=alias)
         alias_norm = normalize_name(alias)
         if not alias_norm:
             raise InvalidInput(f"alias {alias!r} has no letters or digits")
@@ -1029,6 +1040,16 @@ class PostgresStore:
                 embedding_model=self._model,
                 size_bytes=int(size[0]) if size else 0,
                 location=self._location,
+            )
+
+
+def _no_nul(where: str, **texts: str | None) -> None:
+    """PostgreSQL text cannot hold a NUL character: refused before anything is written (the
+    SQLite backend stores it)."""
+    for name, value in texts.items():
+        if value is not None and "\x00" in value:
+            raise InvalidInput(
+                f"{where}{name} contains a NUL character, which PostgreSQL text cannot store"
             )
 
 

@@ -759,6 +759,9 @@ def _create_file(file: Path, meta: list[tuple[str, str]]) -> None:
     try:
         conn = sqlite3.connect(temp, isolation_level=None)
         try:
+            # Born in WAL mode (the header keeps it): concurrent openers of a new store would
+            # otherwise each try to switch it, and the switch needs the file to themselves.
+            conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("BEGIN")
             for statement in _ddl():
                 conn.execute(statement)
