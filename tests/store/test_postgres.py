@@ -6,10 +6,12 @@ fixtures."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +23,7 @@ import fivefold
 from fivefold import Memory, Scope
 from fivefold.config import Config, IndexConfig, OptimizerConfig
 from fivefold.model import MemoryType, OptimizerMode
+from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 
 NOW = datetime(2026, 3, 20, 17, tzinfo=UTC)
 BALANCED = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
@@ -232,3 +235,62 @@ def test_text_with_a_nul_character_is_refused_before_writing(url: str) -> None:
             memory.alias("Priya", "P\x00")
         assert memory.stats().memories == 1
         assert memory.stats().entities == 0
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys
+    import fivefold
+    url, start = sys.argv[1], int(sys.argv[2])
+    with fivefold.Memory.open(url, embedder=fivefold.HashingEmbedder(dim=64)) as memory:
+        n = start
+        while True:
+            records = memory.remember_many(
+                [{{"content": f"tok{{n + i}}x turn of a long session", "session_id": "s"}}
+                 for i in range(5)]
+            )
+            # acknowledged: remember_many has returned, so the batch is committed
+            print(" ".join(f"{{r.id}}:{{n + i}}" for i, r in enumerate(records)), flush=True)
+            n += 5
+    """
+)
+
+
+def test_sigkill_during_writes_loses_no_acknowledged_memory(url: str) -> None:
+    """A writer killed mid-transaction: Postgres rolls the open batch back; every batch it
+    acknowledged is there, found by the lexical and the dense leg, with its session context."""
+    with _open(url) as memory:
+        memory.remember("before the writers")
+    acknowledged: dict[int, int] = {}
+    start = 0
+    for kill in range(6):
+        writer = subprocess.Popen(
+            [sys.executable, "-c", KILLED_WRITER.format(), url, str(start)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        first = writer.stdout.readline() if writer.stdout else ""
+        time.sleep(0.3 + 0.25 * kill)
+        writer.send_signal(signal.SIGKILL)
+        out, _ = writer.communicate(timeout=60)
+        for line in [first, *out.splitlines()]:
+            for pair in line.split():
+                memory_id, n = pair.split(":")
+                acknowledged[int(memory_id)] = int(n)
+        start = max(acknowledged.values(), default=0) + 1000
+    assert len(acknowledged) >= 30
+    probe = fivefold.HashingEmbedder(dim=64).embed(["a turn of a long session"])
+    with _open(url) as memory:
+        assert all(f.ok for f in memory.store.check())
+        records = memory.store.get_memories("default", list(acknowledged))
+        assert set(records) == set(acknowledged)
+        for memory_id, n in acknowledged.items():
+            lexical = memory.store.lexical_search(Scope(), [f"tok{n}x"], 5, weights=W)
+            assert memory_id in {i for i, _ in lexical}
+        # Every acknowledged memory is in the dense leg (its searched vector was written in
+        # the batch's own transaction), whatever its rank among near-identical turns. A batch
+        # committed just before its kill is there too, unacknowledged: ask for every memory.
+        total = memory.stats().memories
+        everyone = memory.store.vector_search(Scope(), probe, total)[0]
+        assert len(everyone) == total
+        assert set(acknowledged) <= {i for i, _ in everyone}
