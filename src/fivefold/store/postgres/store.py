@@ -757,38 +757,35 @@ class PostgresStore:
             docs, _, own_tokens, ctx_docs, ctx_tokens = self._namespace_row(conn, scope.namespace)
             if docs == 0:
                 return []
-            parts = [
-                schema.BM25_FIELD.format(
-                    docs="%(own_docs)s::float8",
-                    avgdl="%(own_avgdl)s::float8",
-                    w1="%(w_predicate)s::float8",
-                    w2="%(w_content)s::float8",
-                    field=schema.OWN,
-                    **shape,
-                )
-            ]
-            params |= {
-                "own_docs": docs,
-                "own_avgdl": max(own_tokens / docs, 1e-9),
-                "w_predicate": weights.predicate,
-                "w_content": weights.content,
-            }
+            # Each field is scored with its own statistics: (field, documents, tokens, weights).
+            fields = [(schema.OWN, docs, own_tokens, weights.predicate, weights.content)]
             if weights.uses_context and ctx_docs > 0:
+                fields.append(
+                    (
+                        schema.CONTEXT,
+                        ctx_docs,
+                        ctx_tokens,
+                        weights.context_near,
+                        weights.context_far,
+                    )
+                )
+            parts = []
+            for field, count, length, first, second in fields:
                 parts.append(
                     schema.BM25_FIELD.format(
-                        docs="%(ctx_docs)s::float8",
-                        avgdl="%(ctx_avgdl)s::float8",
-                        w1="%(w_near)s::float8",
-                        w2="%(w_far)s::float8",
-                        field=schema.CONTEXT,
+                        docs=f"%(docs_{field})s::float8",
+                        avgdl=f"%(avgdl_{field})s::float8",
+                        w1=f"%(first_{field})s::float8",
+                        w2=f"%(second_{field})s::float8",
+                        field=field,
                         **shape,
                     )
                 )
                 params |= {
-                    "ctx_docs": ctx_docs,
-                    "ctx_avgdl": max(ctx_tokens / ctx_docs, 1e-9),
-                    "w_near": weights.context_near,
-                    "w_far": weights.context_far,
+                    f"docs_{field}": count,
+                    f"avgdl_{field}": max(length / count, 1e-9),
+                    f"first_{field}": first,
+                    f"second_{field}": second,
                 }
             # Rounded to 12 places: a sum's order varies between rows, and two memories with the
             # same text must tie exactly (and fall back to id order), as they do in FTS5.
