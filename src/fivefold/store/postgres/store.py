@@ -10,13 +10,11 @@ namespace and pgvector's HNSW (iterative scans under the scope filter) above it.
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -37,22 +35,12 @@ from fivefold.errors import (
 )
 from fivefold.model import (
     CatalogEntry,
-    ColumnWeights,
     Edge,
-    EdgeHop,
-    EdgeKind,
     Entity,
-    EntityScore,
     Finding,
-    MemoryAttributes,
-    MemoryRecord,
-    MemoryType,
-    MentionHit,
-    NeighbourStep,
     NewEdge,
     NewMemory,
     Scope,
-    StoreStats,
 )
 from fivefold.store import context
 from fivefold.store.base import StoreSettings
@@ -60,17 +48,15 @@ from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import (
     Deltas,
     PostgresContextRows,
-    as_array,
     drop_postings,
 )
+from fivefold.store.postgres.read import PostgresReads
+from fivefold.store.postgres.read import translating as _translating
 from fivefold.store.rows import (
-    edge_hop,
     edge_values,
-    memory_record,
-    relation_from_row,
     stored_edge,
 )
-from fivefold.store.timeconv import from_ts, to_ts
+from fivefold.store.timeconv import to_ts
 from fivefold.store.tokens import Counted, Tokenizer
 from fivefold.text import normalize_name
 
@@ -78,37 +64,12 @@ T = TypeVar("T")
 POOL_SIZE = 8
 WRITE_ATTEMPTS = 5
 _SMOOTHING_KEY = "context_smoothing"
-# The graph retriever's caps, as the SQLite backend reads them (store/sqlite/read.py).
-MENTIONS_PER_RESULT = 4
-MIN_MENTIONS_PER_ENTITY = 200
-REACHED_MENTIONS_DIVISOR = 4
-_TABLES = ("memories", "postings", "term_stats", "entities", "aliases", "mentions", "edges")
-
-
-def _translating(cls: type[T]) -> type[T]:
-    """Every public method raises ``StoreError`` where the driver or the server raised."""
-    for name, member in list(vars(cls).items()):
-        if name.startswith("_") or not callable(member):
-            continue
-
-        def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
-            @functools.wraps(method)
-            def translated(self: PostgresStore, *args: Any, **kwargs: Any) -> Any:
-                try:
-                    return method(self, *args, **kwargs)
-                except FivefoldError:
-                    raise
-                except (psycopg.Error, OSError) as exc:
-                    raise StoreError(f"{self.location}: {exc}".strip()) from exc
-
-            return translated
-
-        setattr(cls, name, wrap(member))
-    return cls
 
 
 @_translating
-class PostgresStore:
+class PostgresStore(PostgresReads):
+    """Lifecycle and writes here; every read is ``PostgresReads``'s (``read.py``)."""
+
     def __init__(
         self, url: str, *, embedding_model: str, dim: int, settings: StoreSettings
     ) -> None:
@@ -141,10 +102,6 @@ class PostgresStore:
     @property
     def embedding_model(self) -> str:
         return self._model
-
-    @property
-    def location(self) -> str:
-        return self._location
 
     def close(self) -> None:
         self._pool.close()
@@ -226,11 +183,6 @@ class PostgresStore:
         self._write(run)
 
     # -- plumbing -------------------------------------------------------------------------------
-    @contextmanager
-    def _read(self) -> Iterator[psycopg.Connection]:
-        with self._pool.connection() as conn:
-            yield conn
-
     def _write(self, work: Callable[[psycopg.Connection, Deltas], T]) -> T:
         """``work`` in one transaction, its gathered deltas applied last; retried when two
         writers deadlock (Postgres aborts one of them)."""
@@ -553,393 +505,7 @@ class PostgresStore:
 
         return self._write(run)
 
-    # -- reads ----------------------------------------------------------------------------------
-    def _namespace_row(self, conn: psycopg.Connection, namespace: str) -> tuple[int, ...]:
-        row = conn.execute(
-            "SELECT memories, generation, own_tokens, context_docs, context_tokens "
-            "FROM namespaces WHERE namespace = %s",
-            (namespace,),
-        ).fetchone()
-        return (0, 0, 0, 0, 0) if row is None else tuple(int(v) for v in row)
-
-    def namespace_generation(self, namespace: str) -> int:
-        with self._read() as conn:
-            return self._namespace_row(conn, namespace)[1]
-
-    def memory_count(self, namespace: str) -> int:
-        with self._read() as conn:
-            return self._namespace_row(conn, namespace)[0]
-
-    def get_memories(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryRecord]:
-        if not ids:
-            return {}
-        wanted = [int(i) for i in ids]
-        with self._read() as conn:
-            rows = conn.execute(
-                schema.MEMORY_COLUMNS + " WHERE namespace = %s AND id = ANY(%s::bigint[])",
-                (namespace, wanted),
-            ).fetchall()
-            if not rows:
-                return {}
-            entities: dict[int, list[str]] = {}
-            for memory_id, name in conn.execute(schema.SELECT_MEMORY_ENTITIES, (namespace, wanted)):
-                entities.setdefault(int(memory_id), []).append(str(name))
-        return {int(r[0]): memory_record(r, entities.get(int(r[0]), [])) for r in rows}
-
-    def recent_ids(self, scope: Scope, *, limit: int, before: int | None = None) -> list[int]:
-        where, params = _scope_sql(scope)
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT m.id FROM memories m WHERE {where} AND m.id < %(before)s "
-                "ORDER BY m.id DESC LIMIT %(limit)s",
-                {**params, "before": (1 << 63) - 1 if before is None else before, "limit": limit},
-            ).fetchall()
-        return [int(r[0]) for r in rows]
-
-    def attributes(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
-        if not ids:
-            return {}
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT id, importance, type, event_at, created_at, speaker FROM memories "
-                "WHERE namespace = %s AND id = ANY(%s::bigint[])",
-                (namespace, [int(i) for i in ids]),
-            ).fetchall()
-        return {
-            int(i): MemoryAttributes(
-                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c), s
-            )
-            for i, v, t, e, c, s in rows
-        }
-
-    def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
-        with self._read() as conn:
-            generation = self._namespace_row(conn, namespace)[1]
-            cached = self._catalogs.get(namespace)
-            if cached is not None and cached[0] == generation:
-                return cached[1]
-            rows = conn.execute(schema.SELECT_CATALOG, (namespace, namespace)).fetchall()
-        entries = [CatalogEntry(int(i), str(n), str(k), bool(a)) for i, n, k, a in rows]
-        self._catalogs[namespace] = (generation, entries)
-        return entries
-
-    def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
-        if not entity_ids:
-            return set()
-        wanted = [int(i) for i in entity_ids]
-        where, params = _scope_sql(scope)
-        with self._read() as conn:
-            mentioned = conn.execute(
-                "SELECT DISTINCT mn.entity_id FROM mentions mn "
-                "JOIN memories m ON m.namespace = mn.namespace AND m.id = mn.memory_id "
-                f"WHERE mn.namespace = %(ns)s AND mn.entity_id = ANY(%(ids)s::bigint[]) "
-                f"AND {where}",
-                {**params, "ids": wanted},
-            ).fetchall()
-        visible = {int(r[0]) for r in mentioned}
-        for edge in self.edges_touching(scope, wanted):
-            visible.update((edge.source_id, edge.target_id))
-        return visible & set(wanted)
-
-    def entity_frequencies(self, namespace: str, entity_ids: Sequence[int]) -> dict[int, int]:
-        if not entity_ids:
-            return {}
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT id, mentions FROM entities WHERE namespace = %s AND id = ANY(%s::bigint[])",
-                (namespace, [int(i) for i in entity_ids]),
-            ).fetchall()
-        return {int(i): int(n) for i, n in rows}
-
-    def term_document_frequencies(
-        self, namespace: str, terms: Sequence[str]
-    ) -> tuple[int, dict[str, int]]:
-        tokens = {t: self._tokenizer.terms(t) for t in terms}
-        wanted = sorted({tok for toks in tokens.values() for tok in toks})
-        with self._read() as conn, conn.transaction():  # the total and the counts agree
-            total = self._namespace_row(conn, namespace)[0]
-            rows = conn.execute(
-                "SELECT term, df FROM term_stats WHERE namespace = %s AND field = %s "
-                "AND term = ANY(%s::text[])",
-                (namespace, schema.OWN, wanted),
-            ).fetchall()
-        df = {str(t): int(n) for t, n in rows}
-        # A term of several tokens ("e-mail") is as rare as its rarest token.
-        return total, {
-            t: min((df.get(x, 0) for x in toks), default=0) for t, toks in tokens.items()
-        }
-
-    def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
-        if not ids:
-            return {}
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT id, embedding FROM memories "
-                "WHERE namespace = %s AND id = ANY(%s::bigint[])",
-                (namespace, [int(i) for i in ids]),
-            ).fetchall()
-        return {int(i): as_array(v) for i, v in rows}
-
-    def vector_search(
-        self,
-        scope: Scope,
-        queries: Vectors,
-        k: int,
-        types: Sequence[MemoryType] = (),
-    ) -> list[list[tuple[int, float]]]:
-        if k <= 0:
-            return [[] for _ in range(len(queries))]
-        where, params = _scope_sql(scope)
-        if types:
-            where += " AND m.type = ANY(%(types)s::text[])"
-            params["types"] = [t.value for t in types]
-        out: list[list[tuple[int, float]]] = []
-        with self._read() as conn, conn.transaction():
-            size = self._namespace_row(conn, scope.namespace)[0]
-            # Exact below the threshold, as the embedded store: ``+ 0`` keeps the planner off
-            # the HNSW index. Above it, iterative scans keep filtering until k rows pass.
-            exact = size < self._settings.index.hnsw_threshold
-            if not exact:
-                search = max(self._settings.index.hnsw_expansion_search, k)
-                conn.execute(f"SET LOCAL hnsw.ef_search = {int(search)}")
-                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            order = "(m.searched <#> %(q)s) + 0" if exact else "m.searched <#> %(q)s"
-            sql = (
-                f"SELECT m.id, -(m.searched <#> %(q)s) AS score FROM memories m WHERE {where} "
-                f"ORDER BY {order}, m.id LIMIT %(k)s"
-            )
-            for query in np.asarray(queries, dtype=np.float32):
-                rows = conn.execute(sql, {**params, "q": query, "k": k}).fetchall()
-                hits = [(int(i), float(s)) for i, s in rows]
-                hits.sort(key=lambda h: (-h[1], h[0]))  # relaxed order: sort what came back
-                out.append(hits)
-        return out
-
-    def lexical_search(
-        self,
-        scope: Scope,
-        terms: Sequence[str],
-        k: int,
-        types: Sequence[MemoryType] = (),
-        within: Sequence[int] | None = None,
-        *,
-        weights: ColumnWeights,
-    ) -> list[tuple[int, float]]:
-        phrases = Counter(tokens for t in terms if t and (tokens := self._tokenizer.terms(t)))
-        if not phrases or k <= 0 or (within is not None and not within):
-            return []
-        where, params = _scope_sql(scope)
-        if types:
-            where += " AND m.type = ANY(%(types)s::text[])"
-            params["types"] = [t.value for t in types]
-        if within is not None:
-            where += " AND m.id = ANY(%(within)s::bigint[])"
-            params["within"] = [int(i) for i in within]
-        flat = [
-            (token, n, phrase, len(tokens))
-            for phrase, (tokens, n) in enumerate(sorted(phrases.items()))
-            for token in tokens
-        ]
-        params |= {
-            "terms": [r[0] for r in flat],
-            "counts": [r[1] for r in flat],
-            "phrases": [r[2] for r in flat],
-            "sizes": [r[3] for r in flat],
-            "k": k,
-        }
-        narrower = scope.user_id is not None or scope.agent_id is not None
-        join = schema.BM25_FILTER_JOIN.format(filters=where)
-        shape = {
-            "join": join if narrower or types or within is not None else "",
-            "phrase": schema.BM25_PHRASES if any(r[3] > 1 for r in flat) else "",
-        }
-        with self._read() as conn, conn.transaction():
-            docs, _, own_tokens, ctx_docs, ctx_tokens = self._namespace_row(conn, scope.namespace)
-            if docs == 0:
-                return []
-            # Each field is scored with its own statistics: (field, documents, tokens, weights).
-            fields = [(schema.OWN, docs, own_tokens, weights.predicate, weights.content)]
-            if weights.uses_context and ctx_docs > 0:
-                fields.append(
-                    (
-                        schema.CONTEXT,
-                        ctx_docs,
-                        ctx_tokens,
-                        weights.context_near,
-                        weights.context_far,
-                    )
-                )
-            parts = []
-            for field, count, length, first, second in fields:
-                parts.append(
-                    schema.BM25_FIELD.format(
-                        docs=f"%(docs_{field})s::float8",
-                        avgdl=f"%(avgdl_{field})s::float8",
-                        w1=f"%(first_{field})s::float8",
-                        w2=f"%(second_{field})s::float8",
-                        field=field,
-                        **shape,
-                    )
-                )
-                params |= {
-                    f"docs_{field}": count,
-                    f"avgdl_{field}": max(length / count, 1e-9),
-                    f"first_{field}": first,
-                    f"second_{field}": second,
-                }
-            # Rounded to 12 places: a sum's order varies between rows, and two memories with the
-            # same text must tie exactly (and fall back to id order), as they do in FTS5.
-            sql = (
-                "SELECT id, round(sum(s)::numeric, 12)::float8 AS score "
-                f"FROM ({' UNION ALL '.join(parts)}) AS x "
-                "GROUP BY id ORDER BY score DESC, id LIMIT %(k)s"
-            )
-            rows = conn.execute(sql, params).fetchall()
-        return [(int(i), float(s)) for i, s in rows]
-
-    def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
-        if not entity_ids:
-            return []
-        where, params = _scope_sql(scope, "ed", shared=True)
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT source_id, target_id, kind, confidence, support, relation, valid_to "
-                f"FROM edges ed WHERE {where} AND (ed.source_id = ANY(%(ids)s::bigint[]) "
-                "OR ed.target_id = ANY(%(ids)s::bigint[]))",
-                {**params, "ids": [int(i) for i in entity_ids]},
-            ).fetchall()
-        return [edge_hop(row) for row in rows]
-
-    def neighbours(self, scope: Scope, step: NeighbourStep) -> list[tuple[int, float]]:
-        if not step.frontier or step.limit <= 0:
-            return []
-        where, params = _scope_sql(scope, "ed", shared=True)
-        # The factor of an edge, as graph.py documents it (the same as the SQLite backend's).
-        factor = (
-            f"(CASE WHEN ed.relation = '{schema.COMENTION}' "
-            "THEN 1.0 - power(0.5, least(greatest(ed.support, 1), 62)) ELSE ed.confidence END) "
-            "* (CASE ed.kind WHEN 'structural' THEN %(p_structural)s::float8 "
-            "WHEN 'semantic' THEN %(p_semantic)s::float8 ELSE %(p_lifecycle)s::float8 END) "
-            "* (CASE WHEN ed.valid_to IS NOT NULL AND ed.valid_to < %(now)s::float8 "
-            "THEN %(expired)s::float8 ELSE 1.0 END)"
-        )
-        sides = [
-            f"SELECT ed.{there} AS there, f.w * {factor} AS path FROM f "
-            f"JOIN edges ed ON ed.namespace = %(ns)s AND ed.{here} = f.id WHERE {where}"
-            for here, there in (("source_id", "target_id"), ("target_id", "source_id"))
-        ]
-        sql = (
-            "WITH f(id, w) AS (SELECT * FROM unnest(%(ids)s::bigint[], %(ws)s::float8[])) "
-            "SELECT there, max(path) AS best FROM ("
-            + " UNION ALL ".join(sides)
-            + ") AS x WHERE there <> ALL(%(exclude)s::bigint[]) "
-            "GROUP BY there ORDER BY best DESC, there LIMIT %(limit)s"
-        )
-        frontier = sorted(step.frontier.items())
-        args = {
-            **params,
-            "ids": [int(e) for e, _ in frontier],
-            "ws": [float(w) for _, w in frontier],
-            "p_structural": step.priors.get(EdgeKind.STRUCTURAL, 1.0),
-            "p_semantic": step.priors.get(EdgeKind.SEMANTIC, 1.0),
-            "p_lifecycle": step.priors.get(EdgeKind.LIFECYCLE, 1.0),
-            "now": to_ts(step.now),
-            "expired": step.expired_freshness,
-            "exclude": sorted(int(e) for e in step.exclude),
-            "limit": step.limit,
-        }
-        with self._read() as conn:
-            rows = conn.execute(sql, args).fetchall()
-        return [(int(e), float(w)) for e, w in rows]
-
-    def mentions(
-        self,
-        scope: Scope,
-        entities: Sequence[EntityScore],
-        k: int,
-        types: Sequence[MemoryType] = (),
-    ) -> list[MentionHit]:
-        if not entities or k <= 0:
-            return []
-        where, params = _scope_sql(scope)
-        if types:
-            where += " AND m.type = ANY(%(types)s::text[])"
-            params["types"] = [t.value for t in types]
-        direct_cap = max(MENTIONS_PER_RESULT * k, MIN_MENTIONS_PER_ENTITY)
-        reached_cap = max(1, k // REACHED_MENTIONS_DIVISOR)
-        # Per entity its most recent mentions in scope (capped, as in the SQLite backend),
-        # then the noisy-or, the tie-breaks and the top k in SQL. ln() of a zero is an error
-        # here even in the branch CASE does not take, so its argument is floored. Sums are
-        # rounded to 12 places: their order varies with the plan, and equal evidence must tie
-        # exactly (then fall back to id order), as it does in SQLite.
-        sql = (
-            "WITH e AS (SELECT * FROM unnest(%(ids)s::bigint[], %(scores)s::float8[], "
-            "%(hops)s::int[], %(rarity)s::float8[], %(caps)s::int[]) "
-            "AS e(entity_id, score, hops, rarity, cap)), "
-            "s AS (SELECT x.memory_id, e.score, e.hops, e.rarity FROM e CROSS JOIN LATERAL ("
-            "SELECT mn.memory_id FROM mentions mn "
-            "JOIN memories m ON m.namespace = mn.namespace AND m.id = mn.memory_id "
-            f"WHERE mn.namespace = %(ns)s AND mn.entity_id = e.entity_id AND {where} "
-            "ORDER BY mn.memory_id DESC LIMIT e.cap) AS x) "
-            "SELECT memory_id, round((CASE WHEN count(*) = 1 OR max(score) >= 1.0 "
-            "THEN least(1.0, max(score)) "
-            "ELSE 1.0 - exp(sum(ln(greatest(1.0 - score, 1e-300)))) END)::numeric, 12)::float8 "
-            "AS score, min(hops), sum((hops = 0)::int) AS touched, "
-            "round(sum(CASE WHEN hops = 0 THEN rarity ELSE 0.0 END)::numeric, 12)::float8 "
-            "AS rarity "
-            "FROM s GROUP BY memory_id "
-            "ORDER BY score DESC, touched DESC, rarity DESC, memory_id LIMIT %(k)s"
-        )
-        args = {
-            **params,
-            "ids": [e.entity_id for e in entities],
-            "scores": [e.score for e in entities],
-            "hops": [e.hops for e in entities],
-            "rarity": [e.rarity for e in entities],
-            "caps": [direct_cap if e.hops == 0 else reached_cap for e in entities],
-            "k": k,
-        }
-        with self._read() as conn:
-            rows = conn.execute(sql, args).fetchall()
-        return [
-            MentionHit(int(i), float(score), int(hops), int(touched), float(rarity))
-            for i, score, hops, touched, rarity in rows
-        ]
-
-    def events_between(
-        self, scope: Scope, start: datetime, end: datetime, k: int
-    ) -> list[tuple[int, datetime]]:
-        where, params = _scope_sql(scope)
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT m.id, m.event_at FROM memories m WHERE {where} AND m.type = 'event' "
-                "AND m.event_at BETWEEN %(start)s AND %(end)s "
-                "ORDER BY m.event_at DESC, m.id LIMIT %(k)s",
-                {**params, "start": to_ts(start), "end": to_ts(end), "k": k},
-            ).fetchall()
-        return [(int(i), from_ts(t)) for i, t in rows]
-
-    def last_session_end(self, scope: Scope, exclude_session: str | None) -> datetime | None:
-        where, params = _scope_sql(scope, "s")
-        sql = f"SELECT max(s.last_seen_at) FROM sessions s WHERE {where}"
-        if exclude_session is not None:
-            sql += " AND s.session_id <> %(exclude)s"
-            params["exclude"] = exclude_session
-        with self._read() as conn:
-            row = conn.execute(sql, params).fetchone()
-        return None if row is None or row[0] is None else from_ts(row[0])
-
-    # -- export ---------------------------------------------------------------------------------
-    def relations(self, namespace: str) -> list[NewEdge]:
-        with self._read() as conn:
-            rows = conn.execute(schema.SELECT_RELATIONS, (namespace,)).fetchall()
-        return [relation_from_row(namespace, row) for row in rows]
-
-    def aliases(self, namespace: str) -> list[tuple[str, str]]:
-        with self._read() as conn:
-            rows = conn.execute(schema.SELECT_ALIASES, (namespace,)).fetchall()
-        return [(str(name), str(alias)) for name, alias in rows]
-
+    # -- upkeep ---------------------------------------------------------------------------------
     def check(self, *, repair: bool = False) -> list[Finding]:
         """Per namespace, the document frequencies and counts against the posting rows and the
         memories; ``repair`` recomputes them from those rows."""
@@ -1007,38 +573,6 @@ class PostgresStore:
 
         self._write(run)
 
-    def stats(self, namespace: str | None = None) -> StoreStats:
-        where, params = (
-            ("", {}) if namespace is None else (" WHERE namespace = %(ns)s", {"ns": namespace})
-        )
-        with self._read() as conn, conn.transaction():
-
-            def count(table: str) -> int:
-                row = conn.execute(f"SELECT count(*) FROM {table}{where}", params).fetchone()
-                return int(row[0]) if row else 0
-
-            namespaces = conn.execute(
-                f"SELECT namespace, memories FROM namespaces{where}", params
-            ).fetchall()
-            types = conn.execute(
-                f"SELECT type, count(*) FROM memories{where} GROUP BY type", params
-            ).fetchall()
-            size = conn.execute(
-                "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0) "
-                "FROM unnest(%s::text[]) AS t",
-                (list(_TABLES),),
-            ).fetchone()
-            return StoreStats(
-                memories=count("memories"),
-                entities=count("entities"),
-                edges=count("edges"),
-                namespaces={str(k): int(v) for k, v in sorted(namespaces) if v},
-                types={str(k): int(v) for k, v in sorted(types)},
-                embedding_model=self._model,
-                size_bytes=int(size[0]) if size else 0,
-                location=self._location,
-            )
-
 
 def _no_nul(where: str, **texts: str | None) -> None:
     """PostgreSQL text cannot hold a NUL character: refused before anything is written (the
@@ -1090,23 +624,6 @@ def _memory_row(
         embedding,
         None if deferred else embedding,
     )
-
-
-def _scope_sql(
-    scope: Scope, alias: str = "m", *, shared: bool = False
-) -> tuple[str, dict[str, Any]]:
-    """``namespace`` always; ``user_id``/``agent_id`` only when the scope sets them. With
-    ``shared``, rows written namespace-wide ('' user or agent) are visible to every user and
-    agent of the namespace too (as in the SQLite backend). Named parameters: ns, user, agent."""
-    match = "IN ('', %({})s)" if shared else "= %({})s"
-    clauses, params = [f"{alias}.namespace = %(ns)s"], {"ns": scope.namespace}
-    if scope.user_id is not None:
-        clauses.append(f"{alias}.user_id {match.format('user')}")
-        params["user"] = scope.user_id
-    if scope.agent_id is not None:
-        clauses.append(f"{alias}.agent_id {match.format('agent')}")
-        params["agent"] = scope.agent_id
-    return " AND ".join(clauses), params
 
 
 def _without_password(url: str) -> str:
