@@ -14,7 +14,7 @@ import numpy as np
 from fivefold import validate
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
-from fivefold.errors import InvalidInput, NotFound
+from fivefold.errors import InvalidInput, NotFound, StoreError
 from fivefold.extract.entities import extract_entities
 from fivefold.extract.prepare import prepare
 from fivefold.metrics import MetricsSnapshot
@@ -135,6 +135,12 @@ class Memory:
         for namespace in {m.scope.namespace for m in prepared}:
             mine = [i for i, m in zip(ids, prepared, strict=True) if m.scope.namespace == namespace]
             records.update(self._store.get_memories(namespace, mine))
+        missing = [i for i in ids if i not in records]
+        if missing:  # written, but not readable back: a damaged file
+            raise StoreError(
+                f"{self._store.location}: memories {missing[:5]} were written but cannot be "
+                "read back; check the store with `fivefold doctor`"
+            )
         return [records[i] for i in ids]
 
     def _prepare_batch(
@@ -392,11 +398,17 @@ def _share_batch_names(
         for name in memory.entities:
             extra.setdefault(normalize_name(name), name)
     out = []
+    merged_of: dict[Scope, dict[str, str]] = {}  # once per scope: the catalog can be large
     for memory, item in zip(prepared, batch, strict=True):
         if item.get("entities") is not None:
             out.append(memory)
             continue
-        merged = {**names[memory.scope], **known.get(memory.scope, {})}
+        merged = merged_of.get(memory.scope)
+        if merged is None:
+            merged = merged_of[memory.scope] = {
+                **names[memory.scope],
+                **known.get(memory.scope, {}),
+            }
         text = f"{memory.content}\n{memory.predicate or ''}"
         out.append(replace(memory, entities=tuple(extract_entities(text, merged))))
     return out

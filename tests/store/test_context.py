@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -179,15 +181,24 @@ def test_context_never_crosses_a_scope_or_session(
                     assert abs(peers.index(other) - peers.index(memory_id)) <= 2
 
 
+def _without_lexical_log(path: Path) -> sqlite3.Connection:
+    """The store as schemas 2 and 3 left it: no lexical log, no tantivy indexes."""
+    shutil.rmtree(str(path) + ".lexical")
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        DROP TRIGGER lexical_log_insert; DROP TRIGGER lexical_log_update;
+        DROP TRIGGER lexical_log_delete; DROP TABLE lexical_log; DROP TABLE lexical_pruned;
+        """
+    )
+    return conn
+
+
 def _as_schema_2(path: Path) -> None:
     """Turn a store back into what schema 2 wrote: one pair of FTS5 tables for every namespace."""
-    conn = sqlite3.connect(path)
-    tables = conn.execute("SELECT id FROM lexical_tables").fetchall()
-    for (n,) in tables:
-        conn.executescript(f"DROP TABLE fts_{n}; DROP TABLE ctx_{n}; DROP VIEW lex_src_{n};")
+    conn = _without_lexical_log(path)
     conn.executescript(
         f"""
-        DROP TABLE lexical_tables;
         CREATE VIRTUAL TABLE memories_fts USING fts5(predicate, content, content='memories',
             content_rowid='id', tokenize='{TOKENIZE}');
         CREATE VIRTUAL TABLE context_fts USING fts5(context_near, context_far,
@@ -199,6 +210,33 @@ def _as_schema_2(path: Path) -> None:
         UPDATE meta SET value = '2' WHERE key = 'schema_version';
         """
     )
+    conn.close()
+
+
+def _as_schema_3(path: Path) -> None:
+    """What schema 3 wrote: a view and a pair of FTS5 tables per namespace."""
+    conn = _without_lexical_log(path)
+    conn.execute(
+        "CREATE TABLE lexical_tables (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+        "namespace TEXT NOT NULL UNIQUE)"
+    )
+    for (namespace,) in conn.execute("SELECT DISTINCT namespace FROM memories").fetchall():
+        n = conn.execute(
+            "INSERT INTO lexical_tables (namespace) VALUES (?)", (namespace,)
+        ).lastrowid
+        conn.executescript(
+            f"""
+            CREATE VIEW lex_src_{n} AS SELECT id, predicate, content, context_near, context_far
+                FROM memories WHERE namespace = '{namespace}';
+            CREATE VIRTUAL TABLE fts_{n} USING fts5(predicate, content, content='lex_src_{n}',
+                content_rowid='id', tokenize='{TOKENIZE}');
+            CREATE VIRTUAL TABLE ctx_{n} USING fts5(context_near, context_far,
+                content='lex_src_{n}', content_rowid='id', tokenize='{TOKENIZE}');
+            INSERT INTO fts_{n} (fts_{n}) VALUES ('rebuild');
+            """
+        )
+    conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    conn.commit()
     conn.close()
 
 
@@ -236,17 +274,24 @@ def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
         assert all(f.ok for f in mem.store.check())
 
 
-def test_a_version_2_store_gets_lexical_tables_per_namespace(tmp_path: Path) -> None:
-    path = tmp_path / "two.db"
+@pytest.mark.parametrize("version", [2, 3])
+def test_an_fts5_store_moves_to_lexical_indexes_per_namespace(tmp_path: Path, version: int) -> None:
+    path = tmp_path / "old.db"
     items = [{"content": t, "session_id": "s"} for t in TURNS]
     with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
         mine = [r.id for r in mem.remember_many([{**i, "namespace": "a"} for i in items])]
         theirs = [r.id for r in mem.remember_many([{**i, "namespace": "b"} for i in items[:3]])]
         before = {ns: _bm25(mem, ns) for ns in ("a", "b")}
-    _as_schema_2(path)
+    (_as_schema_2 if version == 2 else _as_schema_3)(path)
     with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
         assert _schema_version(mem) == str(schema.SCHEMA_VERSION)
         assert {ns: _bm25(mem, ns) for ns in ("a", "b")} == before
+        conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+        leftovers = conn.execute(
+            "SELECT name FROM sqlite_master WHERE name LIKE '%fts%' OR name LIKE 'lex%_src%' "
+            "OR name = 'lexical_tables'"
+        ).fetchall()
+        assert leftovers == []
         assert {i for i, _ in before["a"]} <= set(mine)
         assert {i for i, _ in before["b"]} <= set(theirs)
         assert all(f.ok for f in mem.store.check())

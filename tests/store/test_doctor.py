@@ -1,12 +1,13 @@
-"""``fivefold doctor``: a clean store passes; a lexical index out of step with the rows and a
-damaged saved graph are found, and ``--repair`` rebuilds them from the rows."""
+"""``fivefold doctor``: a clean store passes; a lexical index out of step with the rows (and
+not caught on open: its count agrees) and a damaged saved graph are found, and ``--repair``
+rebuilds them from the rows."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import numpy as np
+import tantivy
 from click.testing import CliRunner
 
 import fivefold
@@ -53,17 +54,26 @@ def test_a_clean_store_passes(tmp_path: Path) -> None:
     assert "saved HNSW graph of namespace 'default'" in parts
 
 
+def _swap_in_lexical_index(path: Path, lost: int, stranger: int) -> None:
+    """The index on disk loses one memory and holds one the rows do not (as a copy of another
+    store's folder would): the count still agrees, the contents do not."""
+    (folder,) = [p for p in Path(f"{path}.lexical").iterdir() if p.is_dir()]
+    index = tantivy.Index.open(str(folder))
+    writer = index.writer(15_000_000, 1)
+    writer.delete_documents_by_query(tantivy.Query.term_query(index.schema, "id", lost))
+    document = tantivy.Document()
+    document.add_unsigned("id", stranger)
+    document.add_text("content", "stranger")
+    writer.add_document(document)
+    writer.commit()
+    writer.wait_merging_threads()
+
+
 def test_a_lexical_index_out_of_step_is_found_and_rebuilt(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     records = _store(path)
     lost = records[42]
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "INSERT INTO fts_1 (fts_1, rowid, predicate, content) VALUES ('delete', ?, '', ?)",
-        (lost.id, lost.content),
-    )
-    conn.commit()
-    conn.close()
+    _swap_in_lexical_index(path, lost.id, 10_000)
     findings = {f.part: f for f in _check(path)}
     assert not findings["lexical index of namespace 'default'"].ok
     repaired = {f.part: f for f in _check(path, repair=True)}
@@ -97,13 +107,7 @@ def test_the_command_prints_one_line_per_part_and_exits_by_outcome(tmp_path: Pat
     code, out = _doctor(path)
     assert code == 0, out
     assert out.count("ok: ") >= 3
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "INSERT INTO fts_1 (fts_1, rowid, predicate, content) "
-        "VALUES ('delete', 1, '', 'Priya recommended Postgres for Kestrel')"
-    )
-    conn.commit()
-    conn.close()
+    _swap_in_lexical_index(path, 1, 10_000)
     code, out = _doctor(path)
     assert code == 4
     assert "problem: lexical index of namespace 'default'" in out

@@ -1,12 +1,14 @@
-"""Lexical retriever: BM25 over predicate (weighted 4x) and content, stop words dropped.
+"""Lexical retriever: BM25 over predicate (weighted 4x), content and the session neighbours'
+text, stop words dropped.
 
 BM25 is unbounded, so fusion and negation see it through a documented monotone map:
 
-    c = s / (s + 0.5 * S_q)        S_q = sum of the query terms' IDFs
+    c = s / (s + 0.5 * S_q)        S_q = sum of the query terms' IDFs in ``content``
 
-``S_q`` is roughly what one memory of average length scores when it holds every query term
-once in its content, so such a memory gets c ~ 0.67; a predicate hit (4x) ~ 0.89; a single
-term buried in a long text falls below 0.5. For one query the map is strictly increasing in
+``S_q`` is what one memory of average length scores when it holds every query term once in
+its content (each field is scored on its own and BM25 gives tf 1 at average length exactly
+the IDF), so such a memory gets c ~ 0.67; a predicate hit (4x) ~ 0.89; a single term buried
+in a long text falls below 0.5. For one query the map is strictly increasing in
 ``s``, so it never reorders the BM25 list; it only makes scores of different queries
 comparable enough for one threshold (negation's 0.6).
 """
@@ -27,10 +29,11 @@ DEFAULT_WEIGHTS = Config().bm25_weights()
 
 
 def idf(total: int, frequency: int) -> float:
-    """BM25's IDF as FTS5 computes it, floored so a ubiquitous term weighs a little, not < 0.
-    A frequency above the total (counts read while another process wrote) counts as all."""
+    """BM25's IDF as the backends score it (Lucene's and tantivy's: never below 0, so a
+    ubiquitous term still weighs a little). A frequency above the total (counts read while
+    another process wrote) counts as all."""
     frequency = min(frequency, total)
-    return max(math.log((total - frequency + 0.5) / (frequency + 0.5)), 1e-6)
+    return math.log(1.0 + (total - frequency + 0.5) / (frequency + 0.5))
 
 
 def query_weight(store: Store, namespace: str, terms: Sequence[str]) -> float:
@@ -71,8 +74,8 @@ def lexical_search(
     max_term_share: float = 1.0,
     weights: ColumnWeights = DEFAULT_WEIGHTS,
 ) -> tuple[Scored, ...]:
-    """``hint_terms`` (from predicate hints) are sent twice: FTS5 scores each OR-ed phrase on
-    its own, so a repeated term counts double. Terms in more than ``max_term_share`` of the
+    """``hint_terms`` (from predicate hints) are sent twice: a repeated term counts double.
+    Terms in more than ``max_term_share`` of the
     store are left out when a rarer one remains (``selective_terms``)."""
     if not terms:
         return ()
@@ -96,8 +99,8 @@ def match_confidence(
 ) -> dict[int, float]:
     """Squashed BM25 of each memory in ``within`` against ``terms`` (for negation demotion).
     As in ``lexical_search``, a common term is left out when a rarer one remains: "other than
-    Project Taldra" rules out what names Taldra, and "project" would make FTS5 score half of a
-    large store to find it."""
+    Project Taldra" rules out what names Taldra, and "project" would weigh in for half of a
+    large store."""
     if not terms or not within:
         return {}
     terms = selective_terms(store, scope.namespace, terms, max_term_share)

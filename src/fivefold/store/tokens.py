@@ -65,6 +65,26 @@ class Tokenizer:
                 self._conn.execute("ROLLBACK")
         return out
 
+    def count_each(self, texts: Sequence[str]) -> list[Counter[str]]:
+        """Each text's token counts (counted in SQL: one row per distinct term, not per
+        occurrence)."""
+        out: list[Counter[str]] = [Counter() for _ in texts]
+        if not texts:
+            return out
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany(
+                    "INSERT INTO t (rowid, a) VALUES (?, ?)", list(enumerate(texts))
+                )
+                for doc, term, n in self._conn.execute(
+                    "SELECT doc, term, count(*) FROM v GROUP BY doc, term"
+                ):
+                    out[int(doc)][str(term)] = int(n)
+            finally:
+                self._conn.execute("ROLLBACK")
+        return out
+
     def terms(self, text: str) -> tuple[str, ...]:
         """A query term's tokens, in order (usually one)."""
         return _query_tokens(self, text)

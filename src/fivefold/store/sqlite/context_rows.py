@@ -9,7 +9,6 @@ import numpy as np
 from fivefold.embed.base import Vectors
 from fivefold.store import context
 from fivefold.store.context import Group, Neighbour, Smoothing
-from fivefold.store.sqlite.lexical import LexicalTables
 
 _GROUP = "SELECT namespace, user_id, agent_id, session_id FROM memories WHERE id = ?"
 _SIDE = """
@@ -22,9 +21,8 @@ _AFTER = _SIDE.format(op=">", order="ASC")
 
 
 class SQLiteContextRows:
-    def __init__(self, conn: sqlite3.Connection, lexical: LexicalTables, dim: int) -> None:
+    def __init__(self, conn: sqlite3.Connection, dim: int) -> None:
         self._conn = conn
-        self._lexical = lexical
         self._dim = dim
 
     def group_of(self, memory_id: int) -> Group | None:
@@ -51,14 +49,12 @@ class SQLiteContextRows:
     def set_context(
         self, group: Group, memory_id: int, old: tuple[str, str], new: tuple[str, str]
     ) -> None:
-        namespace = group[0]
-        if old[0] or old[1]:
-            self._lexical.delete_context(namespace, memory_id, *old)
-        self._conn.execute(
-            "UPDATE memories SET context_near = ?, context_far = ? WHERE id = ?", (*new, memory_id)
-        )
-        if new[0] or new[1]:
-            self._lexical.insert_context(namespace, memory_id, *new)
+        # The lexical index learns of it from the log (a trigger on these columns).
+        if old != new:
+            self._conn.execute(
+                "UPDATE memories SET context_near = ?, context_far = ? WHERE id = ?",
+                (*new, memory_id),
+            )
 
     def own_vector(self, memory_id: int) -> Vectors:
         row = self._conn.execute(

@@ -15,7 +15,6 @@ import numpy as np
 from fivefold.embed.base import Vectors
 from fivefold.model import (
     CatalogEntry,
-    ColumnWeights,
     EdgeHop,
     EdgeKind,
     EntityScore,
@@ -29,7 +28,6 @@ from fivefold.model import (
 )
 from fivefold.store.rows import edge_hop, memory_record
 from fivefold.store.sqlite import schema
-from fivefold.store.sqlite.lexical import LexicalTables
 from fivefold.store.timeconv import from_ts, to_ts
 
 
@@ -56,15 +54,8 @@ def types_sql(types: Sequence[MemoryType], alias: str = "m") -> tuple[str, list[
     ]
 
 
-def fts_query(terms: Sequence[str]) -> str:
-    """An FTS5 OR-query in which every term is a quoted string: user text is data, never syntax
-    (``"``, ``*``, ``NEAR``, ``AND``, ``(``, ``^``, ``:``, ``-`` all lose their meaning)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if t)
-
-
 class ReadQueries:
-    def __init__(self, conn: sqlite3.Connection, lexical: LexicalTables) -> None:
-        self._lexical = lexical
+    def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
     def memories(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryRecord]:
@@ -136,75 +127,6 @@ class ReadQueries:
             (namespace, json.dumps([int(i) for i in entity_ids])),
         )
         return {int(i): int(n) for i, n in rows}
-
-    def term_document_frequencies(
-        self, namespace: str, terms: Sequence[str]
-    ) -> tuple[int, dict[str, int]]:
-        """The namespace's memory count and, per term, how many of its memories hold it."""
-        tables = self._lexical.find(namespace)
-        if tables is None:
-            return 0, dict.fromkeys(terms, 0)
-        total = self._conn.execute(
-            "SELECT count(*) FROM memories WHERE namespace = ?", (namespace,)
-        ).fetchone()[0]
-        frequencies: dict[str, int] = {}
-        table = tables.own
-        for term in terms:
-            # MATCH runs the index's own tokenizer (porter stemming) over the term, so the
-            # count is the document frequency BM25 itself uses.
-            row = self._conn.execute(
-                f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (fts_query([term]),)
-            ).fetchone()
-            frequencies[term] = int(row[0])
-        return int(total), frequencies
-
-    def lexical(
-        self,
-        scope: Scope,
-        terms: Sequence[str],
-        k: int,
-        types: Sequence[MemoryType],
-        within: Sequence[int] | None,
-        weights: ColumnWeights,
-    ) -> list[tuple[int, float]]:
-        query = fts_query(terms)
-        tables = self._lexical.find(scope.namespace)
-        if not query or k <= 0 or tables is None:
-            return []
-        own, ctx = tables.own, tables.context
-        where, params = scope_sql(scope)
-        type_clause, type_params = types_sql(types)
-        within_clause, within_params = "", []
-        if within is not None:
-            within_clause = " AND m.id IN (SELECT value FROM json_each(?))"
-            within_params = [json.dumps([int(i) for i in within])]
-        filters = [*params, *type_params, *within_params]
-        if not weights.uses_context:
-            sql = (
-                f"SELECT m.id, -bm25({own}, ?, ?) AS score FROM {own} "
-                f"JOIN memories m ON m.id = {own}.rowid "
-                f"WHERE {own} MATCH ? AND {where}{type_clause}{within_clause} "
-                "ORDER BY score DESC, m.id LIMIT ?"
-            )
-            args = [weights.predicate, weights.content, query, *filters, k]
-            return [(int(i), float(s)) for i, s in self._conn.execute(sql, args)]
-        # The session neighbours' text adds its own BM25 (its own statistics, lower column
-        # weights) to the memory's: a turn is found by what the turns around it say.
-        # MATERIALIZED: flattened into the outer query, bm25() is out of its context.
-        sql = (
-            "WITH t AS MATERIALIZED ("
-            f"SELECT rowid AS id, -bm25({own}, ?, ?) AS s FROM {own} "
-            f"WHERE {own} MATCH ? "
-            f"UNION ALL SELECT rowid, -bm25({ctx}, ?, ?) FROM {ctx} "
-            f"WHERE {ctx} MATCH ?) "
-            "SELECT m.id, sum(t.s) AS score FROM t JOIN memories m ON m.id = t.id "
-            f"WHERE {where}{type_clause}{within_clause} "
-            "GROUP BY m.id ORDER BY score DESC, m.id LIMIT ?"
-        )
-        args = [weights.predicate, weights.content, query]
-        args += [weights.context_near, weights.context_far, query]
-        rows = self._conn.execute(sql, [*args, *filters, k])
-        return [(int(i), float(s)) for i, s in rows]
 
     def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
         if not entity_ids:

@@ -4,13 +4,13 @@ Scope columns (``user_id``, ``agent_id``) hold ``''`` for "none" rather than NUL
 distinct in UNIQUE constraints and need ``IS`` instead of ``=`` in filters, and both would make
 the scope checks easier to get wrong.
 
-BM25 tables are per namespace (``lexical.py``), created on a namespace's first write.
+The lexical index lives beside the file, one tantivy index per namespace (``lexical.py``),
+kept in step through ``lexical_log``.
 
 Derived columns (``context.py``): ``memories.context_near`` / ``context_far`` hold the text
-of a session memory's neighbours at distance 1 and 2, indexed in the namespace's ``ctx_<n>``
-(a table of its own, so the memory's own BM25 keeps its statistics); ``vectors.context`` its
-embedding smoothed with theirs, which the dense index searches (NULL without neighbours:
-``embedding`` is searched).
+of a session memory's neighbours at distance 1 and 2, indexed as fields of their own (so the
+memory's own BM25 keeps its statistics); ``vectors.context`` its embedding smoothed with
+theirs, which the dense index searches (NULL without neighbours: ``embedding`` is searched).
 ``vectors.embedding`` stays the memory's own embedding.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 DDL = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -46,10 +46,6 @@ CREATE INDEX IF NOT EXISTS memories_scope ON memories(namespace, user_id, agent_
 CREATE INDEX IF NOT EXISTS memories_event_at ON memories(namespace, type, event_at);
 CREATE INDEX IF NOT EXISTS memories_session
     ON memories(namespace, user_id, agent_id, session_id) WHERE session_id IS NOT NULL;
-CREATE TABLE IF NOT EXISTS lexical_tables (
-    id        INTEGER PRIMARY KEY AUTOINCREMENT,
-    namespace TEXT NOT NULL UNIQUE
-);
 CREATE TABLE IF NOT EXISTS vectors (
     memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
     embedding BLOB NOT NULL,
@@ -236,6 +232,55 @@ CREATE TABLE IF NOT EXISTS lexical_tables (
 DROP TABLE IF EXISTS memories_fts;
 DROP TABLE IF EXISTS context_fts;
 """
+
+# Schema 3 -> 4: the per-namespace FTS5 tables give way to tantivy indexes beside the file
+# (lexical.py), built from the rows on their first read; the migration drops the tables
+# (store.py, which knows their names) and adds the lexical log below.
+
+# The lexical index's change log, as the dense index's below: a memory written, deleted, or
+# whose text or context changed. An index applies the entries after the last one it holds.
+LEXICAL_LOG_DDL = (
+    """CREATE TABLE IF NOT EXISTS lexical_log (
+        seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+        namespace TEXT NOT NULL,
+        memory_id INTEGER NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS lexical_log_namespace ON lexical_log(namespace, seq)",
+    # Per namespace, the last entry pruned: an index older than that is rebuilt from the rows.
+    """CREATE TABLE IF NOT EXISTS lexical_pruned (
+        namespace TEXT PRIMARY KEY,
+        seq       INTEGER NOT NULL
+    )""",
+    """CREATE TRIGGER IF NOT EXISTS lexical_log_insert AFTER INSERT ON memories BEGIN
+        INSERT INTO lexical_log (namespace, memory_id) VALUES (NEW.namespace, NEW.id);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS lexical_log_update
+    AFTER UPDATE OF predicate, content, context_near, context_far, type, user_id, agent_id
+    ON memories BEGIN
+        INSERT INTO lexical_log (namespace, memory_id) VALUES (NEW.namespace, NEW.id);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS lexical_log_delete AFTER DELETE ON memories BEGIN
+        INSERT INTO lexical_log (namespace, memory_id) VALUES (OLD.namespace, OLD.id);
+    END""",
+)
+LEXICAL_LOG_KEEP = 200_000
+LEXICAL_LOG_SINCE = "SELECT memory_id FROM lexical_log WHERE namespace = ? AND seq > ? ORDER BY seq"
+# A namespace's last entry, and the last of its entries pruned.
+LEXICAL_LOG_STATE = (
+    "SELECT coalesce((SELECT max(seq) FROM lexical_log WHERE namespace = :ns), 0), "
+    "coalesce((SELECT seq FROM lexical_pruned WHERE namespace = :ns), 0)"
+)
+LEXICAL_LOG_NEWEST = "SELECT coalesce(max(seq), 0) FROM lexical_log"
+PRUNE_LEXICAL_LOG = (
+    """INSERT INTO lexical_pruned (namespace, seq)
+    SELECT namespace, max(seq) FROM lexical_log
+    WHERE seq <= (SELECT max(seq) FROM lexical_log) - :keep GROUP BY namespace
+    ON CONFLICT (namespace) DO UPDATE SET seq = excluded.seq""",
+    "DELETE FROM lexical_log WHERE seq <= (SELECT max(seq) FROM lexical_log) - :keep",
+)
+SELECT_LEXICAL_ROWS = """
+SELECT id, user_id, agent_id, type, coalesce(predicate, ''), content, context_near, context_far
+FROM memories WHERE namespace = ?"""
 
 # The dense index's change log: every memory whose searched vector appeared, changed or went,
 # written by triggers in the transaction that changed it, so no write path can forget it. An

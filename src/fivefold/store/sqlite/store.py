@@ -57,7 +57,7 @@ from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import schema, vector_sync
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.store.sqlite.dense import NamespaceIndex
-from fivefold.store.sqlite.lexical import LexicalTables
+from fivefold.store.sqlite.lexical import LexicalIndexes
 from fivefold.store.sqlite.read import ReadQueries
 from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
@@ -115,8 +115,7 @@ class SQLiteStore:
         if path != ":memory:" and not os.path.lexists(path):
             _create_file(Path(path), _meta(embedding_model, dim, self._smoothing_tag()))
         self._conn, self.read_only = _connect(path)
-        self._lexical = LexicalTables(self._conn)
-        self._context = SQLiteContextRows(self._conn, self._lexical, dim)
+        self._context = SQLiteContextRows(self._conn, dim)
         try:
             self._store_id = self._init_schema(embedding_model, dim)
             # Only once the file is known to be ours: never switch a stranger's database to WAL.
@@ -129,7 +128,10 @@ class SQLiteStore:
         except BaseException:
             self._conn.close()
             raise
-        self._reads = ReadQueries(self._conn, self._lexical)
+        self._reads = ReadQueries(self._conn)
+        self._lexical = LexicalIndexes(
+            self._conn, path, store_id=self._store_id, read_only=self.read_only
+        )
         self._logged = vector_sync.has_log(self._conn)
         self._dense: dict[str, NamespaceIndex] = {}
         # How dense indexes were brought up to date, for tests and `fivefold doctor`.
@@ -158,7 +160,10 @@ class SQLiteStore:
                     # patches the last saved one from the log, or builds it again.
                     with contextlib.suppress(OSError, RuntimeError):
                         index.save_hnsw(path, self._store_id)
-            self._conn.close()
+            try:
+                self._lexical.close()
+            finally:
+                self._conn.close()
 
     def _refuse_write(self) -> None:
         if self.read_only:
@@ -185,9 +190,9 @@ class SQLiteStore:
             self._refuse_write()
             self._migrate_1_to_2()
             meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("schema_version") == "2":
+        if meta.get("schema_version") in ("2", "3"):
             self._refuse_write()
-            self._migrate_2_to_3()
+            self._migrate_to_4()
             meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
             raise NotAFivefoldStore(
@@ -223,6 +228,7 @@ class SQLiteStore:
                 return None
             if self._path != ":memory:":
                 shutil.rmtree(self._path + ".vindex", ignore_errors=True)
+                shutil.rmtree(self._path + ".lexical", ignore_errors=True)
             for statement in _ddl():
                 self._conn.execute(statement)
             meta = _meta(embedding_model, dim, self._smoothing_tag())
@@ -248,16 +254,21 @@ class SQLiteStore:
             )
             self._conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
 
-    def _migrate_2_to_3(self) -> None:
-        """Schema 3 keeps BM25 tables per namespace (lexical.py); fill them from the rows."""
+    def _migrate_to_4(self) -> None:
+        """Schema 4 moves the lexical index out of FTS5 (lexical.py): the FTS5 tables of
+        schema 2 (one pair) or 3 (a pair and a view per namespace) go, the lexical log comes,
+        and each namespace's index is built from the rows on its first read."""
         with self._transaction():
-            for statement in schema.MIGRATE_2_TO_3.split(";"):
-                if statement.strip():
-                    self._conn.execute(statement)
-            rows = self._conn.execute("SELECT DISTINCT namespace FROM memories ORDER BY 1")
-            for (namespace,) in rows.fetchall():
-                self._lexical.rebuild(self._lexical.ensure(str(namespace)))
-            self._conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+            fts = self._conn.execute(
+                "SELECT type, name FROM sqlite_master WHERE (type = 'view' AND name LIKE "
+                "'lex_src_%') OR (type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%')"
+            ).fetchall()
+            for kind, name in fts:
+                self._conn.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
+            self._conn.execute("DROP TABLE IF EXISTS lexical_tables")
+            for statement in schema.LEXICAL_LOG_DDL:
+                self._conn.execute(statement)
+            self._conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
 
     def _rebuild_context(self) -> None:
         """Recompute every session memory's context with the configured smoothing (derived
@@ -291,11 +302,11 @@ class SQLiteStore:
                 yield
                 if self._writes % LOG_PRUNE_EVERY == 0 and vector_sync.has_log(self._conn):
                     self._conn.execute(schema.PRUNE_VECTOR_LOG, (schema.VECTOR_LOG_KEEP,))
+                    self._lexical.prune_log()
                 self._conn.execute("COMMIT")
             except BaseException as exc:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
-                self._lexical.forget()  # the rollback may have undone a namespace's tables
                 if isinstance(exc, sqlite3.DatabaseError):
                     raise _translate(exc, self._path) from exc
                 raise
@@ -307,7 +318,9 @@ class SQLiteStore:
         if len(vectors) and vectors.shape[1] != self._dim:
             raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
         with self._transaction():
-            return self._write_memories(memories, vectors)
+            ids = self._write_memories(memories, vectors)
+        self._lexical.written(m.scope.namespace for m in memories)
+        return ids
 
     def _write_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
         """Inside a transaction: the rows, their session context and the namespace counts.
@@ -364,7 +377,6 @@ class SQLiteStore:
             ),
         )
         memory_id = int(cur.lastrowid or 0)
-        self._lexical.insert(scope.namespace, memory_id, memory.predicate or "", memory.content)
         self._conn.execute(
             schema.INSERT_VECTOR, (memory_id, np.asarray(vector, np.float32).tobytes())
         )
@@ -411,18 +423,14 @@ class SQLiteStore:
     def delete_memory(self, memory_id: int, scope: Scope) -> bool:
         with self._transaction():
             row = self._conn.execute(
-                "SELECT namespace, user_id, agent_id, predicate, content FROM memories "
-                "WHERE id = ?",
+                "SELECT namespace, user_id, agent_id FROM memories WHERE id = ?",
                 (memory_id,),
             ).fetchone()
             # Scope columns hold '' for "none" (schema.py).
             if row is None or not scope.admits(row[0], row[1] or None, row[2] or None):
                 return False
-            ns, user, agent, predicate, content = row
+            ns, user, agent = row
             around = context.around(self._context, memory_id)
-            near, far = self._conn.execute(
-                "SELECT context_near, context_far FROM memories WHERE id = ?", (memory_id,)
-            ).fetchone()
             mentioned = self._conn.execute(
                 "SELECT entity_id, joined FROM mentions WHERE memory_id = ? ORDER BY entity_id",
                 (memory_id,),
@@ -435,9 +443,6 @@ class SQLiteStore:
                 for b in joined[i + 1 :]:
                     self._conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
             self._conn.execute(schema.PRUNE_COMENTIONS)
-            self._lexical.delete(ns, memory_id, predicate or "", content)
-            if near or far:
-                self._lexical.delete_context(ns, memory_id, near, far)
             self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             # Its neighbours no longer carry its text: forgetting leaves no trace in context.
             context.refresh(self._context, around, self._smoothing())
@@ -445,6 +450,9 @@ class SQLiteStore:
             # go: a forgotten name no longer resolves.
             self._conn.execute(schema.DROP_ORPHAN_ENTITIES, (json.dumps(entity_ids),))
             self._conn.execute(schema.BUMP_NAMESPACE, (ns, -1, 1))
+        # Forgotten means gone from the index on disk too, not only once someone reads.
+        with self._lock:
+            self._lexical.current(ns)
         return True
 
     def add_edge(
@@ -547,8 +555,7 @@ class SQLiteStore:
                 self._df_totals.clear()
             missing = [t for t in dict.fromkeys(terms) if (namespace, t) not in self._df_cache]
             if missing or namespace not in self._df_totals:
-                with vector_sync.snapshot(self._conn):  # the total and the counts agree
-                    total, found = self._reads.term_document_frequencies(namespace, missing)
+                total, found = self._lexical.frequencies(namespace, missing)
                 self._df_cache.update(((namespace, t), n) for t, n in found.items())
                 self._df_totals[namespace] = total
             return self._df_totals[namespace], {t: self._df_cache[namespace, t] for t in terms}
@@ -564,7 +571,7 @@ class SQLiteStore:
         weights: ColumnWeights,
     ) -> list[tuple[int, float]]:
         with self._lock:
-            return self._reads.lexical(scope, terms, k, types, within, weights)
+            return self._lexical.search(scope, terms, k, types, within, weights)
 
     def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
         with self._lock:
@@ -663,8 +670,8 @@ class SQLiteStore:
             self._refuse_write()
         with self._lock:
             findings = [sqlite_check.check_database(self._conn)]
-            findings += sqlite_check.check_lexical(self._conn, self._lexical, repair=repair)
             namespaces = [str(r[0]) for r in self._execute(schema.SELECT_NAMESPACES)]
+            findings += self._lexical.check(namespaces, repair=repair)
             for namespace in namespaces:
                 findings += self._check_dense(namespace, repair=repair)
             return findings
@@ -736,7 +743,7 @@ def _connect(path: str) -> tuple[sqlite3.Connection, bool]:
 
 def _ddl() -> list[str]:
     tables = [statement for statement in schema.DDL.split(";") if statement.strip()]
-    return [*tables, *schema.VECTOR_LOG_DDL]
+    return [*tables, *schema.VECTOR_LOG_DDL, *schema.LEXICAL_LOG_DDL]
 
 
 def _meta(embedding_model: str, dim: int, smoothing: str) -> list[tuple[str, str]]:

@@ -1,0 +1,215 @@
+"""The embedded store's tantivy lexical index (``store/sqlite/lexical.py``) stays in step with
+the rows: writes are caught up from the log rather than rebuilt, another process's writes are
+adopted, a folder that is not this store's, a pruned log or a damaged folder lead to a rebuild
+from the rows, and a writer killed with SIGKILL in the middle of a 100k ingest loses no
+acknowledged memory from it."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import fivefold
+from fivefold import Memory, Scope
+from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.store.sqlite import lexical, schema
+
+
+def _open(path: Path) -> Memory:
+    return Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16))
+
+
+def _items(start: int, count: int, **extra: Any) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(start)
+    vectors = rng.standard_normal((count, 16)).tolist()
+    return [
+        {"content": f"note tok{n}x about the kestrel review", "vector": v, "type": "fact", **extra}
+        for n, v in zip(range(start, start + count), vectors, strict=True)
+    ]
+
+
+def _found(memory: Memory, n: int, scope: Scope | None = None) -> list[int]:
+    own = W.own_only()  # a session neighbour would match through its context
+    hits = memory.store.lexical_search(scope or Scope(), [f"tok{n}x"], 5, weights=own)
+    return [i for i, _ in hits]
+
+
+def _index(memory: Memory) -> lexical.LexicalIndexes:
+    return memory.store._lexical  # type: ignore[attr-defined,no-any-return]
+
+
+def test_writes_are_caught_up_not_rebuilt(tmp_path: Path) -> None:
+    with _open(tmp_path / "m.db") as memory:
+        first = memory.remember_many(_items(0, 50, session_id="s"))
+        assert _found(memory, 7) == [first[7].id]
+        assert _index(memory).rebuilds == 1  # the namespace's first read builds it
+        later = memory.remember_many(_items(50, 5, session_id="s"))
+        memory.forget(first[3].id)
+        assert _found(memory, 52) == [later[2].id]
+        assert _found(memory, 3) == []
+        assert _index(memory).rebuilds == 1
+        assert _index(memory).catch_ups == 1  # the forget applied both changes at once
+
+
+def test_filters_admit_without_scoring(tmp_path: Path) -> None:
+    with _open(tmp_path / "m.db") as memory:
+        mine = memory.remember_many(_items(0, 5, user_id="u1"))
+        memory.remember_many(_items(5, 5, user_id="u2"))
+        scope = Scope(user_id="u1")
+        hits = memory.store.lexical_search(scope, ["kestrel", "tok2x"], 10, weights=W)
+        assert {i for i, _ in hits} == {r.id for r in mine}
+        assert hits[0][0] == mine[2].id
+        assert all(s > 0 for _, s in hits)
+        typed = memory.store.lexical_search(
+            scope, ["kestrel"], 10, [fivefold.MemoryType.EVENT], weights=W
+        )
+        assert typed == []
+        within = memory.store.lexical_search(
+            scope, ["kestrel"], 10, within=[mine[1].id, mine[4].id], weights=W
+        )
+        assert {i for i, _ in within} == {mine[1].id, mine[4].id}
+        # Only memories that hold a term come back, however few do.
+        assert memory.store.lexical_search(scope, ["tok3x"], 10, weights=W)[0][0] == mine[3].id
+        assert len(memory.store.lexical_search(scope, ["tok3x"], 10, weights=W)) == 1
+
+
+OTHER_WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    sys.path[:0] = [{tests!r}]
+    from test_lexical_index import _open, _items
+    with _open(Path({db!r})) as memory:
+        ids = [r.id for r in memory.remember_many(_items(100, 10))]
+        memory.forget(ids[0])
+    """
+)
+
+
+def test_another_process_writes_are_adopted(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with _open(db) as memory:
+        memory.remember_many(_items(0, 20))
+        assert _found(memory, 3)
+        script = OTHER_WRITER.format(tests=str(Path(__file__).parent), db=str(db))
+        subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+        # The other process applied its writes to the index on disk and closed: this one
+        # reloads its reader rather than applying them again.
+        catch_ups = _index(memory).catch_ups
+        assert _found(memory, 105)
+        assert _found(memory, 100) == []
+        assert _index(memory).catch_ups == catch_ups
+        assert _index(memory).rebuilds == 1
+
+
+def test_an_index_folder_of_another_store_is_not_adopted(tmp_path: Path) -> None:
+    with _open(tmp_path / "a.db") as memory:
+        memory.remember_many(_items(0, 10))
+        assert _found(memory, 1)
+    with _open(tmp_path / "b.db") as memory:
+        ids = [r.id for r in memory.remember_many(_items(500, 10))]
+        assert _found(memory, 501) == [ids[1]]
+    shutil.rmtree(tmp_path / "b.db.lexical")
+    shutil.copytree(tmp_path / "a.db.lexical", tmp_path / "b.db.lexical")
+    with _open(tmp_path / "b.db") as memory:
+        assert _found(memory, 501) == [ids[1]]
+        assert _found(memory, 1) == []
+        assert _index(memory).rebuilds == 1
+
+
+def test_a_damaged_folder_is_rebuilt(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with _open(db) as memory:
+        ids = [r.id for r in memory.remember_many(_items(0, 30))]
+        assert _found(memory, 4)
+    for file in (tmp_path / "m.db.lexical").rglob("*"):
+        if file.is_file() and not file.name.endswith(".json"):
+            file.write_bytes(b"\x00" * 64)
+    with _open(db) as memory:
+        assert _found(memory, 4) == [ids[4]]
+        assert all(f.ok for f in memory.store.check())
+
+
+def test_an_index_behind_a_pruned_log_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(schema, "LEXICAL_LOG_KEEP", 5)
+    db = tmp_path / "m.db"
+    with _open(db) as memory:
+        memory.remember_many(_items(0, 10, namespace="quiet"))
+        assert _found(memory, 2, Scope("quiet"))
+    with _open(db) as memory:
+        # Writes to "quiet" that no read applies, then enough elsewhere to prune past them.
+        late = memory.remember_many(_items(10, 3, namespace="quiet"))
+        for start in range(100, 100 + 300 * 2, 2):
+            memory.remember_many(_items(start, 2, namespace="busy"))
+        pruned = memory.store._conn.execute(  # type: ignore[attr-defined]
+            "SELECT count(*) FROM lexical_log WHERE namespace = 'quiet'"
+        ).fetchone()[0]
+        assert pruned == 0
+        assert _found(memory, 11, Scope("quiet")) == [late[1].id]
+
+
+KILLED_INGEST = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    sys.path[:0] = [{tests!r}]
+    from test_lexical_index import _open, _items
+    with _open(Path({db!r})) as memory:
+        for start in range({start}, {total}, 2000):
+            records = memory.remember_many(_items(start, 2000, session_id=str(start // 40)))
+            # acknowledged: remember_many has returned, so the batch is committed
+            print(records[0].id, records[-1].id, start, flush=True)
+    """
+)
+
+
+def test_sigkill_during_a_100k_ingest_loses_nothing_from_the_lexical_leg(
+    tmp_path: Path,
+) -> None:
+    """The writer syncs the index after each 2,000-memory batch, so a kill at a random moment
+    lands in an SQLite commit, a tantivy commit, or between them; twice, the second time with
+    about 90k memories in the store."""
+    db = tmp_path / "m.db"
+    total, start = 100_000, 0
+    acknowledged: dict[int, int] = {}  # memory id -> its token number
+    rng = random.Random(4)
+    # Killed once past ~40k memories and once past ~90k, a random moment after a batch.
+    for target in (rng.randrange(30_000, 50_000), rng.randrange(80_000, 94_000)):
+        script = KILLED_INGEST.format(
+            tests=str(Path(__file__).parent), db=str(db), start=start, total=total
+        )
+        writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        assert writer.stdout is not None
+        lines = [writer.stdout.readline()]
+        while lines[-1] and int(lines[-1].split()[2]) < target:
+            lines.append(writer.stdout.readline())
+        time.sleep(rng.uniform(0.0, 0.4))  # inside the next batch's commits, or between
+        writer.send_signal(signal.SIGKILL)
+        out, _ = writer.communicate(timeout=60)
+        for line in [*lines, *out.splitlines()]:
+            if line.strip():
+                first, last, n = (int(x) for x in line.split())
+                acknowledged.update((first + i, n + i) for i in range(last - first + 1))
+        start = max(acknowledged.values()) + 1
+        assert start < total, "the writer finished before it was killed"
+    assert len(acknowledged) >= 80_000
+    with _open(db) as memory:
+        conn = memory.store._conn  # type: ignore[attr-defined]
+        rows = {int(r[0]) for r in conn.execute("SELECT id FROM memories")}
+        assert set(acknowledged) <= rows
+        index = _index(memory)
+        assert index._ids(index.current("default")) == rows
+        for memory_id in random.Random(2).sample(sorted(acknowledged), 300):
+            assert _found(memory, acknowledged[memory_id]) == [memory_id]
