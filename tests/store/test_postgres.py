@@ -93,10 +93,50 @@ def test_the_schema_is_versioned_and_a_newer_one_refused(url: str) -> None:
         memory.remember("one memory")
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("SELECT value FROM fivefold_meta WHERE key = 'schema_version'")
-        assert row.fetchone() == ("1",)
+        assert row.fetchone() == ("2",)
         conn.execute("UPDATE fivefold_meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(fivefold.NotAFivefoldStore, match="schema version 99"):
         _open(url)
+
+
+AS_VERSION_1 = """
+DROP TABLE postings;
+DROP TABLE term_stats;
+CREATE TABLE postings (namespace text NOT NULL, field smallint NOT NULL, term text NOT NULL,
+    memory_id bigint NOT NULL, first real NOT NULL, second real NOT NULL,
+    length integer NOT NULL, PRIMARY KEY (namespace, field, term, memory_id));
+CREATE TABLE term_stats (namespace text NOT NULL, field smallint NOT NULL, term text NOT NULL,
+    df integer NOT NULL, PRIMARY KEY (namespace, field, term));
+ALTER TABLE memories DROP COLUMN tokens, ADD COLUMN own_tokens integer NOT NULL DEFAULT 0,
+    ADD COLUMN context_tokens integer NOT NULL DEFAULT 0;
+ALTER TABLE namespaces DROP COLUMN tokens, ADD COLUMN own_tokens bigint NOT NULL DEFAULT 0,
+    ADD COLUMN context_docs bigint NOT NULL DEFAULT 0,
+    ADD COLUMN context_tokens bigint NOT NULL DEFAULT 0;
+UPDATE fivefold_meta SET value = '1' WHERE key = 'schema_version';
+"""
+
+
+def test_a_version_1_store_is_reindexed_on_open(url: str) -> None:
+    """Schema 2 scores each column with tantivy's statistics: opening a schema 1 store derives
+    its posting rows again from the memories, and it ranks as if written under schema 2."""
+    terms = ["kestrel", "budget", "priya", "part"]
+    with _open(url) as memory:
+        _seed(memory, "default")
+        _seed(memory, "other")
+        before = {
+            ns: memory.store.lexical_search(Scope(ns), terms, 20, weights=W)
+            for ns in ("default", "other")
+        }
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(AS_VERSION_1)
+    with _open(url) as memory:
+        after = {
+            ns: memory.store.lexical_search(Scope(ns), terms, 20, weights=W)
+            for ns in ("default", "other")
+        }
+        assert all(f.ok for f in memory.store.check())
+    assert after == before
+    assert len(before["default"]) == 13
 
 
 def test_another_embedding_model_is_refused(url: str) -> None:
@@ -149,8 +189,8 @@ def test_the_statistics_check_finds_and_repairs_drift(url: str) -> None:
         assert all(f.ok for f in memory.store.check())
         before = memory.recall("kestrel budget review", now=NOW)
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("UPDATE term_stats SET df = df + 5 WHERE term = 'kestrel'")
-        conn.execute("UPDATE namespaces SET own_tokens = own_tokens + 100")
+        conn.execute("UPDATE term_stats SET df2 = df2 + 5 WHERE term = 'kestrel'")
+        conn.execute("UPDATE namespaces SET tokens[2] = tokens[2] + 100")
     with _open(url) as memory:
         findings = {f.part: f for f in memory.store.check()}
         assert not findings["lexical statistics of namespace 'default'"].ok

@@ -9,6 +9,7 @@ an ``fts5vocab`` 'instance' table, which lists every token occurrence of every c
 
 from __future__ import annotations
 
+import bisect
 import sqlite3
 import threading
 from collections import Counter
@@ -30,7 +31,15 @@ class Counted:
 
     @property
     def length(self) -> int:
-        return sum(self.first.values()) + sum(self.second.values())
+        return self.first_length + self.second_length
+
+    @property
+    def first_length(self) -> int:
+        return sum(self.first.values())
+
+    @property
+    def second_length(self) -> int:
+        return sum(self.second.values())
 
     @property
     def terms(self) -> set[str]:
@@ -90,10 +99,31 @@ class Tokenizer:
         return _query_tokens(self, text)
 
 
+def _norm_table() -> tuple[int, ...]:
+    """Tantivy's (and Lucene's) 256 field lengths: exact to 40, then eight steps of each power
+    of two from 2 on (42, 44, ... 56, 60, ... 88, 96, ...)."""
+    table, step = list(range(41)), 2
+    while len(table) < 256:
+        last = table[-1]
+        table.extend(last + step * i for i in range(1, 9))
+        step *= 2
+    return tuple(table[:256])
+
+
+NORMS = _norm_table()
+
+
+def field_norm(length: int) -> int:
+    """A field's length as BM25 sees it: the largest of ``NORMS`` not above it (tantivy keeps
+    one byte per document and field), so the PostgreSQL backend scores with the lengths the
+    embedded store's index does."""
+    return NORMS[bisect.bisect_right(NORMS, length) - 1]
+
+
 @lru_cache(maxsize=50_000)
 def _query_tokens(tokenizer: Tokenizer, text: str) -> tuple[str, ...]:
     counted = tokenizer.count([(text, "")])[0]
     return tuple(sorted(counted.first))
 
 
-__all__ = ["TOKENIZE", "Counted", "Tokenizer"]
+__all__ = ["NORMS", "TOKENIZE", "Counted", "Tokenizer", "field_norm"]

@@ -13,7 +13,7 @@ import psycopg
 from fivefold.embed.base import Vectors
 from fivefold.store.context import Group, Neighbour
 from fivefold.store.postgres import schema
-from fivefold.store.tokens import Counted, Tokenizer
+from fivefold.store.tokens import Counted, Tokenizer, field_norm
 
 _GROUP = (
     "SELECT namespace, user_id, agent_id, session_id FROM memories WHERE namespace = %s AND id = %s"
@@ -34,53 +34,63 @@ ORDER BY id
 
 @dataclass
 class Deltas:
-    """Per namespace: document-frequency changes by (field, term), and the namespace's counts."""
+    """Per namespace: document-frequency changes by (field, term) and column, the memory count
+    and each column's token total (``schema.COLUMNS`` order)."""
 
-    terms: dict[tuple[str, int], Counter[str]] = field(default_factory=dict)
+    terms: dict[tuple[str, int], dict[str, list[int]]] = field(default_factory=dict)
     memories: Counter[str] = field(default_factory=Counter)
-    own_tokens: Counter[str] = field(default_factory=Counter)
-    context_docs: Counter[str] = field(default_factory=Counter)
-    context_tokens: Counter[str] = field(default_factory=Counter)
+    tokens: dict[str, list[int]] = field(default_factory=dict)
 
-    def add_terms(self, namespace: str, kind: int, terms: set[str], sign: int) -> None:
-        counter = self.terms.setdefault((namespace, kind), Counter())
-        for term in terms:
-            counter[term] += sign
+    def add(self, namespace: str, kind: int, counted: Counted, sign: int) -> None:
+        """A memory's text of field ``kind`` counted in (``sign`` 1) or out (-1)."""
+        table = self.terms.setdefault((namespace, kind), {})
+        for column, counter in enumerate((counted.first, counted.second)):
+            for term in counter:
+                table.setdefault(term, [0, 0])[column] += sign
+        totals = self.tokens.setdefault(namespace, [0, 0, 0, 0])
+        base = 0 if kind == schema.OWN else 2
+        totals[base] += sign * counted.first_length
+        totals[base + 1] += sign * counted.second_length
 
     def flush(self, conn: psycopg.Connection) -> bool:
         """Apply the deltas; True when a namespace grew across a power of two (from
         ``schema.ANALYZE_FROM``): time to refresh the planner's statistics."""
-        for (namespace, kind), counter in sorted(self.terms.items()):
-            changed = sorted((t, n) for t, n in counter.items() if n)
+        for (namespace, kind), table in sorted(self.terms.items()):
+            changed = sorted((t, d[0], d[1]) for t, d in table.items() if d[0] or d[1])
             if not changed:
                 continue
-            terms, counts = [t for t, _ in changed], [n for _, n in changed]
-            conn.execute(schema.BUMP_TERMS, (namespace, kind, terms, counts))
-            gone = [t for t, n in changed if n < 0]
+            columns = [list(c) for c in zip(*changed, strict=True)]
+            conn.execute(schema.BUMP_TERMS, (namespace, kind, *columns))
+            gone = [t for t, d1, d2 in changed if d1 < 0 or d2 < 0]
             if gone:
                 conn.execute(
                     "DELETE FROM term_stats WHERE namespace = %s AND field = %s "
-                    "AND term = ANY(%s::text[]) AND df <= 0",
+                    "AND term = ANY(%s::text[]) AND df1 <= 0 AND df2 <= 0",
                     (namespace, kind, gone),
                 )
-        touched = set(self.memories) | set(self.own_tokens) | set(self.context_docs)
-        touched |= set(self.context_tokens)
         grew = False
-        for namespace in sorted(touched):
+        for namespace in sorted(set(self.memories) | set(self.tokens)):
+            tokens = self.tokens.get(namespace, [0, 0, 0, 0])
             row = conn.execute(
-                schema.BUMP_NAMESPACE,
-                (
-                    namespace,
-                    self.memories[namespace],
-                    self.own_tokens[namespace],
-                    self.context_docs[namespace],
-                    self.context_tokens[namespace],
-                ),
+                schema.BUMP_NAMESPACE, (namespace, self.memories[namespace], tokens)
             ).fetchone()
             now = int(row[0]) if row else 0
             before = now - self.memories[namespace]
             grew |= now >= schema.ANALYZE_FROM and now.bit_length() > max(before, 0).bit_length()
         return grew
+
+
+Posting = tuple[str, str, int, int, int, int, int]
+
+
+def postings(namespace: str, memory_id: int, counted: Counted) -> list[Posting]:
+    """The posting rows of one field of a memory: per term its two columns' frequencies and
+    lengths."""
+    norm1, norm2 = field_norm(counted.first_length), field_norm(counted.second_length)
+    return [
+        (namespace, t, memory_id, counted.first[t], counted.second[t], norm1, norm2)
+        for t in sorted(counted.terms)
+    ]
 
 
 def drop_postings(
@@ -115,9 +125,10 @@ class PostgresContextRows:
         self._rows: dict[int, _Cached] = {}
         self._whole = False  # the primed rows start at the session's first memory
         # Writes wait for ``flush``: one pipelined statement per kind instead of one each.
-        self._texts: dict[int, tuple[str, str, str, int]] = {}  # id -> ns, near, far, tokens
+        # id -> ns, near, far, their token counts
+        self._texts: dict[int, tuple[str, str, str, int, int]] = {}
         self._searched: dict[int, tuple[str, Vectors | None]] = {}
-        self._postings: list[tuple[str, str, int, int, int, int]] = []
+        self._postings: list[Posting] = []
 
     def prime(self, group: Group, first_new: int, window: int) -> None:
         """Read the session's rows from ``2 x window`` before ``first_new`` on, once: what
@@ -181,20 +192,12 @@ class PostgresContextRows:
         before, after = self._tokenizer.count([old, new])
         if old != ("", ""):
             drop_postings(self._conn, namespace, schema.CONTEXT, memory_id, before)
-            self._deltas.add_terms(namespace, schema.CONTEXT, before.terms, -1)
-            self._deltas.context_docs[namespace] -= 1
-            self._deltas.context_tokens[namespace] -= before.length
-        length = 0
+            self._deltas.add(namespace, schema.CONTEXT, before, -1)
         if new != ("", ""):
-            self._postings += [
-                (namespace, t, memory_id, after.first[t], after.second[t], after.length)
-                for t in sorted(after.terms)
-            ]
-            self._deltas.add_terms(namespace, schema.CONTEXT, after.terms, 1)
-            self._deltas.context_docs[namespace] += 1
-            self._deltas.context_tokens[namespace] += after.length
-            length = after.length
-        self._texts[memory_id] = (namespace, *new, length)
+            self._postings += postings(namespace, memory_id, after)
+            self._deltas.add(namespace, schema.CONTEXT, after, 1)
+        lengths = (after.first_length, after.second_length)
+        self._texts[memory_id] = (namespace, *new, *lengths)
         if self._primed(memory_id):
             self._rows[memory_id].context = new
 
@@ -223,8 +226,12 @@ class PostgresContextRows:
             if self._texts:
                 cur.executemany(
                     "UPDATE memories SET context_near = %s, context_far = %s, "
-                    "context_tokens = %s WHERE namespace = %s AND id = %s",
-                    [(near, far, n, ns, i) for i, (ns, near, far, n) in self._texts.items()],
+                    "tokens = ARRAY[tokens[1], tokens[2], %s, %s] "
+                    "WHERE namespace = %s AND id = %s",
+                    [
+                        (near, far, n1, n2, ns, i)
+                        for i, (ns, near, far, n1, n2) in self._texts.items()
+                    ],
                 )
             if self._searched:
                 # One write of each searched vector: each is an insertion into the HNSW graph.

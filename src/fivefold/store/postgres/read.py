@@ -91,12 +91,14 @@ class PostgresReads:
             yield conn
 
     def _namespace_row(self, conn: psycopg.Connection, namespace: str) -> tuple[int, ...]:
+        """Memories, generation and the token totals of the four columns."""
         row = conn.execute(
-            "SELECT memories, generation, own_tokens, context_docs, context_tokens "
-            "FROM namespaces WHERE namespace = %s",
+            "SELECT memories, generation, tokens FROM namespaces WHERE namespace = %s",
             (namespace,),
         ).fetchone()
-        return (0, 0, 0, 0, 0) if row is None else tuple(int(v) for v in row)
+        if row is None:
+            return (0, 0, 0, 0, 0, 0)
+        return (int(row[0]), int(row[1]), *(int(t) for t in row[2]))
 
     def namespace_generation(self, namespace: str) -> int:
         with self._read() as conn:
@@ -194,8 +196,9 @@ class PostgresReads:
         wanted = sorted({tok for toks in tokens.values() for tok in toks})
         with self._read() as conn, conn.transaction():  # the total and the counts agree
             total = self._namespace_row(conn, namespace)[0]
+            # ``content``'s, as on the embedded store (its lexical.py says why).
             rows = conn.execute(
-                "SELECT term, df FROM term_stats WHERE namespace = %s AND field = %s "
+                "SELECT term, df2 FROM term_stats WHERE namespace = %s AND field = %s "
                 "AND term = ANY(%s::text[])",
                 (namespace, schema.OWN, wanted),
             ).fetchall()
@@ -261,8 +264,8 @@ class PostgresReads:
         *,
         weights: ColumnWeights,
     ) -> list[tuple[int, float]]:
-        phrases = Counter(tokens for t in terms if t and (tokens := self._tokenizer.terms(t)))
-        if not phrases or k <= 0 or (within is not None and not within):
+        tokens = Counter(tok for t in terms if t for tok in self._tokenizer.terms(t))
+        if not tokens or k <= 0 or (within is not None and not within):
             return []
         where, params = _scope_sql(scope)
         if types:
@@ -271,60 +274,47 @@ class PostgresReads:
         if within is not None:
             where += " AND m.id = ANY(%(within)s::bigint[])"
             params["within"] = [int(i) for i in within]
-        flat = [
-            (token, n, phrase, len(tokens))
-            for phrase, (tokens, n) in enumerate(sorted(phrases.items()))
-            for token in tokens
-        ]
-        params |= {
-            "terms": [r[0] for r in flat],
-            "counts": [r[1] for r in flat],
-            "phrases": [r[2] for r in flat],
-            "sizes": [r[3] for r in flat],
-            "k": k,
-        }
+        ordered = sorted(tokens.items())
+        params |= {"terms": [t for t, _ in ordered], "counts": [n for _, n in ordered], "k": k}
         narrower = scope.user_id is not None or scope.agent_id is not None
         join = schema.BM25_FILTER_JOIN.format(filters=where)
-        shape = {
-            "join": join if narrower or types or within is not None else "",
-            "phrase": schema.BM25_PHRASES if any(r[3] > 1 for r in flat) else "",
-        }
+        join = join if narrower or types or within is not None else ""
         with self._read() as conn, conn.transaction():
-            docs, _, own_tokens, ctx_docs, ctx_tokens = self._namespace_row(conn, scope.namespace)
+            docs, _, *totals = self._namespace_row(conn, scope.namespace)
             if docs == 0:
                 return []
-            # Each field is scored with its own statistics: (field, documents, tokens, weights).
-            fields = [(schema.OWN, docs, own_tokens, weights.predicate, weights.content)]
-            if weights.uses_context and ctx_docs > 0:
-                fields.append(
-                    (
-                        schema.CONTEXT,
-                        ctx_docs,
-                        ctx_tokens,
-                        weights.context_near,
-                        weights.context_far,
-                    )
-                )
+            # Each column is scored with its own statistics: (field, weights, token totals).
+            fields = [
+                (schema.OWN, (weights.predicate, weights.content), totals[0:2]),
+                (schema.CONTEXT, (weights.context_near, weights.context_far), totals[2:4]),
+            ]
             parts = []
-            for field, count, length, first, second in fields:
+            for field, (w1, w2), (t1, t2) in fields:
+                if w1 <= 0.0 and w2 <= 0.0:
+                    continue
                 parts.append(
                     schema.BM25_FIELD.format(
-                        docs=f"%(docs_{field})s::float8",
-                        avgdl=f"%(avgdl_{field})s::float8",
-                        w1=f"%(first_{field})s::float8",
-                        w2=f"%(second_{field})s::float8",
+                        docs="%(docs)s::float8",
+                        avg1=f"%(avg1_{field})s::float8",
+                        avg2=f"%(avg2_{field})s::float8",
+                        w1=f"%(w1_{field})s::float8",
+                        w2=f"%(w2_{field})s::float8",
                         field=field,
-                        **shape,
+                        join=join,
                     )
                 )
+                # An empty column's average is 0 and no posting has a length in it.
                 params |= {
-                    f"docs_{field}": count,
-                    f"avgdl_{field}": max(length / count, 1e-9),
-                    f"first_{field}": first,
-                    f"second_{field}": second,
+                    "docs": docs,
+                    f"avg1_{field}": max(t1 / docs, 1e-9),
+                    f"avg2_{field}": max(t2 / docs, 1e-9),
+                    f"w1_{field}": w1,
+                    f"w2_{field}": w2,
                 }
+            if not parts:
+                return []
             # Rounded to 12 places: a sum's order varies between rows, and two memories with the
-            # same text must tie exactly (and fall back to id order), as they do in FTS5.
+            # same text must tie exactly (and fall back to id order), as they do in tantivy.
             sql = (
                 "SELECT id, round(sum(s)::numeric, 12)::float8 AS score "
                 f"FROM ({' UNION ALL '.join(parts)}) AS x "

@@ -11,17 +11,18 @@ the memory's own embedding, or its session-smoothed one (``store/context.py``); 
 inside the transaction that writes a session memory, until its context is computed, so the
 HNSW graph takes each new memory once, with its final vector.
 
-BM25 is FTS5's, computed from rows: ``postings`` holds each term's frequency in a memory's two
-columns (``field`` 0: predicate, content; 1: its session context at distance 1, 2),
-``term_stats`` each term's document frequency, and ``namespaces`` the counts and token totals,
-all per namespace.
+BM25 is the embedded store's (tantivy's), computed from rows: ``postings`` holds each term's
+frequency in a memory's two columns of a ``field`` (0: predicate, content; 1: its session
+context at distance 1, 2) and each column's length as tantivy records it (``field_norm``);
+``term_stats`` each term's document frequency per column, and ``namespaces`` the memory count
+and each column's token total, all per namespace. Every column is scored on its own.
 """
 
 from __future__ import annotations
 
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 OWN, CONTEXT = 0, 1  # postings.field
 
@@ -143,7 +144,39 @@ CREATE TABLE namespaces (
     context_tokens bigint NOT NULL DEFAULT 0
 );
 """,
+    # 2: BM25 per column, with tantivy's lengths and IDF, as the embedded store scores it. The
+    # posting rows are derived: dropped here and rebuilt from the memories by the store
+    # (``PostgresStore._reindex_lexical``) in the same transaction.
+    """
+DROP TABLE postings;
+DROP TABLE term_stats;
+CREATE TABLE postings (
+    namespace text NOT NULL,
+    field     smallint NOT NULL,
+    term      text NOT NULL,
+    memory_id bigint NOT NULL,
+    first     real NOT NULL,
+    second    real NOT NULL,
+    norm1     integer NOT NULL,
+    norm2     integer NOT NULL,
+    PRIMARY KEY (namespace, field, term, memory_id) INCLUDE (first, second, norm1, norm2)
+);
+CREATE TABLE term_stats (
+    namespace text NOT NULL,
+    field     smallint NOT NULL,
+    term      text NOT NULL,
+    df1       integer NOT NULL,
+    df2       integer NOT NULL,
+    PRIMARY KEY (namespace, field, term)
+);
+ALTER TABLE memories DROP COLUMN own_tokens, DROP COLUMN context_tokens,
+    ADD COLUMN tokens integer[] NOT NULL DEFAULT '{{0,0,0,0}}';
+ALTER TABLE namespaces DROP COLUMN own_tokens, DROP COLUMN context_docs,
+    DROP COLUMN context_tokens, ADD COLUMN tokens bigint[] NOT NULL DEFAULT '{{0,0,0,0}}';
+""",
 )
+# The order of a memory's (and a namespace's) ``tokens``: predicate, content, near, far.
+COLUMNS = ("predicate", "content", "near", "far")
 
 META_DDL = "CREATE TABLE IF NOT EXISTS fivefold_meta (key text PRIMARY KEY, value text NOT NULL)"
 # Planner statistics are refreshed when a namespace crosses a power of two from this size on:
@@ -156,15 +189,15 @@ SCHEMA_LOCK = 0x0F1FE_F01D
 
 INSERT_MEMORY_WITH_ID = """
 INSERT INTO memories (namespace, id, user_id, agent_id, session_id, content, predicate, type,
-    event_at, created_at, importance, metadata, speaker, own_tokens, embedding, searched)
+    event_at, created_at, importance, metadata, speaker, tokens, embedding, searched)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 # The batch forms of the write statements: one statement per batch, its rows as arrays.
 INSERT_POSTINGS_MANY = """
-INSERT INTO postings (namespace, field, term, memory_id, first, second, length)
-SELECT t.namespace, %s, t.term, t.memory_id, t.first, t.second, t.length
-FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::real[], %s::real[], %s::int[])
-     AS t(namespace, term, memory_id, first, second, length)
+INSERT INTO postings (namespace, field, term, memory_id, first, second, norm1, norm2)
+SELECT t.namespace, %s, t.term, t.memory_id, t.first, t.second, t.norm1, t.norm2
+FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::real[], %s::real[], %s::int[],
+            %s::int[]) AS t(namespace, term, memory_id, first, second, norm1, norm2)
 """
 FIND_ALIASES = """
 SELECT norm, min(entity_id) FROM aliases
@@ -214,24 +247,23 @@ FROM memories
 # Document frequencies move in sorted order: concurrent writers lock shared rows in the same
 # order, so they wait for each other instead of deadlocking.
 BUMP_TERMS = """
-INSERT INTO term_stats (namespace, field, term, df)
-SELECT %s, %s, t.term, t.n FROM unnest(%s::text[], %s::int[]) AS t(term, n) ORDER BY t.term
-ON CONFLICT (namespace, field, term) DO UPDATE SET df = term_stats.df + excluded.df
+INSERT INTO term_stats (namespace, field, term, df1, df2)
+SELECT %s, %s, t.term, t.n1, t.n2 FROM unnest(%s::text[], %s::int[], %s::int[])
+    AS t(term, n1, n2) ORDER BY t.term
+ON CONFLICT (namespace, field, term) DO UPDATE
+SET df1 = term_stats.df1 + excluded.df1, df2 = term_stats.df2 + excluded.df2
 """
 DELETE_POSTINGS = """
 DELETE FROM postings
 WHERE namespace = %s AND field = %s AND term = ANY(%s::text[]) AND memory_id = %s
 """
 BUMP_NAMESPACE = """
-INSERT INTO namespaces AS n (namespace, memories, generation, own_tokens, context_docs,
-                             context_tokens)
-VALUES (%s, %s, 1, %s, %s, %s)
+INSERT INTO namespaces AS n (namespace, memories, generation, tokens)
+VALUES (%s, %s, 1, %s::bigint[])
 ON CONFLICT (namespace) DO UPDATE SET
     memories = n.memories + excluded.memories,
     generation = n.generation + 1,
-    own_tokens = n.own_tokens + excluded.own_tokens,
-    context_docs = n.context_docs + excluded.context_docs,
-    context_tokens = n.context_tokens + excluded.context_tokens
+    tokens = ARRAY(SELECT a + b FROM unnest(n.tokens, excluded.tokens) AS x(a, b))
 RETURNING n.memories
 """
 FIND_ALIAS = (
@@ -282,37 +314,34 @@ JOIN entities e ON e.namespace = mn.namespace AND e.id = mn.entity_id
 WHERE mn.namespace = %s AND mn.memory_id = ANY(%s::bigint[]) ORDER BY e.id
 """
 
-# FTS5's bm25() over one field of the posting tables (fts5_aux.c): per query term (a repeated
-# term counts again), idf = ln((N - df + 0.5) / (df + 0.5)) floored at 1e-6, times
-# f (k1 + 1) / (f + k1 (1 - b + b D / avgdl)), with f the column-weighted term frequency, D
-# the memory's length in tokens, N and avgdl those of the namespace; k1 = 1.2, b = 0.75.
-# Each statement reads its own snapshot: a df counted after N (a write in between) is capped.
-# A term of several tokens ("e-mail") is a phrase to FTS5; without positions, a memory matches
-# it here when it holds every one of its tokens (``size``), scored as the sum of theirs.
-# LATERAL: each term is looked up on its own key, whatever the planner's statistics say.
-# ``length`` is the memory's length in that field when the posting was written (an own text
-# never changes; a context's postings are rewritten with it).
+# BM25 over one field of the posting tables, as tantivy scores it (query/bm25.rs): per query
+# token (a repeated one counts again) and column, the column's weight times
+# idf = ln(1 + (N - df + 0.5) / (df + 0.5)) times tf (k1 + 1) / (tf + k1 (1 - b + b D / avgdl)),
+# with D the memory's length in that column as tantivy keeps it (``norm``), avgdl the column's
+# token total over N, N the namespace's memory count; k1 = 1.2, b = 0.75. A column a memory
+# lacks adds 0 (tf 0). Each statement reads its own snapshot: a df counted after N (a write in
+# between) is capped. LATERAL: each token is looked up on its own key, whatever the planner's
+# statistics say.
 BM25_FIELD = """
 SELECT p.memory_id AS id,
-       sum(q.n * greatest(ln(({docs} - least(t.df, {docs}) + 0.5) / (t.df + 0.5)), 1e-6)
-           * ({w1} * p.first + {w2} * p.second) * 2.2
-           / (({w1} * p.first + {w2} * p.second)
-              + 1.2 * (0.25 + 0.75 * p.length / {avgdl}))) AS s
-FROM unnest(%(terms)s::text[], %(counts)s::int[], %(phrases)s::int[], %(sizes)s::int[])
-     AS q(term, n, phrase, size)
-CROSS JOIN LATERAL (SELECT df FROM term_stats
+       sum(q.n * (
+           {w1} * ln(1 + ({docs} - least(t.df1, {docs}) + 0.5) / (t.df1 + 0.5))
+               * p.first * 2.2 / (p.first + 1.2 * (0.25 + 0.75 * p.norm1 / {avg1}))
+         + {w2} * ln(1 + ({docs} - least(t.df2, {docs}) + 0.5) / (t.df2 + 0.5))
+               * p.second * 2.2 / (p.second + 1.2 * (0.25 + 0.75 * p.norm2 / {avg2}))
+       )) AS s
+FROM unnest(%(terms)s::text[], %(counts)s::int[]) AS q(term, n)
+CROSS JOIN LATERAL (SELECT df1, df2 FROM term_stats
                     WHERE namespace = %(ns)s AND field = {field} AND term = q.term) AS t
-CROSS JOIN LATERAL (SELECT memory_id, first, second, length FROM postings
+CROSS JOIN LATERAL (SELECT memory_id, first, second, norm1, norm2 FROM postings
                     WHERE namespace = %(ns)s AND field = {field} AND term = q.term) AS p
 {join}
-GROUP BY p.memory_id{phrase}
+GROUP BY p.memory_id
 """
 # Only a scope narrower than the namespace (user, agent, types, a given id list) needs the
-# memories row; the posting carries the length BM25 needs, so the common case reads postings
+# memories row; the posting carries the lengths BM25 needs, so the common case reads postings
 # alone (index-only: the key INCLUDEs them).
 BM25_FILTER_JOIN = "JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id WHERE {filters}"
-# Terms of several tokens group per phrase (each must be wholly there); single tokens do not.
-BM25_PHRASES = ", q.phrase HAVING count(*) = max(q.size)"
 
 # Explicit edges and declared aliases, for export (``fivefold migrate``), in write order.
 SELECT_RELATIONS = f"""

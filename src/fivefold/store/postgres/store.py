@@ -48,7 +48,9 @@ from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import (
     Deltas,
     PostgresContextRows,
+    Posting,
     drop_postings,
+    postings,
 )
 from fivefold.store.postgres.read import PostgresReads
 from fivefold.store.postgres.read import translating as _translating
@@ -130,6 +132,8 @@ class PostgresStore(PostgresReads):
                 )
             for step in schema.MIGRATIONS[version:]:
                 conn.execute(step.format(dim=self._dim))
+            if 0 < version < 2:  # the posting rows of schema 2 come from the memories
+                self._reindex_lexical(conn)
             if not meta:
                 meta = {
                     "embedding_model": self._model,
@@ -283,15 +287,12 @@ class PostgresStore(PostgresReads):
         ids: Sequence[int],
         counted: Sequence[Counted],
     ) -> None:
-        flat: list[tuple[str, str, int, int, int, int]] = []
+        flat: list[Posting] = []
         for memory, memory_id, count in zip(memories, ids, counted, strict=True):
             namespace = memory.scope.namespace
-            for term in sorted(count.terms):
-                first, second = count.first[term], count.second[term]
-                flat.append((namespace, term, memory_id, first, second, count.length))
-            deltas.add_terms(namespace, schema.OWN, count.terms, 1)
+            flat += postings(namespace, memory_id, count)
+            deltas.add(namespace, schema.OWN, count, 1)
             deltas.memories[namespace] += 1
-            deltas.own_tokens[namespace] += count.length
         if flat:
             conn.execute(schema.INSERT_POSTINGS_MANY, (schema.OWN, *_columns(flat)))
 
@@ -432,14 +433,11 @@ class PostgresStore(PostgresReads):
         conn.execute(schema.PRUNE_COMENTIONS, (ns,))
         own, ctx = self._tokenizer.count([(predicate or "", content), (near, far)])
         drop_postings(conn, ns, schema.OWN, memory_id, own)
-        deltas.add_terms(ns, schema.OWN, own.terms, -1)
+        deltas.add(ns, schema.OWN, own, -1)
         deltas.memories[ns] -= 1
-        deltas.own_tokens[ns] -= own.length
         if near or far:
             drop_postings(conn, ns, schema.CONTEXT, memory_id, ctx)
-            deltas.add_terms(ns, schema.CONTEXT, ctx.terms, -1)
-            deltas.context_docs[ns] -= 1
-            deltas.context_tokens[ns] -= ctx.length
+            deltas.add(ns, schema.CONTEXT, ctx, -1)
         conn.execute(
             "DELETE FROM mentions WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
         )
@@ -533,45 +531,89 @@ class PostgresStore(PostgresReads):
     def _statistics_agree(self, namespace: str) -> bool:
         with self._read() as conn, conn.transaction():
             wrong = conn.execute(
-                "SELECT count(*) FROM (SELECT field, term, count(*) AS n FROM postings "
-                "WHERE namespace = %(ns)s GROUP BY field, term) AS p "
-                "FULL JOIN (SELECT field, term, df FROM term_stats WHERE namespace = %(ns)s "
-                "AND df > 0) AS t USING (field, term) WHERE p.n IS DISTINCT FROM t.df",
+                f"SELECT count(*) FROM ({_COUNTED_TERMS}) AS p "
+                "FULL JOIN (SELECT field, term, df1, df2 FROM term_stats "
+                "WHERE namespace = %(ns)s AND (df1 > 0 OR df2 > 0)) AS t USING (field, term) "
+                "WHERE (p.n1, p.n2) IS DISTINCT FROM (t.df1, t.df2)",
                 {"ns": namespace},
             ).fetchone()
-            counted = conn.execute(
-                "SELECT count(*), coalesce(sum(own_tokens), 0), "
-                "count(*) FILTER (WHERE context_near <> '' OR context_far <> ''), "
-                "coalesce(sum(context_tokens), 0) FROM memories WHERE namespace = %s",
-                (namespace,),
-            ).fetchone()
+            counted = conn.execute(_COUNTED_TOKENS, {"ns": namespace}).fetchone()
             kept = self._namespace_row(conn, namespace)
-        expected = tuple(int(v) for v in counted) if counted else (0, 0, 0, 0)
+        expected = tuple(int(v) for v in counted) if counted else (0, 0, 0, 0, 0)
         return wrong is not None and wrong[0] == 0 and (kept[0], *kept[2:]) == expected
 
     def _recount(self, namespace: str) -> None:
         def run(conn: psycopg.Connection, deltas: Deltas) -> None:
             conn.execute("DELETE FROM term_stats WHERE namespace = %s", (namespace,))
             conn.execute(
-                "INSERT INTO term_stats (namespace, field, term, df) "
-                "SELECT namespace, field, term, count(*) FROM postings WHERE namespace = %s "
-                "GROUP BY namespace, field, term",
-                (namespace,),
+                "INSERT INTO term_stats (namespace, field, term, df1, df2) "
+                f"SELECT %(ns)s, field, term, n1, n2 FROM ({_COUNTED_TERMS}) AS p",
+                {"ns": namespace},
             )
             conn.execute(
                 "INSERT INTO namespaces (namespace) VALUES (%s) ON CONFLICT DO NOTHING",
                 (namespace,),
             )
             conn.execute(
-                "UPDATE namespaces SET (memories, own_tokens, context_docs, context_tokens) = "
-                "(SELECT count(*), coalesce(sum(own_tokens), 0), "
-                "count(*) FILTER (WHERE context_near <> '' OR context_far <> ''), "
-                "coalesce(sum(context_tokens), 0) FROM memories WHERE namespace = %(ns)s), "
+                "UPDATE namespaces SET (memories, tokens) = (SELECT c, ARRAY[t1, t2, t3, t4] "
+                f"FROM ({_COUNTED_TOKENS}) AS x(c, t1, t2, t3, t4)), "
                 "generation = generation + 1 WHERE namespace = %(ns)s",
                 {"ns": namespace},
             )
 
         self._write(run)
+
+    def _reindex_lexical(self, conn: psycopg.Connection) -> None:
+        """Every memory's posting rows, document frequencies and token counts again from its
+        text (a schema migration, inside its transaction)."""
+        deltas = Deltas()
+        conn.execute("UPDATE namespaces SET tokens = '{0,0,0,0}'")
+        with conn.cursor(name="fivefold_reindex") as rows:
+            rows.execute(
+                "SELECT namespace, id, coalesce(predicate, ''), content, context_near, "
+                "context_far FROM memories ORDER BY namespace, id"
+            )
+            while batch := rows.fetchmany(2_000):
+                counted = self._tokenizer.count(
+                    [pair for r in batch for pair in ((r[2], r[3]), (r[4], r[5]))]
+                )
+                flat: dict[int, list[Posting]] = {schema.OWN: [], schema.CONTEXT: []}
+                lengths = []
+                for n, row in enumerate(batch):
+                    namespace, memory_id = str(row[0]), int(row[1])
+                    own, ctx = counted[2 * n], counted[2 * n + 1]
+                    flat[schema.OWN] += postings(namespace, memory_id, own)
+                    deltas.add(namespace, schema.OWN, own, 1)
+                    if row[4] or row[5]:
+                        flat[schema.CONTEXT] += postings(namespace, memory_id, ctx)
+                        deltas.add(namespace, schema.CONTEXT, ctx, 1)
+                    columns = [own.first_length, own.second_length]
+                    columns += [ctx.first_length, ctx.second_length]
+                    lengths.append((columns, namespace, memory_id))
+                for kind, rows_of in flat.items():
+                    if rows_of:
+                        conn.execute(schema.INSERT_POSTINGS_MANY, (kind, *_columns(rows_of)))
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "UPDATE memories SET tokens = %s WHERE namespace = %s AND id = %s",
+                        lengths,
+                    )
+        deltas.flush(conn)
+        conn.execute("UPDATE namespaces SET generation = generation + 1")
+
+
+# Per field and term of a namespace: how many memories hold it in each column.
+_COUNTED_TERMS = """
+SELECT field, term, count(*) FILTER (WHERE first > 0) AS n1,
+       count(*) FILTER (WHERE second > 0) AS n2
+FROM postings WHERE namespace = %(ns)s GROUP BY field, term
+"""
+# A namespace's memory count and each column's token total, from the memories.
+_COUNTED_TOKENS = """
+SELECT count(*), coalesce(sum(tokens[1]), 0), coalesce(sum(tokens[2]), 0),
+       coalesce(sum(tokens[3]), 0), coalesce(sum(tokens[4]), 0)
+FROM memories WHERE namespace = %(ns)s
+"""
 
 
 def _no_nul(where: str, **texts: str | None) -> None:
@@ -620,7 +662,7 @@ def _memory_row(
         memory.importance,
         json.dumps(dict(memory.metadata)),
         memory.speaker,
-        counted.length,
+        [counted.first_length, counted.second_length, 0, 0],
         embedding,
         None if deferred else embedding,
     )
