@@ -91,6 +91,10 @@ def migrate(
             dst.add_alias(namespace, name, alias)
             aliases += 1
     counts = {ns: _counts(src, dst, ns) for ns in namespaces}
+    # Scores compare only when both stores' statistics count the current rows alone (the
+    # embedded store's lexical index keeps counting a replaced or forgotten text until merged).
+    src.compact()
+    dst.compact()
     sampled, same = _compare_recalls(source, target, namespaces, sample)
     return MigrationReport(counts, relations, aliases, sampled, same)
 

@@ -61,6 +61,50 @@ def test_writes_are_caught_up_not_rebuilt(tmp_path: Path) -> None:
         assert _index(memory).catch_ups == 1  # the forget applied both changes at once
 
 
+def test_compact_leaves_statistics_of_the_current_rows(tmp_path: Path) -> None:
+    """A forgotten memory and the neighbours it re-contexted stay in tantivy's statistics until
+    a merge; ``compact`` rebuilds the index so the scores are those of a store that never held
+    them (and the forgotten text leaves the index files)."""
+    items = _items(0, 30, session_id="s")
+    with _open(tmp_path / "m.db") as memory:
+        records = memory.remember_many(items)
+        _found(memory, 0)  # the index is built, then the forget below deletes from it
+        memory.forget(records[10].id)
+        drifted = memory.store.lexical_search(Scope(), ["kestrel", "tok11x"], 5, weights=W)
+        # The memory and the four neighbours whose context it was.
+        assert _index(memory).current("default").stale == 5
+        assert memory.store.compact() == 1
+        assert _index(memory).current("default").stale == 0
+        assert memory.store.compact() == 0
+        compacted = memory.store.lexical_search(Scope(), ["kestrel", "tok11x"], 5, weights=W)
+        assert any("deleted" in f.detail for f in memory.store.check()) is False
+    with _open(tmp_path / "fresh.db") as memory:
+        kept = memory.remember_many([item for n, item in enumerate(items) if n != 10])
+        fresh = memory.store.lexical_search(Scope(), ["kestrel", "tok11x"], 5, weights=W)
+    ids = {r.id: n for n, r in enumerate(kept)}
+    renumber = {
+        r.id: ids[f.id]
+        for r, f in zip([r for n, r in enumerate(records) if n != 10], kept, strict=True)
+    }
+    assert [(renumber[i], round(s, 9)) for i, s in compacted] == [
+        (ids[i], round(s, 9)) for i, s in fresh
+    ]
+    assert [s for _, s in drifted] != [s for _, s in compacted]
+
+
+def test_ties_at_the_cut_are_broken_by_id(tmp_path: Path) -> None:
+    """Tantivy orders equal scores by where a document sits; a memory whose context was
+    rewritten moves to a later segment, yet the k kept among equals are the lowest ids."""
+    with _open(tmp_path / "m.db") as memory:
+        same = [{"content": "kestrel budget", "session_id": "s"} for _ in range(6)]
+        first = memory.remember_many(same[:3])
+        _found(memory, 0)  # committed: the next write rewrites the last two's context
+        memory.remember_many(same[3:])
+        own = W.own_only()
+        hits = memory.store.lexical_search(Scope(), ["kestrel"], 2, weights=own)
+        assert [i for i, _ in hits] == [first[0].id, first[1].id]
+
+
 def test_filters_admit_without_scoring(tmp_path: Path) -> None:
     with _open(tmp_path / "m.db") as memory:
         mine = memory.remember_many(_items(0, 5, user_id="u1"))

@@ -189,6 +189,11 @@ class Store(Protocol):
         """Every index checked against the rows; ``repair`` rebuilds what is out of step."""
         ...
 
+    def compact(self) -> int:
+        """Purge from the derived indexes what replaced and forgotten memories left behind, so
+        every statistic counts the current rows only; returns how many indexes were rebuilt."""
+        ...
+
     def stats(self, namespace: str | None = None) -> StoreStats:
         """Counts of the whole store, or of one namespace."""
         ...

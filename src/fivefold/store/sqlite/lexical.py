@@ -56,7 +56,7 @@ from fivefold.store.tokens import Tokenizer
 __all__ = ["LexicalIndexes"]
 
 TEXT_FIELDS = ("predicate", "content", "near", "far")
-FORMAT = 1  # of an index folder and its sidecar: a folder of another format is rebuilt
+FORMAT = 2  # of an index folder and its sidecar: a folder of another format is rebuilt
 # A writer brings a namespace's index up to date once this many log entries wait for it, so a
 # long ingest never leaves its first recall a large catch-up.
 SYNC_PENDING = 2_000
@@ -64,6 +64,8 @@ LOCK_WAIT_S = 30.0  # another process's tantivy writer holds the lock at most on
 SYNC_HEAP = 64_000_000
 BUILD_HEAP = 256_000_000
 BUILD_BATCH = 20_000
+TIE_SLACK = 8  # hits fetched beyond k, so that ties at the cut are usually seen in one search
+Hit = tuple[float, tantivy.DocAddress]
 
 
 def _schema() -> tantivy.Schema:
@@ -83,11 +85,14 @@ def _exact(value: str) -> str:
 
 @dataclass
 class _Index:
-    """One namespace's index and the last log entry it holds."""
+    """One namespace's index, the last log entry it holds, and how many documents it deleted
+    since it was built (a replaced or forgotten memory's old text, which tantivy's statistics
+    keep counting until a merge drops it; a count above 0 may already be merged away)."""
 
     index: tantivy.Index
     seq: int
     on_disk: bool
+    stale: int = 0
 
 
 class LexicalIndexes:
@@ -168,14 +173,13 @@ class LexicalIndexes:
                 [(must, query), *((must, zero(f, 0.0)) for f in filters)]
             )
         searcher = index.index.searcher()
-        # count=False: counting every match would defeat the early stop.
-        hits = searcher.search(query, k, count=False).hits
+        hits = _top(searcher, query, k)
         if not hits:
             return []
         ids = _ids_at(searcher, [address for _, address in hits])
         found = [(i, float(score)) for (score, _), i in zip(hits, ids, strict=True)]
         found.sort(key=lambda hit: (-hit[1], hit[0]))
-        return found
+        return found[:k]
 
     def frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """The namespace's memory count and, per term, how many memories hold it in their
@@ -270,10 +274,7 @@ class LexicalIndexes:
     def _adopt_saved(self, namespace: str, index: _Index, path: Path) -> bool:
         """Whether the saved index, as another process (or an earlier run) left it, is
         current: then this process reloads it rather than applying anything itself."""
-        saved = self._saved_seq(namespace, path)
-        if saved is not None and saved > index.seq:
-            index.index.reload()
-            index.seq = saved
+        self._adopt(index, self._saved(namespace, path))
         return index.seq >= max(self._log_state(namespace))
 
     def _bring_up_on_disk(self, namespace: str, index: _Index | None, path: Path) -> _Index:
@@ -290,17 +291,18 @@ class LexicalIndexes:
         return self._build(namespace, built, path)
 
     def _load(self, namespace: str, path: Path) -> _Index | None:
-        seq = self._saved_seq(namespace, path)
-        if seq is None or not tantivy.Index.exists(str(path)):
+        saved = self._saved(namespace, path)
+        if saved is None or not tantivy.Index.exists(str(path)):
             return None
         try:
             index = tantivy.Index(self._schema, path=str(path), reuse=True)
             index.config_reader("Manual")
         except ValueError:
             return None
-        return _Index(index, seq, on_disk=True)
+        return _Index(index, saved[0], on_disk=True, stale=saved[1])
 
-    def _saved_seq(self, namespace: str, path: Path) -> int | None:
+    def _saved(self, namespace: str, path: Path) -> tuple[int, int] | None:
+        """The sequence number and stale count saved with the index (None: no valid sidecar)."""
         try:
             saved = json.loads(_sidecar(path).read_text())
         except (OSError, ValueError):
@@ -308,23 +310,34 @@ class LexicalIndexes:
         expected = {"format": FORMAT, "store": self._store_id, "namespace": namespace}
         if not isinstance(saved, dict) or any(saved.get(k) != v for k, v in expected.items()):
             return None
-        seq = saved.get("seq")
-        return seq if isinstance(seq, int) else None
+        seq, stale = saved.get("seq"), saved.get("stale")
+        return (seq, stale) if isinstance(seq, int) and isinstance(stale, int) else None
 
-    def _save_seq(self, namespace: str, path: Path, seq: int) -> None:
+    @staticmethod
+    def _adopt(index: _Index, saved: tuple[int, int] | None) -> None:
+        """Take what another process (or an earlier run) committed after ``index``."""
+        if saved is not None and saved[0] > index.seq:
+            index.index.reload()
+            index.seq, index.stale = saved
+
+    def _save(self, namespace: str, path: Path, index: _Index) -> None:
         sidecar = _sidecar(path)
         temp = sidecar.with_suffix(".tmp")
-        body = {"format": FORMAT, "store": self._store_id, "namespace": namespace, "seq": seq}
+        body = {
+            "format": FORMAT,
+            "store": self._store_id,
+            "namespace": namespace,
+            "seq": index.seq,
+            "stale": index.stale,
+        }
         temp.write_text(json.dumps(body))
         os.replace(temp, sidecar)
 
     def _catch_up(self, namespace: str, index: _Index, path: Path | None) -> _Index:
         with _locked_writer(index.index) as writer:
             if path is not None:  # the lock is ours: what did the last holder apply?
-                saved = self._saved_seq(namespace, path)
-                if saved is not None and saved > index.seq:
-                    index.index.reload()
-                    index.seq = saved
+                self._adopt(index, self._saved(namespace, path))
+            held = int(index.index.searcher().num_docs)
             documents: list[tantivy.Document] = []
             expected = 0
             with _snapshot(self._conn):
@@ -355,11 +368,12 @@ class LexicalIndexes:
         if changed is None:
             return self._build(namespace, index.index, path)
         index.index.reload()
-        index.seq = int(newest)
+        now_held = int(index.index.searcher().num_docs)
+        index.seq, index.stale = int(newest), index.stale + held + len(documents) - now_held
         if path is not None:
-            self._save_seq(namespace, path, index.seq)
+            self._save(namespace, path, index)
         self.catch_ups += 1
-        if index.index.searcher().num_docs != expected:  # something the log missed
+        if now_held != expected:  # something the log missed
             return self._build(namespace, index.index, path)
         self._open[namespace] = index
         return index
@@ -376,7 +390,7 @@ class LexicalIndexes:
         built.reload()
         index = _Index(built, newest, on_disk=path is not None)
         if path is not None:
-            self._save_seq(namespace, path, newest)
+            self._save(namespace, path, index)
         self.rebuilds += 1
         self._open[namespace] = index
         return index
@@ -420,9 +434,26 @@ class LexicalIndexes:
                 document.add_text("type", _exact(str(row[3])))
                 yield document
 
+    def compact(self, namespaces: Sequence[str]) -> int:
+        """Rebuild each index that deleted documents since it was built, so its statistics
+        count the current rows only and a forgotten memory's text leaves its files; returns how
+        many were rebuilt."""
+        rebuilt = 0
+        for namespace in namespaces:
+            index = self.current(namespace)
+            if index is None or index.stale == 0:
+                continue
+            if index.on_disk and self._folder is not None:
+                self._build(namespace, index.index, self._folder / _folder_name(namespace))
+            else:
+                self._build(namespace, tantivy.Index(self._schema))
+            rebuilt += 1
+        return rebuilt
+
     # -- doctor and stats -------------------------------------------------------------------
     def check(self, namespaces: Sequence[str], *, repair: bool) -> list[Finding]:
-        """Each namespace's index against its rows: the same ids, no more, no fewer."""
+        """Each namespace's index against its rows: the same ids, no more, no fewer; ``repair``
+        also rebuilds an index whose statistics may still count deleted documents."""
         out = []
         for namespace in namespaces:
             part = f"lexical index of namespace {namespace!r}"
@@ -438,7 +469,17 @@ class LexicalIndexes:
                 )
             }
             if held == rows:
-                out.append(Finding(part, True, f"{len(rows):,} memories, as in the rows"))
+                detail = f"{len(rows):,} memories, as in the rows"
+                stale = 0 if index is None else index.stale
+                if stale and repair:
+                    self.compact([namespace])
+                    detail += f"; rebuilt without {stale:,} deleted documents"
+                elif stale:
+                    detail += (
+                        f"; BM25 statistics may still count up to {stale:,} deleted documents "
+                        "(--repair rebuilds it)"
+                    )
+                out.append(Finding(part, True, detail, bool(stale and repair)))
                 continue
             if held is not None:
                 problem = f"{len(held - rows)} extra and {len(rows - held)} missing memories"
@@ -472,6 +513,19 @@ class LexicalIndexes:
         self._open.clear()
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def _top(searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> list[Hit]:
+    """The ``k`` best hits and every hit tying with the k-th: tantivy breaks ties by where a
+    document sits in its segments (a memory rewritten with new context moves to a new one), the
+    engine by id, so the hits that tie at the cut are all fetched and the caller picks by id."""
+    limit = k + TIE_SLACK
+    while True:
+        # count=False: counting every match would defeat the early stop.
+        hits = searcher.search(query, limit, count=False).hits
+        if len(hits) < limit or hits[-1][0] < hits[k - 1][0]:
+            return hits
+        limit *= 4
 
 
 def _ids_at(searcher: tantivy.Searcher, addresses: list[tantivy.DocAddress]) -> list[int]:

@@ -676,6 +676,13 @@ class SQLiteStore:
                 findings += self._check_dense(namespace, repair=repair)
             return findings
 
+    def compact(self) -> int:
+        """The lexical indexes that deleted documents are rebuilt (tantivy's BM25 statistics
+        count a deleted document until a merge drops it); in memory on a read-only store."""
+        with self._lock:
+            namespaces = [str(r[0]) for r in self._execute(schema.SELECT_NAMESPACES)]
+            return self._lexical.compact(namespaces)
+
     def _check_dense(self, namespace: str, *, repair: bool) -> list[Finding]:
         """The saved graph first (loading the index would replace a damaged one), then the
         index this process searches against the rows."""
