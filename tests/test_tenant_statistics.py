@@ -88,7 +88,7 @@ def _what_b_sees(path: str) -> list[Any]:
             explained = memory.explain(query, namespace="b", k=10, now=NOW)
             seen.append(_without_timings(to_json(explained)))
         # The file's size is the file's (the server leaves it out of a tenant's stats).
-        seen.append({**to_json(memory.stats(namespace="b")), "size_bytes": None})
+        seen.append({**to_json(memory.stats(namespace="b")), "size_bytes": None, "parts": None})
         seen.append(memory.store.term_document_frequencies("b", WORDS))
         return seen
 

@@ -174,6 +174,8 @@ def print_stats(console: Console, stats: StoreStats) -> None:
     table.add_row("edges", str(stats.edges))
     table.add_row("embedding model", stats.embedding_model)
     table.add_row("size on disk", f"{stats.size_bytes / 1e6:.1f} MB")
+    for part, size in stats.parts.items():
+        table.add_row(f"  {part}", f"{size / 1e6:.1f} MB")
     for namespace, count in stats.namespaces.items():
         table.add_row(f"namespace {namespace}", str(count))
     for mtype, count in stats.types.items():

@@ -376,6 +376,10 @@ class CatalogEntry:
 
 @dataclass(frozen=True, slots=True)
 class StoreStats:
+    """Counts (of one namespace when asked for one) and the store's size on disk, in all
+    (``size_bytes``) and by part (``parts``: SQLite's database file with its WAL, the lexical
+    index folder and the dense index folder; Postgres: its tables with their indexes)."""
+
     memories: int
     entities: int
     edges: int
@@ -384,6 +388,7 @@ class StoreStats:
     embedding_model: str
     size_bytes: int
     location: str
+    parts: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

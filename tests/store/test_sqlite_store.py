@@ -549,6 +549,12 @@ def test_stats_count_what_is_stored(tmp_path: Path, now: datetime) -> None:
         assert stats.embedding_model == HASHING.name
         assert stats.location == str(path)
         assert stats.size_bytes > 0
+        memory.recall("jazz")  # the lexical index is built on the first read
+        parts = memory.stats().parts
+        assert list(parts) == ["database", "lexical index", "dense index"]
+        assert parts["database"] > 0
+        assert parts["lexical index"] > 0
+        assert memory.stats().size_bytes == sum(parts.values())
         memory.forget(ids["tea"])
         after = memory.stats()
         assert after.memories == 4
@@ -558,7 +564,7 @@ def test_stats_count_what_is_stored(tmp_path: Path, now: datetime) -> None:
 
 def _counts(memory: Memory) -> StoreStats:
     """Stats without the size: Postgres keeps the pages a rolled-back write used."""
-    return replace(memory.stats(), size_bytes=0)
+    return replace(memory.stats(), size_bytes=0, parts={})
 
 
 def test_memory_store_stats_location(hashing_mem: Memory) -> None:

@@ -166,4 +166,4 @@ def stats(key: Caller, served: Server, namespace: NamespaceQ = None) -> JSONResp
         return _json(given)
     own = served.memory.stats(namespace=key.scope(namespace, None, None)[0])
     # Where the file lives and how big the whole store is are not a tenant's business.
-    return _json({**to_json(own), "size_bytes": 0, "location": ""})
+    return _json({**to_json(own), "size_bytes": 0, "location": "", "parts": {}})

@@ -495,6 +495,7 @@ class PostgresReads:
                 embedding_model=self._model,
                 size_bytes=int(size[0]) if size else 0,
                 location=self._location,
+                parts={"tables": int(size[0]) if size else 0},
             )
 
 

@@ -503,10 +503,10 @@ class LexicalIndexes:
         hits = searcher.search(tantivy.Query.all_query(), total, count=False).hits
         return set(_ids_at(searcher, [a for _, a in hits]))
 
-    def size_bytes(self) -> int:
-        if self._folder is None or not self._folder.exists():
-            return 0
-        return sum(f.stat().st_size for f in self._folder.rglob("*") if f.is_file())
+    @property
+    def folder(self) -> Path | None:
+        """Where the indexes live on disk (None for an in-memory store)."""
+        return self._folder
 
     def forget_folder(self) -> None:
         """A new store at this path must not adopt an old store's indexes."""

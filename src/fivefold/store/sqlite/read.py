@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -258,7 +258,10 @@ class ReadQueries:
         )
         return {int(i): np.frombuffer(blob, dtype=np.float32).reshape(dim) for i, blob in rows}
 
-    def stats(self, model: str, location: str, namespace: str | None = None) -> StoreStats:
+    def stats(
+        self, model: str, location: str, namespace: str | None, folders: Mapping[str, int]
+    ) -> StoreStats:
+        """``folders``: the sizes of the derived indexes' folders beside the file."""
         one = self._conn.execute
         # With a namespace every count is that namespace's (a tenant sees only its own).
         where, params = ("", ()) if namespace is None else (" WHERE namespace = ?", (namespace,))
@@ -282,8 +285,9 @@ class ReadQueries:
             namespaces={str(k): int(v) for k, v in sorted(namespaces.items()) if v},
             types={str(k): int(v) for k, v in sorted(types.items())},
             embedding_model=model,
-            size_bytes=size,
+            size_bytes=size + sum(folders.values()),
             location=location,
+            parts={"database": size, **folders},
         )
 
 

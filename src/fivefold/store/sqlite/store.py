@@ -715,8 +715,25 @@ class SQLiteStore:
         return Path(self._path + ".vindex") / f"{digest}.usearch"
 
     def stats(self, namespace: str | None = None) -> StoreStats:
+        folders = {}
+        if self._lexical.folder is not None:
+            folders = {
+                "lexical index": _folder_size(self._lexical.folder),
+                "dense index": _folder_size(Path(self._path + ".vindex")),
+            }
         with self._lock:
-            return self._reads.stats(self._model, self._path, namespace)
+            return self._reads.stats(self._model, self._path, namespace, folders)
+
+
+def _folder_size(folder: Path) -> int:
+    """Bytes of the files under ``folder`` (0 when missing; a file removed while counting
+    counts 0: another process may be merging segments)."""
+    total = 0
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            if path.is_file():
+                total += path.stat().st_size
+    return total
 
 
 def _stable_name(namespace: str) -> str:
