@@ -24,6 +24,7 @@ from fivefold.errors import InvalidInput
 from fivefold.model import NewMemory, OptimizerMode, StoreStats
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.store.sqlite.dense import NamespaceIndex
+from fivefold.store.sqlite.read import BY_ID
 
 HASHING = fivefold.HashingEmbedder()
 BALANCED = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
@@ -565,6 +566,21 @@ def test_stats_count_what_is_stored(tmp_path: Path, now: datetime) -> None:
 def _counts(memory: Memory) -> StoreStats:
     """Stats without the size: Postgres keeps the pages a rolled-back write used."""
     return replace(memory.stats(), size_bytes=0, parts={})
+
+
+@pytest.mark.parametrize("table", ["memories", "entities"])
+def test_reads_by_id_look_each_id_up(tmp_path: Path, table: str) -> None:
+    """A read by id names its namespace, and SQLite must still answer it by the primary key:
+    through an index on the namespace it reads every row of the namespace (50 ms for 200 ids
+    at 100k memories, in every recall's fusion)."""
+    with Memory.open(tmp_path / "m.db", embedder=HASHING) as memory:
+        memory.remember("Priya Patel leads Kestrel")
+        conn: sqlite3.Connection = memory.store._conn  # type: ignore[attr-defined]
+        plan = conn.execute(
+            f"EXPLAIN QUERY PLAN SELECT id FROM {table} WHERE {BY_ID}", ("default", "[1, 2]")
+        ).fetchall()
+    reads = [str(row[3]) for row in plan if f" {table} " in str(row[3])]
+    assert reads == [f"SEARCH {table} USING INTEGER PRIMARY KEY (rowid=?)"], plan
 
 
 def test_memory_store_stats_location(hashing_mem: Memory) -> None:

@@ -51,6 +51,7 @@ import tantivy
 from fivefold.errors import StoreError
 from fivefold.model import ColumnWeights, Finding, MemoryType, Scope
 from fivefold.store.sqlite import schema
+from fivefold.store.sqlite.read import BY_ID
 from fivefold.store.tokens import Tokenizer
 
 __all__ = ["LexicalIndexes"]
@@ -396,21 +397,26 @@ class LexicalIndexes:
         return index
 
     def _count(self, namespace: str) -> int:
+        """The namespace's memories, as its row in ``namespaces`` keeps them (counted in the
+        writing transaction: counting the rows would read all of them)."""
         row = self._conn.execute(
-            "SELECT count(*) FROM memories WHERE namespace = ?", (namespace,)
+            "SELECT memories FROM namespaces WHERE namespace = ?", (namespace,)
         ).fetchone()
-        return int(row[0])
+        return 0 if row is None else int(row[0])
 
     def _documents(self, namespace: str, ids: Sequence[int] | None) -> Iterator[tantivy.Document]:
         """Documents of the namespace's rows (of ``ids`` only, when given), tokenized in
         batches."""
-        sql, params = schema.SELECT_LEXICAL_ROWS, [namespace]
-        if ids is not None:
-            if not ids:
-                return
-            sql += " AND id IN (SELECT value FROM json_each(?))"
-            params.append(json.dumps(ids))
-        cursor = self._conn.execute(sql, params)
+        if ids is None:
+            cursor = self._conn.execute(
+                f"{schema.SELECT_LEXICAL_COLUMNS} WHERE namespace = ?", (namespace,)
+            )
+        elif ids:
+            cursor = self._conn.execute(
+                f"{schema.SELECT_LEXICAL_COLUMNS} WHERE {BY_ID}", (namespace, json.dumps(ids))
+            )
+        else:
+            return
         while rows := cursor.fetchmany(BUILD_BATCH):
             # A neighbour's text sits in up to four contexts: each distinct line is
             # tokenized once (a line's tokens are the same wherever it is).

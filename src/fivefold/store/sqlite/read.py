@@ -54,6 +54,12 @@ def types_sql(types: Sequence[MemoryType], alias: str = "m") -> tuple[str, list[
     ]
 
 
+# Rows of one namespace among a list of ids: the unary ``+`` keeps SQLite from answering through
+# an index on the namespace (which reads every row of the namespace: 50 ms for 200 ids at 100k)
+# rather than looking each id up.
+BY_ID = "+namespace = ? AND id IN (SELECT value FROM json_each(?))"
+
+
 class ReadQueries:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
@@ -63,8 +69,7 @@ class ReadQueries:
             return {}
         id_json = json.dumps([int(i) for i in ids])
         rows = self._conn.execute(
-            schema.SELECT_MEMORY_COLUMNS
-            + " WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
+            schema.SELECT_MEMORY_COLUMNS + f" WHERE {BY_ID}",
             (namespace, id_json),
         ).fetchall()
         if not rows:
@@ -89,7 +94,7 @@ class ReadQueries:
             return {}
         rows = self._conn.execute(
             "SELECT id, importance, type, event_at, created_at, speaker FROM memories "
-            "WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
+            f"WHERE {BY_ID}",
             (namespace, json.dumps([int(i) for i in ids])),
         )
         return {
@@ -122,8 +127,7 @@ class ReadQueries:
         if not entity_ids:
             return {}
         rows = self._conn.execute(
-            "SELECT id, mentions FROM entities "
-            "WHERE namespace = ? AND id IN (SELECT value FROM json_each(?))",
+            f"SELECT id, mentions FROM entities WHERE {BY_ID}",
             (namespace, json.dumps([int(i) for i in entity_ids])),
         )
         return {int(i): int(n) for i, n in rows}
@@ -253,7 +257,7 @@ class ReadQueries:
             return {}
         rows = self._conn.execute(
             "SELECT v.memory_id, v.embedding FROM vectors v JOIN memories m ON m.id = v.memory_id "
-            "WHERE m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))",
+            "WHERE +m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))",
             (namespace, json.dumps([int(i) for i in ids])),
         )
         return {int(i): np.frombuffer(blob, dtype=np.float32).reshape(dim) for i, blob in rows}

@@ -278,9 +278,9 @@ PRUNE_LEXICAL_LOG = (
     ON CONFLICT (namespace) DO UPDATE SET seq = excluded.seq""",
     "DELETE FROM lexical_log WHERE seq <= (SELECT max(seq) FROM lexical_log) - :keep",
 )
-SELECT_LEXICAL_ROWS = """
+SELECT_LEXICAL_COLUMNS = """
 SELECT id, user_id, agent_id, type, coalesce(predicate, ''), content, context_near, context_far
-FROM memories WHERE namespace = ?"""
+FROM memories"""
 
 # The dense index's change log: every memory whose searched vector appeared, changed or went,
 # written by triggers in the transaction that changed it, so no write path can forget it. An
