@@ -23,6 +23,7 @@ from fivefold.config import Config, IndexConfig, OptimizerConfig
 from fivefold.errors import InvalidInput
 from fivefold.model import NewMemory, OptimizerMode, StoreStats
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.store.sqlite import dense
 from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.store.sqlite.read import BY_ID
 
@@ -336,9 +337,17 @@ def test_hnsw_file_left_by_a_deleted_store_is_not_adopted(tmp_path: Path) -> Non
         (Scope(namespace="elsewhere"), ()),
     ],
 )
+@pytest.mark.parametrize("exact_below", [dense.EXACT_SUBSET, 8])
 def test_hnsw_applies_scope_and_type_filters(
-    hnsw_store: tuple[Path, list[int]], scope: Scope, types: tuple[MemoryType, ...]
+    hnsw_store: tuple[Path, list[int]],
+    scope: Scope,
+    types: tuple[MemoryType, ...],
+    exact_below: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """With ``exact_below`` 8, a filter admitting more than 8 memories widens the HNSW search
+    (as a large store's does) rather than scanning the admitted ones exactly."""
+    monkeypatch.setattr(dense, "EXACT_SUBSET", exact_below)
     path, ids = hnsw_store
     with _open(path, HNSW) as memory:
         records = memory.store.get_memories(scope.namespace, ids)
@@ -354,7 +363,8 @@ def test_hnsw_applies_scope_and_type_filters(
         for query in queries:
             found = memory.store.vector_search(scope, query[None, :], 10, types)[0]
             assert {i for i, _ in found} <= set(allowed)
-            # The filter never starves the result: HNSW falls back to an exact scan.
+            # The filter never starves the result: HNSW is asked for more, or the admitted
+            # memories are scanned exactly.
             assert len(found) == min(10, len(allowed))
             if allowed:
                 exact = _exact(memory, query, allowed)
@@ -368,6 +378,38 @@ def test_hnsw_applies_scope_and_type_filters(
             types=[t.value for t in types] or None,
         ).hits
         assert {h.memory.id for h in hits} <= set(allowed)
+
+
+def test_a_selective_filter_widens_the_hnsw_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One memory in 20 admitted, too many to scan exactly: HNSW is asked again for as many
+    candidates as should hold k admitted ones, and no exact scan runs."""
+    monkeypatch.setattr(dense, "EXACT_SUBSET", 8)
+    items = _hnsw_items(2_400, seed=3)
+    for i, item in enumerate(items):
+        item["user_id"] = "few" if i % 20 == 0 else "many"
+    with _open(tmp_path / "m.db", HNSW) as memory:
+        ids = [r.id for r in memory.remember_many(items)]
+        allowed = ids[::20]
+        memory.store.vector_search(Scope(), _queries(1, seed=9), 10)  # builds the graph
+        scans: list[int] = []
+        exact = dense.NamespaceIndex._search_exact
+        monkeypatch.setattr(
+            dense.NamespaceIndex,
+            "_search_exact",
+            lambda self, *a: scans.append(1) or exact(self, *a),
+        )
+        agree = 0
+        queries = _queries(12, seed=4)
+        for query in queries:
+            found = memory.store.vector_search(Scope(user_id="few"), query[None, :], 10)[0]
+            assert len(found) == 10
+            assert {i for i, _ in found} <= set(allowed)
+            scores = _exact(memory, query, allowed)
+            agree += scores[found[0][0]] == pytest.approx(max(scores.values()), abs=1e-3)
+        assert scans == []
+        assert agree >= len(queries) - 2
 
 
 def test_hnsw_forget_removes_the_vector(hnsw_store: tuple[Path, list[int]]) -> None:

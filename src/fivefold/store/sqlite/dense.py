@@ -3,8 +3,10 @@
 SQLite holds the vectors (the source of truth); this index follows it through the change log
 (``vector_sync``), so a crash or another process's write costs a catch-up, never data. Below
 ``hnsw_threshold`` vectors the search is exact (one matrix product); above it an HNSW graph
-(usearch) answers, with an exact fallback when a scope or type filter leaves too few of its
-candidates. A saved graph is written atomically with a checksum and ignored if either fails.
+(usearch) answers; when a scope or type filter leaves too few of its candidates, it is asked
+for more (as many as should hold k admitted ones), or, for a small admitted subset, the subset
+is searched exactly. A saved graph is written atomically with a checksum and ignored if either
+fails.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from fivefold.config import IndexConfig
 from fivefold.embed.base import Vectors
 
 Ids = npt.NDArray[np.int64]
+# Below this many admitted vectors a filtered search scans them exactly (one gather and product:
+# ~1 ms) rather than widening the HNSW search.
+EXACT_SUBSET = 4_096
 
 
 class _Codes:
@@ -252,18 +257,25 @@ class NamespaceIndex:
     def _search_hnsw(
         self, query: Vectors, k: int, mask: npt.NDArray[np.bool_], filtered: bool
     ) -> list[tuple[int, float]]:
-        wanted = min(len(self._pos), k * 4 if filtered else k)
-        matches = self._hnsw.search(query, wanted)  # type: ignore[union-attr]
-        out: list[tuple[int, float]] = []
-        for key, distance in zip(matches.keys, matches.distances, strict=True):
-            pos = self._pos.get(int(key))
-            if pos is not None and mask[pos]:
-                out.append((int(key), 1.0 - float(distance)))
-        if len(out) >= k or not filtered:
-            return out[:k]
-        # The filter removed most of HNSW's candidates: the filtered subset is small enough
-        # that an exact scan of it is both correct and cheap.
-        return self._search_exact(query[None, :], k, mask)[0]
+        total = len(self._pos)
+        admitted = int(np.count_nonzero(mask)) if filtered else total
+        wanted = min(total, k * 4 if filtered else k)
+        while True:
+            matches = self._hnsw.search(query, wanted)  # type: ignore[union-attr]
+            out: list[tuple[int, float]] = []
+            for key, distance in zip(matches.keys, matches.distances, strict=True):
+                pos = self._pos.get(int(key))
+                if pos is not None and mask[pos]:
+                    out.append((int(key), 1.0 - float(distance)))
+            if len(out) >= k or not filtered or wanted >= total:
+                return out[:k]
+            # The filter removed too many of HNSW's candidates. Ask for as many as should hold
+            # k admitted ones twice over, while that stays well below the whole index; else the
+            # admitted subset is small enough for an exact scan (a third of 1M memories is not:
+            # gathering their vectors alone took longer than any HNSW search).
+            wanted = min(total, max(wanted * 4, 2 * k * total // max(admitted, 1)))
+            if admitted <= EXACT_SUBSET or wanted * 4 > total:
+                return self._search_exact(query[None, :], k, mask)[0]
 
 
 def _checksum(path: Path) -> str:
