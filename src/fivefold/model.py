@@ -335,6 +335,13 @@ class NeighbourStep:
     exclude: Collection[int]
     limit: int
 
+    @property
+    def per_entity(self) -> int:
+        """Edges read per frontier entity, strongest first. A hop keeps ``limit`` entities, so
+        no entity contributes more; twice that leaves room for the kind's prior and an expired
+        edge's freshness to reorder an entity's edges (they only ever lower a strength)."""
+        return 2 * self.limit
+
 
 @dataclass(frozen=True, slots=True)
 class MentionHit:
@@ -357,11 +364,15 @@ class EntityScore:
 
 @dataclass(frozen=True, slots=True)
 class MemoryAttributes:
+    """What fusion and the post-fusion policies read of a candidate, without its text:
+    ``length`` is the content's length in characters (a feature of learned fusion)."""
+
     importance: float
     type: MemoryType
     event_at: datetime | None
     created_at: datetime
     speaker: str | None = None
+    length: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -181,10 +181,24 @@ def test_context_never_crosses_a_scope_or_session(
                     assert abs(peers.index(other) - peers.index(memory_id)) <= 2
 
 
+def as_schema_4(conn: sqlite3.Connection) -> None:
+    """What schema 4 wrote: mentions without their memory's type, edges without a strength."""
+    conn.executescript(
+        """
+        DROP INDEX mentions_type; ALTER TABLE mentions DROP COLUMN type;
+        DROP INDEX edges_source; DROP INDEX edges_target; ALTER TABLE edges DROP COLUMN strength;
+        CREATE INDEX edges_source ON edges(source_id);
+        CREATE INDEX edges_target ON edges(target_id);
+        UPDATE meta SET value = '4' WHERE key = 'schema_version';
+        """
+    )
+
+
 def _without_lexical_log(path: Path) -> sqlite3.Connection:
     """The store as schemas 2 and 3 left it: no lexical log, no tantivy indexes."""
     shutil.rmtree(str(path) + ".lexical")
     conn = sqlite3.connect(path)
+    as_schema_4(conn)
     conn.executescript(
         """
         DROP TRIGGER lexical_log_insert; DROP TRIGGER lexical_log_update;

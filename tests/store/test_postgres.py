@@ -93,13 +93,18 @@ def test_the_schema_is_versioned_and_a_newer_one_refused(url: str) -> None:
         memory.remember("one memory")
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("SELECT value FROM fivefold_meta WHERE key = 'schema_version'")
-        assert row.fetchone() == ("2",)
+        assert row.fetchone() == ("3",)
         conn.execute("UPDATE fivefold_meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(fivefold.NotAFivefoldStore, match="schema version 99"):
         _open(url)
 
 
 AS_VERSION_1 = """
+DROP INDEX edges_source;
+DROP INDEX edges_target;
+ALTER TABLE edges DROP COLUMN strength;
+CREATE INDEX edges_source ON edges (namespace, source_id);
+CREATE INDEX edges_target ON edges (namespace, target_id);
 DROP TABLE postings;
 DROP TABLE term_stats;
 CREATE TABLE postings (namespace text NOT NULL, field smallint NOT NULL, term text NOT NULL,

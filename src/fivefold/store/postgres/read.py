@@ -139,15 +139,16 @@ class PostgresReads:
             return {}
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT id, importance, type, event_at, created_at, speaker FROM memories "
+                "SELECT id, importance, type, event_at, created_at, speaker, "
+                "char_length(content) FROM memories "
                 "WHERE namespace = %s AND id = ANY(%s::bigint[])",
                 (namespace, [int(i) for i in ids]),
             ).fetchall()
         return {
             int(i): MemoryAttributes(
-                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c), s
+                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c), s, int(n)
             )
-            for i, v, t, e, c, s in rows
+            for i, v, t, e, c, s, n in rows
         }
 
     def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
@@ -340,18 +341,22 @@ class PostgresReads:
         if not step.frontier or step.limit <= 0:
             return []
         where, params = _scope_sql(scope, "ed", shared=True)
-        # The factor of an edge, as graph.py documents it (the same as the SQLite backend's).
+        # The factor of an edge, as graph.py documents it (the same as the SQLite backend's,
+        # multiplied in the same order): its strength, the prior of its kind, its freshness.
         factor = (
-            f"(CASE WHEN ed.relation = '{schema.COMENTION}' "
-            "THEN 1.0 - power(0.5, least(greatest(ed.support, 1), 62)) ELSE ed.confidence END) "
+            "ed.strength "
             "* (CASE ed.kind WHEN 'structural' THEN %(p_structural)s::float8 "
             "WHEN 'semantic' THEN %(p_semantic)s::float8 ELSE %(p_lifecycle)s::float8 END) "
             "* (CASE WHEN ed.valid_to IS NOT NULL AND ed.valid_to < %(now)s::float8 "
             "THEN %(expired)s::float8 ELSE 1.0 END)"
         )
+        # Each frontier entity's strongest edges in scope, capped (NeighbourStep.per_entity),
+        # ties by edge id: the embedded store reads the same ones.
         sides = [
-            f"SELECT ed.{there} AS there, f.w * {factor} AS path FROM f "
-            f"JOIN edges ed ON ed.namespace = %(ns)s AND ed.{here} = f.id WHERE {where}"
+            "SELECT e.there, e.path FROM f CROSS JOIN LATERAL ("
+            f"SELECT ed.{there} AS there, f.w * {factor} AS path FROM edges ed "
+            f"WHERE ed.namespace = %(ns)s AND ed.{here} = f.id AND {where} "
+            "ORDER BY ed.strength DESC, ed.id LIMIT %(per_entity)s) AS e"
             for here, there in (("source_id", "target_id"), ("target_id", "source_id"))
         ]
         sql = (
@@ -373,6 +378,7 @@ class PostgresReads:
             "expired": step.expired_freshness,
             "exclude": sorted(int(e) for e in step.exclude),
             "limit": step.limit,
+            "per_entity": step.per_entity,
         }
         with self._read() as conn:
             rows = conn.execute(sql, args).fetchall()

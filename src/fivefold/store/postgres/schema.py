@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 OWN, CONTEXT = 0, 1  # postings.field
 
@@ -173,6 +173,17 @@ ALTER TABLE memories DROP COLUMN own_tokens, DROP COLUMN context_tokens,
     ADD COLUMN tokens integer[] NOT NULL DEFAULT '{{0,0,0,0}}';
 ALTER TABLE namespaces DROP COLUMN own_tokens, DROP COLUMN context_docs,
     DROP COLUMN context_tokens, ADD COLUMN tokens bigint[] NOT NULL DEFAULT '{{0,0,0,0}}';
+""",
+    # 3: an edge's strength (the embedded store's schema.STRENGTH), indexed, so the graph walk
+    # reads each entity's strongest edges first, capped, as the embedded store does.
+    f"""
+ALTER TABLE edges ADD COLUMN strength double precision GENERATED ALWAYS AS (
+    CASE WHEN relation = '{COMENTION}' THEN 1.0 - power(0.5, least(greatest(support, 1), 62))
+    ELSE confidence END) STORED;
+DROP INDEX edges_source;
+DROP INDEX edges_target;
+CREATE INDEX edges_source ON edges (namespace, source_id, strength DESC, id);
+CREATE INDEX edges_target ON edges (namespace, target_id, strength DESC, id);
 """,
 )
 # The order of a memory's (and a namespace's) ``tokens``: predicate, content, near, far.

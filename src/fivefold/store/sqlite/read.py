@@ -46,14 +46,6 @@ def scope_sql(scope: Scope, alias: str = "m", *, shared: bool = False) -> tuple[
     return " AND ".join(clauses), params
 
 
-def types_sql(types: Sequence[MemoryType], alias: str = "m") -> tuple[str, list[Any]]:
-    if not types:
-        return "", []
-    return f" AND {alias}.type IN (SELECT value FROM json_each(?))", [
-        json.dumps([t.value for t in types])
-    ]
-
-
 # Rows of one namespace among a list of ids: the unary ``+`` keeps SQLite from answering through
 # an index on the namespace (which reads every row of the namespace: 50 ms for 200 ids at 100k)
 # rather than looking each id up.
@@ -93,15 +85,15 @@ class ReadQueries:
         if not ids:
             return {}
         rows = self._conn.execute(
-            "SELECT id, importance, type, event_at, created_at, speaker FROM memories "
-            f"WHERE {BY_ID}",
+            "SELECT id, importance, type, event_at, created_at, speaker, length(content) "
+            f"FROM memories WHERE {BY_ID}",
             (namespace, json.dumps([int(i) for i in ids])),
         )
         return {
             int(i): MemoryAttributes(
-                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c), s
+                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c), s, int(n)
             )
-            for i, v, t, e, c, s in rows
+            for i, v, t, e, c, s, n in rows
         }
 
     def catalog(self, namespace: str) -> list[CatalogEntry]:
@@ -148,11 +140,10 @@ class ReadQueries:
         if not step.frontier or step.limit <= 0:
             return []
         where, params = scope_sql(scope, "ed", shared=True)
-        # The factor of an edge, as graph.py documents it; 1 << n is 2^n, so a co-mention seen
-        # n times has confidence 1 - 0.5^n without SQLite's optional math functions.
+        # The factor of an edge, as graph.py documents it: its strength (schema.STRENGTH) times
+        # the prior of its kind and its freshness.
         factor = (
-            f"(CASE WHEN ed.relation = '{schema.COMENTION}' "
-            "THEN 1.0 - 1.0 / (1 << min(max(ed.support, 1), 62)) ELSE ed.confidence END) "
+            "ed.strength "
             "* (CASE ed.kind WHEN 'structural' THEN ? WHEN 'semantic' THEN ? ELSE ? END) "
             "* (CASE WHEN ed.valid_to IS NOT NULL AND ed.valid_to < ? THEN ? ELSE 1.0 END)"
         )
@@ -163,28 +154,24 @@ class ReadQueries:
             to_ts(step.now),
             step.expired_freshness,
         ]
-        sides = [
-            f"SELECT ed.{there} AS there, f.w * {factor} AS path FROM f "
-            f"JOIN edges ed ON ed.{here} = f.id WHERE {where}"
-            for here, there in (("source_id", "target_id"), ("target_id", "source_id"))
-        ]
+        # Each frontier entity's strongest edges in scope (ties by edge id, as on Postgres),
+        # read down the (entity, strength) index and capped (NeighbourStep.per_entity): a hub's
+        # thousands of co-mention edges are never all read.
+        parts, args = [], []
+        for entity_id, weight in sorted(step.frontier.items()):
+            for here, there in (("source_id", "target_id"), ("target_id", "source_id")):
+                parts.append(
+                    f"SELECT * FROM (SELECT ed.{there} AS there, ? * {factor} AS path "
+                    f"FROM edges ed WHERE ed.{here} = ? AND {where} "
+                    "ORDER BY ed.strength DESC, ed.id LIMIT ?)"
+                )
+                args += [float(weight), *factor_args, int(entity_id), *params, step.per_entity]
         sql = (
-            "WITH f(id, w) AS (SELECT CAST(key AS INTEGER), value FROM json_each(?)) "
-            "SELECT there, max(path) AS best FROM ("
-            + " UNION ALL ".join(sides)
-            + ") WHERE there NOT IN (SELECT value FROM json_each(?)) "
+            f"SELECT there, max(path) AS best FROM ({' UNION ALL '.join(parts)}) "
+            "WHERE there NOT IN (SELECT value FROM json_each(?)) "
             "GROUP BY there ORDER BY best DESC, there LIMIT ?"
         )
-        frontier = json.dumps({str(int(e)): float(w) for e, w in step.frontier.items()})
-        args = [
-            frontier,
-            *factor_args,
-            *params,
-            *factor_args,
-            *params,
-            json.dumps(sorted(int(e) for e in step.exclude)),
-            step.limit,
-        ]
+        args += [json.dumps(sorted(int(e) for e in step.exclude)), step.limit]
         return [(int(e), float(w)) for e, w in self._conn.execute(sql, args)]
 
     def mentions(
@@ -193,26 +180,36 @@ class ReadQueries:
         if not entities or k <= 0:
             return []
         where, params = scope_sql(scope)
-        type_clause, type_params = types_sql(types)
         # Per entity, its most recent mentions in scope, walked backwards on the (entity_id,
-        # memory_id) key: the cost is bounded by the cap, not by how many memories name a hub.
-        # Entities reached over edges score 0.6 or less: k/4 of their mentions is plenty. The
-        # capped reads are one UNION ALL, and the noisy-or, the tie-breaks and the top k are
-        # computed in SQL: a 2-hop walk names ~10k memories, too many to score row by row.
-        part = (
-            "SELECT * FROM (SELECT mn.memory_id AS memory_id, ? AS score, ? AS hops, "
-            "? AS rarity FROM mentions mn "
+        # memory_id) key, or on (entity_id, type, memory_id) once per forced type: the cost is
+        # bounded by the cap, not by how many memories name a hub or how few of them have the
+        # type. Entities reached over edges score 0.6 or less: k/4 of their mentions is plenty.
+        # The capped reads are one UNION ALL, and the noisy-or, the tie-breaks and the top k
+        # are computed in SQL: a 2-hop walk names ~10k memories, too many to score row by row.
+        read = (
+            "SELECT * FROM (SELECT mn.memory_id AS memory_id FROM mentions mn "
             f"JOIN memories m ON m.id = mn.memory_id WHERE mn.entity_id = ? AND {where}"
-            f"{type_clause} ORDER BY mn.memory_id DESC LIMIT ?)"
+            "{typed} ORDER BY mn.memory_id DESC LIMIT ?)"
+        )
+        kinds: list[str | None] = [t.value for t in types] or [None]
+        reads = " UNION ALL ".join(
+            read.format(typed=" AND mn.type = ?" if types else "") for _ in kinds
+        )
+        part = (
+            "SELECT memory_id, ? AS score, ? AS hops, ? AS rarity FROM "
+            f"(SELECT * FROM ({reads}) ORDER BY memory_id DESC LIMIT ?)"
         )
         direct_cap = max(MENTIONS_PER_RESULT * k, MIN_MENTIONS_PER_ENTITY)
         reached_cap = max(1, k // REACHED_MENTIONS_DIVISOR)
-        parts, args = [], []
+        parts: list[str] = []
+        args: list[Any] = []
         for entity in entities:
             parts.append(part)
             cap = direct_cap if entity.hops == 0 else reached_cap
-            args += [entity.score, entity.hops, entity.rarity, entity.entity_id]
-            args += [*params, *type_params, cap]
+            args += [entity.score, entity.hops, entity.rarity]
+            for kind in kinds:
+                args += [entity.entity_id, *params, *([kind] if kind else []), cap]
+            args.append(cap)
         sql = (
             f"WITH s AS ({' UNION ALL '.join(parts)}) "
             # Noisy-or: 1 - prod(1 - s) as exp(sum(ln(1 - s))); one entity keeps its score

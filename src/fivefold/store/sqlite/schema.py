@@ -18,9 +18,17 @@ from __future__ import annotations
 
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
-DDL = """
+# An edge's strength, as graph.py documents it: a co-mention seen n times has confidence
+# 1 - 0.5^n (1 << n is 2^n: SQLite's math functions are optional), any other edge its own. The
+# graph walk reads each entity's strongest edges first through an index on it.
+STRENGTH = (
+    f"CASE WHEN relation = '{COMENTION}' "
+    "THEN 1.0 - 1.0 / (1 << min(max(support, 1), 62)) ELSE confidence END"
+)
+
+DDL = f"""
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -37,7 +45,7 @@ CREATE TABLE IF NOT EXISTS memories (
     event_at    REAL,
     created_at  REAL NOT NULL,
     importance  REAL NOT NULL,
-    metadata    TEXT NOT NULL DEFAULT '{}',
+    metadata    TEXT NOT NULL DEFAULT '{{}}',
     speaker     TEXT,
     context_near TEXT NOT NULL DEFAULT '',
     context_far  TEXT NOT NULL DEFAULT ''
@@ -71,9 +79,11 @@ CREATE TABLE IF NOT EXISTS mentions (
     entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
     memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
     joined    INTEGER NOT NULL DEFAULT 1,
+    type      TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (entity_id, memory_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS mentions_memory ON mentions(memory_id, entity_id);
+CREATE INDEX IF NOT EXISTS mentions_type ON mentions(entity_id, type, memory_id);
 CREATE TABLE IF NOT EXISTS edges (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
     namespace  TEXT NOT NULL,
@@ -88,10 +98,11 @@ CREATE TABLE IF NOT EXISTS edges (
     valid_from REAL,
     valid_to   REAL,
     memory_id  INTEGER REFERENCES memories(id) ON DELETE CASCADE,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    strength   REAL GENERATED ALWAYS AS ({STRENGTH}) VIRTUAL
 );
-CREATE INDEX IF NOT EXISTS edges_source ON edges(source_id);
-CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id);
+CREATE INDEX IF NOT EXISTS edges_source ON edges(source_id, strength DESC);
+CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id, strength DESC);
 CREATE UNIQUE INDEX IF NOT EXISTS edges_comention
     ON edges(namespace, user_id, agent_id, source_id, target_id) WHERE relation = 'co_mentioned';
 CREATE TABLE IF NOT EXISTS sessions (
@@ -128,7 +139,9 @@ RETURNING id
 BUMP_ENTITY_MENTIONS = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
 # ``joined``: the mention took part in the memory's co-mention edges (WriteConfig caps them), so
 # forgetting the memory takes back exactly the support it gave.
-INSERT_MENTION = "INSERT OR IGNORE INTO mentions (entity_id, memory_id, joined) VALUES (?, ?, ?)"
+INSERT_MENTION = (
+    "INSERT OR IGNORE INTO mentions (entity_id, memory_id, joined, type) VALUES (?, ?, ?, ?)"
+)
 UPSERT_COMENTION = f"""
 INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation, kind,
                    confidence, support, created_at)
@@ -232,6 +245,21 @@ CREATE TABLE IF NOT EXISTS lexical_tables (
 DROP TABLE IF EXISTS memories_fts;
 DROP TABLE IF EXISTS context_fts;
 """
+
+# Schema 4 -> 5: a mention carries its memory's type (a forced ``types=`` graph read walks only
+# that type's mentions), and an edge its strength, indexed, so each hop reads an entity's
+# strongest edges first instead of aggregating every edge of a hub.
+MIGRATE_4_TO_5 = (
+    "ALTER TABLE mentions ADD COLUMN type TEXT NOT NULL DEFAULT ''",
+    "UPDATE mentions SET type = (SELECT type FROM memories WHERE id = mentions.memory_id)",
+    "CREATE INDEX mentions_type ON mentions(entity_id, type, memory_id)",
+    f"ALTER TABLE edges ADD COLUMN strength REAL GENERATED ALWAYS AS ({STRENGTH}) VIRTUAL",
+    "DROP INDEX edges_source",
+    "DROP INDEX edges_target",
+    "CREATE INDEX edges_source ON edges(source_id, strength DESC)",
+    "CREATE INDEX edges_target ON edges(target_id, strength DESC)",
+    "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
+)
 
 # Schema 3 -> 4: the per-namespace FTS5 tables give way to tantivy indexes beside the file
 # (lexical.py), built from the rows on their first read; the migration drops the tables

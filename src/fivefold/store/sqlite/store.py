@@ -194,6 +194,12 @@ class SQLiteStore:
             self._refuse_write()
             self._migrate_to_4()
             meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema_version") == "4":
+            self._refuse_write()
+            with self._transaction():
+                for statement in schema.MIGRATE_4_TO_5:
+                    self._conn.execute(statement)
+            meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
             raise NotAFivefoldStore(
                 f"{self._path} has fivefold schema version {meta.get('schema_version')}; this "
@@ -390,7 +396,8 @@ class SQLiteStore:
         joined = sorted(list(named)[: bounds.max_comention_entities])
         for entity_id in named:
             self._conn.execute(
-                schema.INSERT_MENTION, (entity_id, memory_id, int(entity_id in joined))
+                schema.INSERT_MENTION,
+                (entity_id, memory_id, int(entity_id in joined), memory.type.value),
             )
             self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (1, entity_id))
         for i, a in enumerate(joined):
