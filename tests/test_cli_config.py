@@ -129,7 +129,7 @@ def test_the_api_key_comes_from_the_environment_and_is_never_shown(
     [
         ("[fusion]\nk = 0\n", "fusion.k: 0 is out of range; expected an integer >= 1"),
         ("[optimizer\n", "not valid TOML"),
-        ('[optimizer]\nmode = "learned"\n', '"learned" is not accepted'),
+        ('[optimizer]\nmode = "telepathic"\n', '"telepathic" is not accepted'),
         ('[rewrite]\napi_key = "sk-1"\n', "FIVEFOLD_LLM_API_KEY"),
     ],
 )

@@ -239,8 +239,8 @@ ERRORS: list[tuple[str, tuple[str, ...]]] = [
     ('[rewrite]\nendpoint = "localhost:8080"', ("rewrite.endpoint", "http:// or https://")),
     # enums
     (
-        '[optimizer]\nmode = "learned"',
-        ("optimizer.mode", '"learned" is not accepted', '"rule", "cached", "off"'),
+        '[optimizer]\nmode = "telepathic"',
+        ("optimizer.mode", '"telepathic" is not accepted', '"rule", "cached", "off", "learned"'),
     ),
     ("[optimizer]\nmode = 1", ("optimizer.mode", "the integer 1 is not accepted")),
     # the one secret

@@ -36,6 +36,7 @@ PUBLIC = {
     "Scope",
     "StoreError",
     "TimeWindow",
+    "TrainReport",
     "UnsupportedBackend",
     "__version__",
 }

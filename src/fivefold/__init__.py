@@ -42,6 +42,7 @@ from fivefold.model import (
     RetrieverName,
     Scope,
     TimeWindow,
+    TrainReport,
 )
 
 __version__ = "0.1.0"
@@ -88,6 +89,7 @@ __all__ = [
     "Scope",
     "StoreError",
     "TimeWindow",
+    "TrainReport",
     "UnsupportedBackend",
     "__version__",
 ]

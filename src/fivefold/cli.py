@@ -222,6 +222,38 @@ def import_(
 
 
 @cli.command()
+@click.argument("recall_id")
+@click.option("--relevant", type=int, multiple=True, help="A memory that answered (repeatable).")
+@click.option("--used", type=int, multiple=True, help="A memory the agent used (repeatable).")
+@click.pass_context
+@friendly
+def feedback(
+    ctx: click.Context, /, recall_id: str, relevant: tuple[int, ...], used: tuple[int, ...]
+) -> None:
+    """Say which memories answered the recall RECALL_ID (from `recall --json`), for `train`."""
+    with open_memory(ctx) as mem:
+        made = mem.feedback(recall_id, relevant=list(relevant), used=list(used))
+    click.echo(json.dumps({"feedback": made}))
+
+
+@cli.command()
+@click.option("--namespace", "-n", default="default", show_default=True)
+@click.pass_context
+@friendly
+def train(ctx: click.Context, /, namespace: str) -> None:
+    """Fit learned fusion on the namespace's feedback; keep it only if it does not lose to the
+    rules on held-out recalls (optimizer.mode = "learned" ranks with it)."""
+    with open_memory(ctx) as mem:
+        report = mem.train(namespace=namespace)
+    verdict = "accepted: it ranks" if report.accepted else "not accepted: the rules keep ranking"
+    click.echo(
+        f"model v{report.version} of namespace {report.namespace!r}, fit on {report.recalls} "
+        f"recalls; held out {report.held_out}: recall@10 {report.model_recall:.3f} "
+        f"(rules {report.rules_recall:.3f}); {verdict}"
+    )
+
+
+@cli.command()
 @click.option("--repair", is_flag=True, help="Rebuild every index found out of step.")
 @click.pass_context
 @friendly

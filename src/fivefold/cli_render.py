@@ -71,13 +71,20 @@ def query_json(query: ParsedQuery) -> dict[str, Any]:
 def result_json(result: RecallResult) -> dict[str, Any]:
     return {
         "hits": [
-            {"score": h.score, "sources": dict(h.sources), "memory": record_json(h.memory)}
+            {
+                "score": h.score,
+                "confidence": h.confidence,
+                "sources": dict(h.sources),
+                "memory": record_json(h.memory),
+            }
             for h in result.hits
         ],
         "plan": plan_json(result.plan),
         "query": query_json(result.query),
         "timings_ms": dict(result.timings),
         "cached": result.cached,
+        "dropped": result.dropped,
+        "recall_id": result.recall_id,
     }
 
 
@@ -127,6 +134,8 @@ def print_hits(console: Console, result: RecallResult) -> None:
     console.print(table)
     total = result.timings.get("total", 0.0)
     console.print(f"[dim]{len(result.hits)} hits in {total:.1f} ms[/dim]")
+    # Printed whole (no wrapping): it is what `fivefold feedback` takes.
+    console.print(f"[dim]recall_id[/dim] {result.recall_id}", soft_wrap=True)
 
 
 def print_explanation(console: Console, explanation: Explanation) -> None:

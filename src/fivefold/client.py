@@ -20,7 +20,15 @@ from typing import Any, TypeVar
 import httpx
 
 from fivefold.errors import FivefoldError, InvalidInput, StoreError
-from fivefold.model import Edge, Entity, Explanation, MemoryRecord, RecallResult, StoreStats
+from fivefold.model import (
+    Edge,
+    Entity,
+    Explanation,
+    MemoryRecord,
+    RecallResult,
+    StoreStats,
+    TrainReport,
+)
 from fivefold.serve.errors import ERRORS
 from fivefold.wire import from_json
 
@@ -108,6 +116,16 @@ class Client:
     def explain(self, query: str, k: int = 10, **fields: Any) -> Explanation:
         body = _body({"query": query, "k": k, **fields})
         return from_json(Explanation, self._call("POST", "/v1/explain", json=body))
+
+    def feedback(
+        self, recall_id: str, *, relevant: Sequence[int] = (), used: Sequence[int] = ()
+    ) -> int:
+        body = {"recall_id": recall_id, "relevant": list(relevant), "used": list(used)}
+        return _id(self._call("POST", "/v1/feedback", json=body)["id"])
+
+    def train(self, *, namespace: str | None = None) -> TrainReport:
+        body = _body({"namespace": namespace})
+        return from_json(TrainReport, self._call("POST", "/v1/train", json=body))
 
     def stats(self, *, namespace: str | None = None) -> StoreStats:
         return from_json(

@@ -193,6 +193,17 @@ class OptimizerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class LearnedConfig:
+    """Training learned fusion (``Memory.train``): how many recalls with feedback a namespace
+    needs (seed 004: 30 examples before a learned plan is trusted), which of them are held out
+    to compare the model with the rules (every ``holdout_every``-th), and the ridge penalty."""
+
+    min_feedback: int = 30
+    holdout_every: int = 5
+    l2: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
 class CacheConfig:
     """Result cache (Mode B, seed 004): TTL 30 s, 1,000 entries, LRU."""
 
@@ -266,6 +277,7 @@ class Config:
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     index: IndexConfig = field(default_factory=IndexConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    learned: LearnedConfig = field(default_factory=LearnedConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     rerank: RerankConfig = field(default_factory=RerankConfig)
     mmr: MMRConfig = field(default_factory=MMRConfig)

@@ -60,7 +60,8 @@ _MOVED: Mapping[str, str] = MappingProxyType(
     {
         "optimizer.rule": "the rule thresholds sit directly in [optimizer]",
         "optimizer.cache": "the cache settings are the [cache] section",
-        "optimizer.learned": "the learned optimizer (Mode C) is not in this release",
+        "optimizer.learned": 'the learned optimizer is optimizer.mode = "learned"; its '
+        "training settings are the [learned] section",
         "cache.enabled": 'the cache is switched on by optimizer.mode = "cached"',
         "cache.normalize_casing": "queries are always lowercased for the cache key",
         "cache.normalize_punctuation": "punctuation is always stripped for the cache key",
@@ -155,6 +156,9 @@ _RANGES: Mapping[str, _Range] = MappingProxyType(
         "rewrite.terms_per_rewrite": _ONE_UP,
         "rewrite.timeout_seconds": _POSITIVE,
         "default_importance": _UNIT,
+        "learned.min_feedback": _ONE_UP,
+        "learned.holdout_every": _Range(2.0),
+        "learned.l2": _NON_NEGATIVE,
         "serve.port": _Range(1.0, 65535.0),
         "serve.workers": _ONE_UP,
         "serve.threads": _ONE_UP,
@@ -176,7 +180,8 @@ _COMMENTS: Mapping[str, str] = MappingProxyType(
         "retrieval": "Candidates per retriever by budget; the type filter widens below this.",
         "index": "Exact search below hnsw_threshold vectors per namespace, HNSW above.",
         "optimizer": 'mode: "rule" (plan per query), "cached" (rule + result cache), '
-        '"off" (balanced plan).',
+        '"off" (balanced plan), "learned" (a model trained on feedback ranks; rules without one).',
+        "learned": "fivefold train: feedback needed, every n-th recall held out, ridge penalty.",
         "cache": 'Result cache, used when optimizer.mode = "cached"; 0 disables.',
         "rerank": 'Cross-encoder directory (ONNX + tokenizer.json); "" = no rerank.',
         "mmr": "Diversity: lambda * relevance - (1 - lambda) * redundancy.",

@@ -17,6 +17,7 @@ from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput, NotFound, StoreError
 from fivefold.extract.entities import extract_entities
 from fivefold.extract.prepare import prepare
+from fivefold.learned import Example
 from fivefold.metrics import MetricsSnapshot
 from fivefold.model import (
     Edge,
@@ -28,10 +29,12 @@ from fivefold.model import (
     RecallResult,
     Scope,
     StoreStats,
+    TrainReport,
 )
 from fivefold.reader import Reader, RecallArgs
 from fivefold.store import Store, StoreSettings, open_store
 from fivefold.text import normalize_name
+from fivefold.training import train
 
 VECTOR_FIELD = "vector"
 
@@ -362,6 +365,45 @@ class Memory:
             return result
         kept = tuple(h for h in result.hits if h.confidence >= floor)
         return replace(result, hits=kept, dropped=len(result.hits) - len(kept))
+
+    def feedback(
+        self,
+        recall_id: str,
+        *,
+        relevant: Sequence[int] = (),
+        used: Sequence[int] = (),
+    ) -> int:
+        """Say which memories answered a recall (``relevant``) or which the agent used
+        (``used``), for learned fusion to train on (``train``); any memory of the recall's
+        scope may be named, found or not. Returns the feedback's id."""
+        args = RecallArgs.from_token(recall_id)
+        named = [*validate.id_list(relevant, "relevant"), *validate.id_list(used, "used")]
+        if not named:
+            raise InvalidInput("feedback names no memory: pass relevant= or used= ids")
+        scope = args.scope
+        records = self._store.get_memories(scope.namespace, sorted(set(named)))
+        for memory_id in named:
+            record = records.get(memory_id)
+            if record is None or not scope.admits(
+                record.namespace, record.user_id, record.agent_id
+            ):
+                raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
+        labels = dict.fromkeys(named, 1.0)
+        return self._store.add_feedback(
+            scope.namespace, args.text, recall_id, labels, datetime.now(UTC)
+        )
+
+    def examples(self, *, namespace: str = "default") -> list[Example]:
+        """What ``train`` fits on: each recall with feedback asked again, its candidates and
+        their features labelled by the feedback (for benchmarks and trainers of your own)."""
+        name = validate.text(namespace, "namespace", max_chars=validate.MAX_SCOPE_CHARS)
+        return self._reader.examples(self._store.feedback(name))
+
+    def train(self, *, namespace: str = "default") -> TrainReport:
+        """Fit learned fusion on the namespace's feedback and keep it if it does no worse than
+        the rules on held-out recalls (``optimizer.mode = "learned"`` ranks with it)."""
+        name = validate.text(namespace, "namespace", max_chars=validate.MAX_SCOPE_CHARS)
+        return train(self._reader, self._store, name, self._config.learned)
 
     def explain(self, query: str, k: int = 10, **kwargs: Any) -> Explanation:
         """Everything recall decided: the parse, the features, the plan, each retriever's

@@ -50,11 +50,14 @@ class EdgeKind(StrEnum):
 class OptimizerMode(StrEnum):
     """``rule``: the rule DAG picks a plan per query (Mode A). ``cached``: the same, with the
     result cache in front (Mode B). ``off``: every recall runs the balanced plan (the baseline
-    the benchmark compares the optimizer against)."""
+    the benchmark compares the optimizer against). ``learned``: every retriever with inputs
+    runs and a model trained on feedback ranks their candidates (Mode C, ``learned.py``); the
+    rules answer where no model is trained."""
 
     RULE = "rule"
     CACHED = "cached"
     OFF = "off"
+    LEARNED = "learned"
 
 
 class TypeFilterMode(StrEnum):
@@ -253,6 +256,8 @@ class RecallResult:
     # Hits left out because their confidence was below ``min_confidence``: "nothing stored
     # matches" (0 hits, 0 dropped) and "nothing cleared the bar" (0 hits, n dropped) differ.
     dropped: int = 0
+    # The handle ``Memory.feedback`` takes: the recall itself, encoded (any process can use it).
+    recall_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,6 +405,34 @@ class StoreStats:
     size_bytes: int
     location: str
     parts: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """What a caller said of one recall (``Memory.feedback``): the query, the recall's other
+    arguments as JSON, and per memory 1.0 when it answered (relevant or used). Labels of a
+    memory forgotten since are gone."""
+
+    id: int
+    query: str
+    args: str
+    labels: Mapping[int, float]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TrainReport:
+    """What ``Memory.train`` did: on how many recalls it fit, recall@10 of the new model and of
+    the rules on the held-out ones, and whether it was accepted (it ranks from now on) or not
+    (the rules, or the model before it, keep ranking)."""
+
+    namespace: str
+    recalls: int
+    held_out: int
+    model_recall: float
+    rules_recall: float
+    accepted: bool
+    version: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ import numpy as np
 from fivefold.config import Config
 from fivefold.embed.base import Embedder, Vectors
 from fivefold.fuse import Fused, apply_prior, boost, weighted_rrf
+from fivefold.learned import Candidates, LearnedModel, candidate_features
 from fivefold.model import (
     Budget,
     MemoryAttributes,
@@ -84,6 +85,7 @@ class _State:
     now: datetime
     forced: tuple[MemoryType, ...]
     clock: _Clock
+    model: LearnedModel | None = None
     vectors: Vectors | None = None
     # The type filter the semantic and lexical legs ran with (after any widening).
     text_types: tuple[MemoryType, ...] = ()
@@ -110,8 +112,10 @@ class ReadPipeline:
         now: datetime,
         forced_types: Sequence[MemoryType] = (),
         budget: Budget = Budget.MID,
+        model: LearnedModel | None = None,
     ) -> Retrieval:
-        state = _State(query, plan, scope, depth, now, tuple(forced_types), _Clock())
+        """``model``: learned fusion ranks the candidates instead of the plan's RRF."""
+        state = _State(query, plan, scope, depth, now, tuple(forced_types), _Clock(), model)
         self._retrieve(state)
         if plan.rewrites:
             self._rewrite(state)
@@ -295,9 +299,25 @@ class ReadPipeline:
             config=config,
         )
 
+    def candidates(
+        self,
+        query: ParsedQuery,
+        plan: Plan,
+        scope: Scope,
+        *,
+        depth: int,
+        now: datetime,
+        forced_types: Sequence[MemoryType] = (),
+    ) -> Candidates:
+        """The candidates learned fusion would rank for this recall, with their features (what
+        ``Memory.train`` fits on)."""
+        state = _State(query, plan, scope, depth, now, tuple(forced_types), _Clock())
+        self._retrieve(state)
+        candidates, _ = self._candidates(state, self._rule_fused(state))
+        return candidates
+
     # -- fusion and post-fusion policies --------------------------------------------------------
-    def _fuse(self, state: _State) -> tuple[list[Fused], dict[int, MemoryAttributes]]:
-        start = time.perf_counter()
+    def _rule_fused(self, state: _State) -> list[Fused]:
         fusion = self._config.fusion
         fused = weighted_rrf(
             state.runs,
@@ -307,7 +327,48 @@ class ReadPipeline:
         )
         # A memory whose every list gave it confidence 0 (a cosine clipped at 0) has no
         # evidence for it: it is not a result, even when nothing else is.
-        fused = [f for f in fused if f.score > 0.0][:POST_FUSION_DEPTH]
+        return [f for f in fused if f.score > 0.0]
+
+    def _candidates(
+        self, state: _State, fused: Sequence[Fused]
+    ) -> tuple[Candidates, dict[int, MemoryAttributes]]:
+        ids = [f.id for f in fused]
+        attributes = self._store.attributes(state.scope.namespace, ids)
+        own: dict[int, float] = {}
+        if state.query.terms and ids:
+            own = match_confidence(
+                self._store,
+                state.scope,
+                state.query.terms,
+                ids,
+                max_term_share=self._config.lexical.max_term_share,
+                weights=self._config.bm25_weights(),
+            )
+        candidates = candidate_features(
+            state.runs,
+            ids,
+            attributes,
+            spoken=spoken_by_named(state.query, attributes),
+            window=state.query.temporal_window,
+            own_text=own,
+        )
+        return candidates, attributes
+
+    def _fuse(self, state: _State) -> tuple[list[Fused], dict[int, MemoryAttributes]]:
+        start = time.perf_counter()
+        fused = self._rule_fused(state)
+        if state.model is not None:
+            # The model weighs importance and the speaker itself: no prior or boost after it.
+            candidates, attributes = self._candidates(state, fused)
+            terms = {f.id: f.terms for f in fused}
+            ranked = [
+                Fused(i, score, terms[i])
+                for i, score in state.model.rank(candidates)[:POST_FUSION_DEPTH]
+            ]
+            state.clock.time("fuse", start)
+            return ranked, attributes
+        fusion = self._config.fusion
+        fused = fused[:POST_FUSION_DEPTH]
         attributes = self._store.attributes(state.scope.namespace, [f.id for f in fused])
         importance = {i: a.importance for i, a in attributes.items()}
         ranked = apply_prior(fused, importance, fusion.importance_floor)

@@ -3,12 +3,19 @@ from the result cache or run the pipeline, and record metrics."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from importlib import resources
 from types import MappingProxyType
 from typing import Any
+
+import numpy as np
 
 from fivefold import validate
 from fivefold.cache import ResultCache
@@ -16,11 +23,13 @@ from fivefold.calibrate import confidence, result_features
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput
+from fivefold.learned import Example, LearnedModel
 from fivefold.metrics import CACHE_PLAN, Metrics, MetricsSnapshot
 from fivefold.model import (
     Budget,
     ExplainedHit,
     Explanation,
+    Feedback,
     Hit,
     MemoryType,
     OptimizerMode,
@@ -74,6 +83,48 @@ class RecallArgs:
             raise InvalidInput(f"unknown argument(s) {sorted(kwargs)}")
         return args
 
+    def to_token(self) -> str:
+        """The recall as a ``recall_id``: everything needed to ask it again (for feedback and
+        training), so any process of the store can take feedback on it, and nothing is kept."""
+        body = {
+            "q": self.text,
+            "k": self.k,
+            "ns": self.scope.namespace,
+            "user": self.scope.user_id,
+            "agent": self.scope.agent_id,
+            "now": self.now.isoformat(),
+            "types": [t.value for t in self.forced],
+            "budget": self.budget.value,
+            "session": self.session,
+        }
+        raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        return TOKEN_PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @classmethod
+    def from_token(cls, token: object) -> RecallArgs:
+        """The recall a ``recall_id`` names, validated as a recall's arguments are."""
+        if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
+            raise InvalidInput("recall_id must be the recall_id of a recall result")
+        body = token[len(TOKEN_PREFIX) :]
+        try:
+            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+            data = json.loads(raw)
+            return cls.of(
+                data["q"],
+                data["k"],
+                namespace=data["ns"],
+                user_id=data["user"],
+                agent_id=data["agent"],
+                now=data["now"],
+                types=data["types"] or None,
+                budget=data["budget"],
+                session_id=data["session"],
+            )
+        except (binascii.Error, ValueError, KeyError, TypeError) as exc:
+            if isinstance(exc, InvalidInput):
+                raise
+            raise InvalidInput("recall_id is not a recall_id fivefold issued") from exc
+
     def cache_key(self) -> str:
         scope = self.scope
         return ResultCache.key(
@@ -89,6 +140,11 @@ class RecallArgs:
         )
 
 
+TOKEN_PREFIX = "r1."
+# The packaged model learned fusion uses where a namespace has trained none (None: the rules).
+DEFAULT_MODEL = "learned_default.json"
+
+
 @dataclass(frozen=True, slots=True)
 class _Planned:
     query: ParsedQuery
@@ -101,6 +157,15 @@ class Reader:
     def __init__(self, store: Store, embedder: Embedder, config: Config) -> None:
         self._store = store
         self._config = config
+        # Learned fusion ranks the balanced plan's candidates (every leg with inputs); where no
+        # model is trained, the rules plan as configured.
+        self._learning = config.optimizer.mode is OptimizerMode.LEARNED
+        self._balanced = replace(
+            config, optimizer=replace(config.optimizer, mode=OptimizerMode.OFF)
+        )
+        self._rules = replace(config, optimizer=replace(config.optimizer, mode=OptimizerMode.RULE))
+        self._models: dict[str, tuple[int, LearnedModel | None]] = {}
+        self._default_model = _packaged_model()
         reranker = load_reranker(config.rerank.model_path, max_tokens=config.rerank.max_tokens)
         self._pipeline = ReadPipeline(store, embedder, config, reranker)
         self._cache = ResultCache(
@@ -119,10 +184,16 @@ class Reader:
             elapsed = (time.perf_counter() - started) * 1000.0
             self._metrics.record(CACHE_PLAN, elapsed)
             return RecallResult(
-                hit.hits, hit.plan, hit.query, MappingProxyType({"total": elapsed}), cached=True
+                hit.hits,
+                hit.plan,
+                hit.query,
+                MappingProxyType({"total": elapsed}),
+                cached=True,
+                recall_id=args.to_token(),
             )
-        planned = self._plan(args)
-        retrieval = self._run(args, planned)
+        model = self._model(args.scope.namespace)
+        planned = self._plan(args, model)
+        retrieval = self._run(args, planned, model)
         result = self._result(args, planned, retrieval, started)
         self._metrics.record(
             planned.plan.name.value, result.timings["total"], retrieval.timings.get("rerank")
@@ -132,8 +203,9 @@ class Reader:
         return result
 
     def explain(self, args: RecallArgs) -> Explanation:
-        planned = self._plan(args)
-        retrieval = self._run(args, planned)
+        model = self._model(args.scope.namespace)
+        planned = self._plan(args, model)
+        retrieval = self._run(args, planned, model)
         top = retrieval.ranked[: args.k]
         records = self._store.get_memories(args.scope.namespace, [f.id for f in top])
         via_context = self._context_only(args.scope, retrieval, [f.id for f in top])
@@ -182,8 +254,60 @@ class Reader:
     def metrics(self) -> MetricsSnapshot:
         return self._metrics.snapshot(cache_hits=self._cache.hits, cache_misses=self._cache.misses)
 
+    # -- learned fusion -----------------------------------------------------------------------
+    def examples(self, entries: Sequence[Feedback]) -> list[Example]:
+        """Each feedback's recall asked again as learned fusion asks it (the balanced plan),
+        its candidates labelled by the feedback: what ``learned.fit`` trains on."""
+        out = []
+        for entry in entries:
+            args = RecallArgs.from_token(entry.args)
+            planned = self._plan(args, None, config=self._balanced)
+            depth = self._config.retrieval.depth[args.budget]
+            candidates = self._pipeline.candidates(
+                planned.query,
+                planned.plan,
+                args.scope,
+                depth=max(depth, args.k),
+                now=args.now,
+                forced_types=args.forced,
+            )
+            labels = np.array([entry.labels.get(i, 0.0) for i in candidates.ids])
+            out.append(Example(candidates, labels, entry.id))
+        return out
+
+    def ranking(self, entry: Feedback, model: LearnedModel | None) -> list[int]:
+        """The ids a recall ranks first, by ``model`` or (None) by the rule optimizer."""
+        args = RecallArgs.from_token(entry.args)
+        config = self._rules if model is None else self._balanced
+        planned = self._plan(args, model, config=config)
+        return [f.id for f in self._run(args, planned, model).ranked]
+
+    def _model(self, namespace: str) -> LearnedModel | None:
+        """The namespace's newest accepted model, else the packaged one (learned mode only),
+        read again when the namespace's generation moves (a save bumps it)."""
+        if not self._learning:
+            return None
+        generation = self._store.namespace_generation(namespace)
+        with self._lock:
+            cached = self._models.get(namespace)
+            if cached is not None and cached[0] == generation:
+                return cached[1]
+        saved = self._store.learned_model(namespace)
+        model = None
+        if saved is not None:
+            model = LearnedModel.from_json(saved[1], version=saved[0])
+        model = model or self._default_model
+        with self._lock:
+            self._models[namespace] = (generation, model)
+        return model
+
     # -- stages ---------------------------------------------------------------------------------
-    def _plan(self, args: RecallArgs) -> _Planned:
+    def _plan(
+        self, args: RecallArgs, model: LearnedModel | None, *, config: Config | None = None
+    ) -> _Planned:
+        """``model``: learned fusion will rank, over the balanced plan's legs."""
+        if config is None:
+            config = self._balanced if model is not None else self._config
         scope = args.scope
         start = time.perf_counter()
         parsed = parse_query(
@@ -208,13 +332,19 @@ class Reader:
             total=total,
             frequencies=frequencies,
             specificity=specific,
-            config=self._config,
+            config=config,
             forced_types=args.forced,
         )
+        if model is not None:
+            plan = replace(plan, reasons=(*plan.reasons, f"learned fusion ranks: {_label(model)}"))
+        elif self._learning:
+            plan = replace(
+                plan, reasons=(*plan.reasons, "no learned model for this namespace: rules rank")
+            )
         plan_ms = (time.perf_counter() - start) * 1000.0
         return _Planned(parsed, plan, features, {"parse": parse_ms, "plan": plan_ms})
 
-    def _run(self, args: RecallArgs, planned: _Planned) -> Retrieval:
+    def _run(self, args: RecallArgs, planned: _Planned, model: LearnedModel | None) -> Retrieval:
         depth = self._config.retrieval.depth[args.budget]
         return self._pipeline.run(
             planned.query,
@@ -224,6 +354,7 @@ class Reader:
             now=args.now,
             forced_types=args.forced,
             budget=args.budget,
+            model=model,
         )
 
     def _result(
@@ -245,7 +376,9 @@ class Reader:
         timings = {**planned.timings, **retrieval.timings}
         timings["total"] = (time.perf_counter() - started) * 1000.0
         plan = _with_notes(planned.plan, retrieval.notes)
-        return RecallResult(hits, plan, retrieval.query, MappingProxyType(timings))
+        return RecallResult(
+            hits, plan, retrieval.query, MappingProxyType(timings), recall_id=args.to_token()
+        )
 
     def _resolver(self, namespace: str) -> EntityResolver:
         generation = self._store.namespace_generation(namespace)
@@ -257,6 +390,20 @@ class Reader:
         with self._lock:
             self._resolvers[namespace] = (generation, resolver)
         return resolver
+
+
+def _label(model: LearnedModel) -> str:
+    return "the packaged model" if model.version == 0 else f"model v{model.version}"
+
+
+def _packaged_model() -> LearnedModel | None:
+    """The model that ships with fivefold (trained on the public LoCoMo conversations), if
+    this build carries one."""
+    try:
+        text = resources.files("fivefold").joinpath(DEFAULT_MODEL).read_text()
+    except (FileNotFoundError, OSError):
+        return None
+    return LearnedModel.from_json(text, version=0)
 
 
 def _with_notes(plan: Plan, notes: tuple[str, ...]) -> Plan:

@@ -188,3 +188,15 @@ def memory_id(value: object) -> int:
     if not -(2**63) <= value < 2**63:
         raise InvalidInput(f"a memory id is a 64-bit integer, got {value}")
     return value
+
+
+MAX_FEEDBACK_IDS = 1_000
+
+
+def id_list(value: object, name: str) -> list[int]:
+    """A list (or tuple) of memory ids, at most ``MAX_FEEDBACK_IDS``."""
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+        raise InvalidInput(f"{name} is a list of memory ids, got {type(value).__name__}")
+    if len(value) > MAX_FEEDBACK_IDS:
+        raise InvalidInput(f"{name} names {len(value)} memories; at most {MAX_FEEDBACK_IDS}")
+    return [memory_id(v) for v in value]

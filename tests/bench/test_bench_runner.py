@@ -64,7 +64,12 @@ def test_locomo_end_to_end_scores_categories_1_to_4_only(locomo_result: BenchRes
     assert result.setup.questions == 4
     assert result.setup.docs == 8
     assert result.setup.embedder == "hashing-bow-64"
-    assert [s.name for s in result.systems] == [s.name for s in default_systems()]
+    # Two conversations: learned fusion is cross-validated, each ranked by the other's model.
+    assert [s.name for s in result.systems] == [
+        *(s.name for s in default_systems()),
+        "fivefold-learned",
+    ]
+    assert result.learned_model is not None
     assert dict(result.categories) == dict(LOCOMO_CATEGORIES)
     labels = [m.label for m in result.metrics]
     assert labels == ["R@1", "R@5", "R@10", "R@25", "R@50", "any@10", "nDCG@10", "MRR", "sR@10"]

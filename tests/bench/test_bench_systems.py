@@ -54,11 +54,13 @@ def test_public_names() -> None:
         "ENGINE",
         "FusionSettings",
         "Group",
+        "LEARNED",
         "OPTIMIZED",
         "System",
         "Trace",
         "default_systems",
         "engine_fusion",
+        "learned_system",
     ]
 
 

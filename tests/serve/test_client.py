@@ -125,3 +125,38 @@ def test_client_errors_for_the_network_and_keys(keyed_server: Server) -> None:
         with pytest.raises(AccessDenied, match="namespace"):
             client.recall("x", namespace="alpha")
         assert client.remember("beta's own").namespace == "beta"
+
+
+def test_feedback_and_train_over_both(api: Any, ns: str) -> None:
+    made = api.remember_many(
+        [{"content": f"The topic{n} review is on Friday", "namespace": ns} for n in range(3)]
+    )
+    result = api.recall("topic1 review", namespace=ns)
+    assert isinstance(api.feedback(result.recall_id, relevant=[made[1].id]), int)
+    with pytest.raises(NotFound):
+        api.feedback(result.recall_id, relevant=[10**12])
+    with pytest.raises(InvalidInput):
+        api.feedback("not a recall id", relevant=[made[1].id])
+    with pytest.raises(InvalidInput, match="training needs 30"):
+        api.train(namespace=ns)
+
+
+def test_feedback_keeps_to_the_key_scope(keyed_server: Server) -> None:
+    tokens = keyed_server.tokens
+    with fivefold.Client(keyed_server.url, api_key=tokens["alpha"]) as alpha:
+        mine = alpha.remember("alpha's Kestrel budget is approved")
+        result = alpha.recall("Kestrel budget")
+        assert alpha.feedback(result.recall_id, relevant=[mine.id]) > 0
+    # The recall_id names namespace alpha: beta's key may not give feedback on it, and a
+    # key bound to one user of alpha may not on a recall of the whole namespace.
+    for other in ("beta", "alpha-u1"):
+        with (
+            fivefold.Client(keyed_server.url, api_key=tokens[other]) as client,
+            pytest.raises(AccessDenied),
+        ):
+            client.feedback(result.recall_id, relevant=[mine.id])
+    with fivefold.Client(keyed_server.url, api_key=tokens["beta"]) as beta:
+        with pytest.raises(AccessDenied):
+            beta.train(namespace="alpha")
+        with pytest.raises(InvalidInput, match="namespace 'beta' has feedback on 0 recalls"):
+            beta.train()

@@ -100,6 +100,9 @@ def test_the_schema_is_versioned_and_a_newer_one_refused(url: str) -> None:
 
 
 AS_VERSION_1 = """
+DROP TABLE feedback;
+DROP TABLE feedback_labels;
+DROP TABLE models;
 DROP INDEX edges_source;
 DROP INDEX edges_target;
 ALTER TABLE edges DROP COLUMN strength;

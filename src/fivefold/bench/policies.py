@@ -36,12 +36,14 @@ from fivefold.model import OptimizerMode
 
 __all__ = [
     "CACHE",
+    "LEARNED_POLICY",
     "REFERENCE",
     "Latency",
     "Policy",
     "PolicyResult",
     "PolicyRun",
     "default_policies",
+    "learned_policy",
     "optimized_config",
     "run_policies",
     "score_policies",
@@ -49,6 +51,7 @@ __all__ = [
 
 REFERENCE = "optimized"
 CACHE = "cache-hit"
+LEARNED_POLICY = "learned"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,10 +112,21 @@ class PolicyResult:
 
 
 def optimized_config(config: Config) -> Config:
-    """``config`` with the rule optimizer on (its mode kept if it is already on)."""
+    """``config`` with the rule optimizer on (its mode kept if it is ``rule`` or ``cached``;
+    learned fusion is a policy of its own)."""
     mode = config.optimizer.mode
-    chosen = mode if mode is not OptimizerMode.OFF else OptimizerMode.RULE
+    chosen = mode if mode in (OptimizerMode.RULE, OptimizerMode.CACHED) else OptimizerMode.RULE
     return replace(config, optimizer=replace(config.optimizer, mode=chosen))
+
+
+def learned_policy(config: Config) -> Policy:
+    """Learned fusion with the models the store holds (a benchmark installs each namespace's
+    leave-one-out model first: bench/learning.py)."""
+    return Policy(
+        name=LEARNED_POLICY,
+        description="learned fusion, each conversation ranked by a model trained on the others",
+        config=replace(config, optimizer=replace(config.optimizer, mode=OptimizerMode.LEARNED)),
+    )
 
 
 def default_policies(config: Config, *, rerank_model: str | None = None) -> tuple[Policy, ...]:

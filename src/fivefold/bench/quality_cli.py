@@ -56,6 +56,7 @@ class _Options:
     limit: int | None
     json_path: Path | None
     report_dir: Path | None
+    save_model: Path | None
     k_max: int
     budget: str
     resamples: int
@@ -93,6 +94,13 @@ _SHARED_OPTIONS: tuple[_Decorator, ...] = (
         "report_dir",
         type=click.Path(file_okay=False, path_type=Path),
         help="Write report.md and recall_at_k.png into this directory.",
+    ),
+    click.option(
+        "--save-model",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Write learned fusion fit on every namespace's questions (JSON; what fivefold "
+        "ships as its packaged model). Only where the benchmark cross-validated it (two or "
+        "more namespaces with questions).",
     ),
     click.option(
         "--k-max",
@@ -244,6 +252,11 @@ def _run(dataset: Dataset, categories: Mapping[str, str] | None, options: _Optio
         click.echo(f"wrote {write_json(result, options.json_path)}")
     if options.report_dir is not None:
         click.echo(f"wrote {write_report(result, options.report_dir)}")
+    if options.save_model is not None:
+        if result.learned_model is None:
+            raise errors.InvalidInput("no learned model: it needs two or more namespaces")
+        options.save_model.write_text(result.learned_model + "\n")
+        click.echo(f"wrote {options.save_model}")
 
 
 def _config_in_effect() -> Config:

@@ -104,6 +104,7 @@ def to_json(result: BenchResult) -> dict[str, Any]:
         "plans": dict(result.plans),
         "policies": policies_to_json(result.policies),
         "optimized_vs": {n: comparison_to_json(c) for n, c in result.optimized_vs.items()},
+        "learned_model": result.learned_model,
     }
 
 
@@ -149,6 +150,7 @@ def from_json(data: Mapping[str, Any]) -> BenchResult:
                     if (c := comparison_from_json(raw)) is not None
                 }
             ),
+            learned_model=data.get("learned_model"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidInput(f"malformed benchmark result: {exc!r}") from exc

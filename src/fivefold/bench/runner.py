@@ -18,9 +18,12 @@ from typing import Any
 import numpy as np
 
 from fivefold.bench.datasets import Dataset, Doc, Query
+from fivefold.bench.learning import cross_validate, namespaces_to_learn
 from fivefold.bench.policies import (
+    LEARNED_POLICY,
     PolicyResult,
     default_policies,
+    learned_policy,
     run_policies,
     score_policies,
 )
@@ -43,6 +46,7 @@ from fivefold.bench.systems import (
     Trace,
     default_systems,
     engine_fusion,
+    learned_system,
 )
 from fivefold.config import Config, ContextConfig
 from fivefold.embed.base import Embedder
@@ -126,6 +130,8 @@ class BenchResult:
     policies: tuple[PolicyResult, ...] = ()
     # The optimizer against each plain baseline, by baseline name.
     optimized_vs: Mapping[str, Comparison] = field(default_factory=lambda: MappingProxyType({}))
+    # Learned fusion fit on every namespace's feedback (JSON), when it was cross-validated.
+    learned_model: str | None = None
 
     def system(self, name: str) -> SystemResult:
         found = next((s for s in self.systems if s.name == name), None)
@@ -160,6 +166,7 @@ def run_benchmark(
     of ``rounds`` recalls per question. ``db`` names an empty store for the engine's memories
     (another backend); by default it is a throwaway in-memory SQLite store."""
     queries, chosen = _checked(dataset, categories, systems, k_max)
+    learning = systems is None and len(namespaces_to_learn(queries)) >= 2
     marks = [time.perf_counter()]
     given = config or Config()
     # The traced engine is the balanced plan (the optimizer off), whatever the default: the
@@ -174,10 +181,17 @@ def run_benchmark(
         plain = _plain_runs(mem, dataset, queries, doc_of, k_max=k_max, budget=budget)
         traces = [replace(t, plain=p) for t, p in zip(traces, plain, strict=True)]
         policies = default_policies(given, rerank_model=rerank_model)
+        chosen_policies = policies if all_policies else policies[:1]
+        learned_model = None
+        if learning:
+            memory_of = {doc.id: memory_id for memory_id, doc in doc_of.items()}
+            learned_model = cross_validate(mem, queries, memory_of, k_max=k_max, budget=budget)
+            chosen_policies = (chosen_policies[0], learned_policy(given), *chosen_policies[1:])
+            chosen = (*chosen, learned_system())
         runs = run_policies(
             mem,
             queries,
-            policies if all_policies else policies[:1],
+            chosen_policies,
             k_max=k_max,
             budget=budget,
             rounds=rounds,
@@ -191,6 +205,12 @@ def run_benchmark(
         replace(trace, optimized=ranking, optimized_plan=plan)
         for trace, ranking, plan in zip(traces, reference.rankings, reference.plans, strict=True)
     ]
+    learned = next((r for r in runs if r.policy.name == LEARNED_POLICY), None)
+    if learned is not None:
+        traces = [
+            replace(trace, learned=ranking)
+            for trace, ranking in zip(traces, learned.rankings, strict=True)
+        ]
     specs = metric_specs(k_max)
     label = significance_label(k_max)
     rankings = _rank_all(chosen, traces, settings, docs=doc_of, queries=queries, k_max=k_max)
@@ -230,6 +250,7 @@ def run_benchmark(
         plans=_plan_mix(traces),
         policies=scored_policies,
         optimized_vs=_optimized_vs_baselines(results, label, resamples),
+        learned_model=None if learned_model is None else learned_model.to_json(),
     )
 
 

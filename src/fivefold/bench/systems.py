@@ -36,6 +36,7 @@ from fivefold.model import RetrieverName, RetrieverRun
 
 __all__ = [
     "ENGINE",
+    "LEARNED",
     "OPTIMIZED",
     "FusionSettings",
     "Group",
@@ -43,10 +44,12 @@ __all__ = [
     "Trace",
     "default_systems",
     "engine_fusion",
+    "learned_system",
 ]
 
 ENGINE = "fivefold"
 OPTIMIZED = "fivefold-optimized"
+LEARNED = "fivefold-learned"
 PLAIN_RRF_K = 60
 CHALLENGER_GRAPH_WEIGHT = 0.35
 CHALLENGER_KS = (10, 30, 100)
@@ -74,6 +77,9 @@ class Trace:
     # The same question recalled through the query optimizer (rule mode), when benchmarked.
     optimized: tuple[int, ...] | None = None
     optimized_plan: str | None = None
+    # The same question recalled with learned fusion, by a model that never saw its
+    # conversation (bench/learning.py), when benchmarked.
+    learned: tuple[int, ...] | None = None
     # The same question on a store that indexes every memory alone (no session context): the
     # plain baselines, as a generic hybrid search library would index the turns.
     plain: tuple[RetrieverRun, ...] = ()
@@ -158,6 +164,20 @@ def default_systems() -> tuple[System, ...]:
 
 def _optimized(trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
     return trace.optimized if trace.optimized is not None else ()
+
+
+def learned_system() -> System:
+    """Learned fusion, each question ranked by a model that never saw its namespace."""
+    return System(
+        name=LEARNED,
+        group=Group.ENGINE,
+        description="the engine with learned fusion, leave one namespace (conversation) out",
+        rank=_learned,
+    )
+
+
+def _learned(trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
+    return trace.learned if trace.learned is not None else ()
 
 
 # Semantic and lexical alone are the plain dense and plain BM25 baselines.

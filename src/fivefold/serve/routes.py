@@ -12,10 +12,19 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from fivefold.errors import InvalidInput, StoreError
+from fivefold.errors import AccessDenied, InvalidInput, StoreError
+from fivefold.reader import RecallArgs
 from fivefold.serve.errors import TooLarge
 from fivefold.serve.keys import ApiKey, scope_for, token_of
-from fivefold.serve.schemas import AliasBody, BatchBody, RecallBody, RelateBody, RememberBody
+from fivefold.serve.schemas import (
+    AliasBody,
+    BatchBody,
+    FeedbackBody,
+    RecallBody,
+    RelateBody,
+    RememberBody,
+    TrainBody,
+)
 from fivefold.serve.state import Served
 from fivefold.wire import to_json
 
@@ -140,6 +149,28 @@ def explain(body: RecallBody, key: Caller, served: Server) -> JSONResponse:
     args = _recall_args(body, key, served)
     args.pop("min_confidence", None)  # explain shows every hit
     return _json(served.memory.explain(args.pop("query"), args.pop("k"), **args))
+
+
+@router.post("/feedback", status_code=201, summary="Which memories answered a recall")
+def feedback(body: FeedbackBody, key: Caller, served: Server) -> JSONResponse:
+    # The recall_id carries the recall's scope: it must be the caller's, as a recall's is.
+    asked = RecallArgs.from_token(body.recall_id).scope
+    allowed = scope_for(key, asked.namespace, asked.user_id, asked.agent_id)
+    if (allowed["namespace"], allowed["user_id"], allowed["agent_id"]) != (
+        asked.namespace,
+        asked.user_id,
+        asked.agent_id,
+    ):
+        raise AccessDenied("this recall_id is of a recall outside this key's scope")
+    made = served.memory.feedback(body.recall_id, relevant=body.relevant, used=body.used)
+    served.telemetry.writes.labels("feedback").inc()
+    return _json({"id": made}, 201)
+
+
+@router.post("/train", summary="Fit learned fusion on the namespace's feedback")
+def train(body: TrainBody, key: Caller, served: Server) -> JSONResponse:
+    namespace = scope_for(key, body.namespace, None, None)["namespace"]
+    return _json(served.memory.train(namespace=namespace))
 
 
 @router.post("/relate", status_code=201, summary="A typed edge between two entities")

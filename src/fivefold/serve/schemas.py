@@ -11,10 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "AliasBody",
     "BatchBody",
+    "FeedbackBody",
     "RecallBody",
     "RelateBody",
     "RememberBody",
     "ScopeFields",
+    "TrainBody",
 ]
 
 
@@ -68,6 +70,16 @@ class RelateBody(ScopeFields):
     valid_from: str | None = None
     valid_to: str | None = None
     record: bool = True
+
+
+class FeedbackBody(_Body):
+    recall_id: str
+    relevant: list[int] = Field(default_factory=list)
+    used: list[int] = Field(default_factory=list)
+
+
+class TrainBody(_Body):
+    namespace: str | None = None
 
 
 class AliasBody(_Body):

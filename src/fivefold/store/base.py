@@ -7,7 +7,7 @@ backend (PostgreSQL) implements the same protocol and passes the same contract t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -21,6 +21,7 @@ from fivefold.model import (
     EdgeHop,
     Entity,
     EntityScore,
+    Feedback,
     Finding,
     MemoryAttributes,
     MemoryRecord,
@@ -187,6 +188,30 @@ class Store(Protocol):
 
     def check(self, *, repair: bool = False) -> list[Finding]:
         """Every index checked against the rows; ``repair`` rebuilds what is out of step."""
+        ...
+
+    # -- learned fusion ------------------------------------------------------------------------
+    def add_feedback(
+        self,
+        namespace: str,
+        query: str,
+        args: str,
+        labels: Mapping[int, float],
+        created_at: datetime,
+    ) -> int:
+        """Record feedback on one recall (labels of memories of ``namespace``); its id."""
+        ...
+
+    def feedback(self, namespace: str) -> list[Feedback]:
+        """The namespace's feedback, oldest first."""
+        ...
+
+    def save_model(self, namespace: str, payload: str, *, accepted: bool) -> int:
+        """Store a trained model (JSON) as the namespace's next version; the version."""
+        ...
+
+    def learned_model(self, namespace: str) -> tuple[int, str] | None:
+        """The newest accepted model of the namespace: (version, payload)."""
         ...
 
     def compact(self) -> int:

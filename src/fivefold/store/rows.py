@@ -7,7 +7,16 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any
 
-from fivefold.model import Edge, EdgeHop, EdgeKind, MemoryRecord, MemoryType, NewEdge, Scope
+from fivefold.model import (
+    Edge,
+    EdgeHop,
+    EdgeKind,
+    Feedback,
+    MemoryRecord,
+    MemoryType,
+    NewEdge,
+    Scope,
+)
 from fivefold.store.timeconv import from_ts, to_ts
 
 COMENTION = "co_mentioned"  # the relation of the edges co-mentions derive
@@ -115,3 +124,17 @@ def stored_edge(edge: NewEdge, edge_id: int, memory_id: int | None) -> Edge:
         valid_to=edge.valid_to,
         memory_id=memory_id,
     )
+
+
+def feedback_entries(rows: Sequence[Sequence[Any]]) -> list[Feedback]:
+    """Feedback from (id, query, args, created_at, memory_id, label) rows ordered by id: one
+    entry per id (a memory id of None: every label of it has been forgotten)."""
+    entries: dict[int, tuple[str, str, float, dict[int, float]]] = {}
+    for feedback_id, query, args, created, memory_id, label in rows:
+        entry = entries.setdefault(int(feedback_id), (str(query), str(args), float(created), {}))
+        if memory_id is not None:
+            entry[3][int(memory_id)] = float(label)
+    return [
+        Feedback(i, query, args, MappingProxyType(labels), from_ts(created))
+        for i, (query, args, created, labels) in entries.items()
+    ]

@@ -175,7 +175,8 @@ ALTER TABLE namespaces DROP COLUMN own_tokens, DROP COLUMN context_docs,
     DROP COLUMN context_tokens, ADD COLUMN tokens bigint[] NOT NULL DEFAULT '{{0,0,0,0}}';
 """,
     # 3: an edge's strength (the embedded store's schema.STRENGTH), indexed, so the graph walk
-    # reads each entity's strongest edges first, capped, as the embedded store does.
+    # reads each entity's strongest edges first, capped, as the embedded store does; learned
+    # fusion's feedback and models (no foreign keys, for Citus: forget deletes the labels).
     f"""
 ALTER TABLE edges ADD COLUMN strength double precision GENERATED ALWAYS AS (
     CASE WHEN relation = '{COMENTION}' THEN 1.0 - power(0.5, least(greatest(support, 1), 62))
@@ -184,6 +185,31 @@ DROP INDEX edges_source;
 DROP INDEX edges_target;
 CREATE INDEX edges_source ON edges (namespace, source_id, strength DESC, id);
 CREATE INDEX edges_target ON edges (namespace, target_id, strength DESC, id);
+CREATE SEQUENCE IF NOT EXISTS fivefold_feedback_ids;
+CREATE TABLE feedback (
+    namespace  text NOT NULL,
+    id         bigint NOT NULL DEFAULT nextval('fivefold_feedback_ids'),
+    query      text NOT NULL,
+    args       text NOT NULL,
+    created_at double precision NOT NULL,
+    PRIMARY KEY (namespace, id)
+);
+CREATE TABLE feedback_labels (
+    namespace   text NOT NULL,
+    feedback_id bigint NOT NULL,
+    memory_id   bigint NOT NULL,
+    label       double precision NOT NULL,
+    PRIMARY KEY (namespace, feedback_id, memory_id)
+);
+CREATE INDEX feedback_labels_memory ON feedback_labels (namespace, memory_id);
+CREATE TABLE models (
+    namespace  text NOT NULL,
+    version    integer NOT NULL,
+    accepted   boolean NOT NULL,
+    created_at double precision NOT NULL,
+    payload    text NOT NULL,
+    PRIMARY KEY (namespace, version)
+);
 """,
 )
 # The order of a memory's (and a namespace's) ``tokens``: predicate, content, near, far.
@@ -197,6 +223,7 @@ ANALYZE_FROM = 256
 ANALYZE = "ANALYZE memories, postings, term_stats, entities, mentions, edges, aliases"
 # One opener at a time creates or migrates the schema (any 64-bit constant would do).
 SCHEMA_LOCK = 0x0F1FE_F01D
+MODEL_LOCK = 0x0F1F  # with the namespace's hash: one model version numbered at a time
 
 INSERT_MEMORY_WITH_ID = """
 INSERT INTO memories (namespace, id, user_id, agent_id, session_id, content, predicate, type,

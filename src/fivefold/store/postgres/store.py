@@ -14,7 +14,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -37,6 +37,7 @@ from fivefold.model import (
     CatalogEntry,
     Edge,
     Entity,
+    Feedback,
     Finding,
     NewEdge,
     NewMemory,
@@ -56,6 +57,7 @@ from fivefold.store.postgres.read import PostgresReads
 from fivefold.store.postgres.read import translating as _translating
 from fivefold.store.rows import (
     edge_values,
+    feedback_entries,
     stored_edge,
 )
 from fivefold.store.timeconv import to_ts
@@ -443,6 +445,9 @@ class PostgresStore(PostgresReads):
         )
         conn.execute("DELETE FROM edges WHERE namespace = %s AND memory_id = %s", (ns, memory_id))
         conn.execute("DELETE FROM memories WHERE namespace = %s AND id = %s", (ns, memory_id))
+        conn.execute(
+            "DELETE FROM feedback_labels WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
+        )
         context.refresh(rows, around, self._smoothing())
         rows.flush()
         conn.execute(schema.DROP_ORPHAN_ENTITIES, (ns, entity_ids))
@@ -502,6 +507,78 @@ class PostgresStore(PostgresReads):
             )
 
         return self._write(run)
+
+    # -- learned fusion ---------------------------------------------------------------------------
+    def add_feedback(
+        self,
+        namespace: str,
+        query: str,
+        args: str,
+        labels: Mapping[int, float],
+        created_at: datetime,
+    ) -> int:
+        _no_nul("", query=query, args=args)
+
+        def run(conn: psycopg.Connection, deltas: Deltas) -> int:
+            row = conn.execute(
+                "INSERT INTO feedback (namespace, query, args, created_at) "
+                "VALUES (%s, %s, %s, %s) RETURNING id",
+                (namespace, query, args, to_ts(created_at)),
+            ).fetchone()
+            feedback_id = int(row[0]) if row else 0
+            ordered = sorted(labels.items())
+            conn.execute(
+                "INSERT INTO feedback_labels (namespace, feedback_id, memory_id, label) "
+                "SELECT %s, %s, t.m, t.l FROM unnest(%s::bigint[], %s::float8[]) AS t(m, l) "
+                "ON CONFLICT (namespace, feedback_id, memory_id) "
+                "DO UPDATE SET label = excluded.label",
+                (
+                    namespace,
+                    feedback_id,
+                    [int(i) for i, _ in ordered],
+                    [float(v) for _, v in ordered],
+                ),
+            )
+            return feedback_id
+
+        return self._write(run)
+
+    def feedback(self, namespace: str) -> list[Feedback]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT f.id, f.query, f.args, f.created_at, l.memory_id, l.label FROM feedback f "
+                "LEFT JOIN feedback_labels l ON l.namespace = f.namespace AND l.feedback_id = f.id "
+                "WHERE f.namespace = %s ORDER BY f.id, l.memory_id",
+                (namespace,),
+            ).fetchall()
+        return feedback_entries(rows)
+
+    def save_model(self, namespace: str, payload: str, *, accepted: bool) -> int:
+        def run(conn: psycopg.Connection, deltas: Deltas) -> int:
+            # One version at a time per namespace: the next number is taken under a lock.
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(%s::int, hashtext(%s))",
+                (schema.MODEL_LOCK, namespace),
+            )
+            row = conn.execute(
+                "INSERT INTO models (namespace, version, accepted, created_at, payload) "
+                "SELECT %s, coalesce(max(version), 0) + 1, %s, %s, %s FROM models "
+                "WHERE namespace = %s RETURNING version",
+                (namespace, accepted, to_ts(datetime.now().astimezone()), payload, namespace),
+            ).fetchone()
+            deltas.memories[namespace] += 0  # the namespace's generation moves: readers reload
+            return int(row[0]) if row else 0
+
+        return self._write(run)
+
+    def learned_model(self, namespace: str) -> tuple[int, str] | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT version, payload FROM models WHERE namespace = %s AND accepted "
+                "ORDER BY version DESC LIMIT 1",
+                (namespace,),
+            ).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
 
     # -- upkeep ---------------------------------------------------------------------------------
     def check(self, *, repair: bool = False) -> list[Finding]:

@@ -20,6 +20,35 @@ from fivefold.store.rows import COMENTION as COMENTION  # one name for both back
 
 SCHEMA_VERSION = 5
 
+# Learned fusion (learned.py): feedback on recalls (the query and its arguments, and which
+# memories answered it; a forgotten memory's labels go with it) and the models trained from it,
+# versioned per namespace; only an accepted model ranks.
+LEARNING_DDL = """
+CREATE TABLE IF NOT EXISTS feedback (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace  TEXT NOT NULL,
+    query      TEXT NOT NULL,
+    args       TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS feedback_namespace ON feedback(namespace, id);
+CREATE TABLE IF NOT EXISTS feedback_labels (
+    feedback_id INTEGER NOT NULL REFERENCES feedback(id) ON DELETE CASCADE,
+    memory_id   INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    label       REAL NOT NULL,
+    PRIMARY KEY (feedback_id, memory_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS feedback_labels_memory ON feedback_labels(memory_id);
+CREATE TABLE IF NOT EXISTS models (
+    namespace  TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    accepted   INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    payload    TEXT NOT NULL,
+    PRIMARY KEY (namespace, version)
+);
+"""
+
 # An edge's strength, as graph.py documents it: a co-mention seen n times has confidence
 # 1 - 0.5^n (1 << n is 2^n: SQLite's math functions are optional), any other edge its own. The
 # graph walk reads each entity's strongest edges first through an index on it.
@@ -114,6 +143,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     last_seen_at REAL NOT NULL,
     PRIMARY KEY (namespace, user_id, agent_id, session_id)
 );
+{LEARNING_DDL}
 CREATE TABLE IF NOT EXISTS namespaces (
     namespace         TEXT PRIMARY KEY,
     memories          INTEGER NOT NULL DEFAULT 0,
@@ -139,6 +169,26 @@ RETURNING id
 BUMP_ENTITY_MENTIONS = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
 # ``joined``: the mention took part in the memory's co-mention edges (WriteConfig caps them), so
 # forgetting the memory takes back exactly the support it gave.
+INSERT_FEEDBACK = (
+    "INSERT INTO feedback (namespace, query, args, created_at) VALUES (?, ?, ?, ?) RETURNING id"
+)
+INSERT_LABEL = (
+    "INSERT OR REPLACE INTO feedback_labels (feedback_id, memory_id, label) VALUES (?, ?, ?)"
+)
+SELECT_FEEDBACK = """
+SELECT f.id, f.query, f.args, f.created_at, l.memory_id, l.label
+FROM feedback f LEFT JOIN feedback_labels l ON l.feedback_id = f.id
+WHERE f.namespace = ? ORDER BY f.id, l.memory_id
+"""
+INSERT_MODEL = """
+INSERT INTO models (namespace, version, accepted, created_at, payload)
+SELECT ?, coalesce(max(version), 0) + 1, ?, ?, ? FROM models WHERE namespace = ?
+RETURNING version
+"""
+SELECT_MODEL = """
+SELECT version, payload FROM models WHERE namespace = ? AND accepted = 1
+ORDER BY version DESC LIMIT 1
+"""
 INSERT_MENTION = (
     "INSERT OR IGNORE INTO mentions (entity_id, memory_id, joined, type) VALUES (?, ?, ?, ?)"
 )
@@ -248,7 +298,7 @@ DROP TABLE IF EXISTS context_fts;
 
 # Schema 4 -> 5: a mention carries its memory's type (a forced ``types=`` graph read walks only
 # that type's mentions), and an edge its strength, indexed, so each hop reads an entity's
-# strongest edges first instead of aggregating every edge of a hub.
+# strongest edges first instead of aggregating every edge of a hub; the learning tables.
 MIGRATE_4_TO_5 = (
     "ALTER TABLE mentions ADD COLUMN type TEXT NOT NULL DEFAULT ''",
     "UPDATE mentions SET type = (SELECT type FROM memories WHERE id = mentions.memory_id)",
@@ -258,6 +308,7 @@ MIGRATE_4_TO_5 = (
     "DROP INDEX edges_target",
     "CREATE INDEX edges_source ON edges(source_id, strength DESC)",
     "CREATE INDEX edges_target ON edges(target_id, strength DESC)",
+    *(s for s in LEARNING_DDL.split(";") if s.strip()),
     "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
 )
 

@@ -15,7 +15,7 @@ import shutil
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ from fivefold.model import (
     EdgeHop,
     Entity,
     EntityScore,
+    Feedback,
     Finding,
     MemoryAttributes,
     MemoryRecord,
@@ -52,7 +53,7 @@ from fivefold.model import (
 )
 from fivefold.store import context
 from fivefold.store.base import StoreSettings
-from fivefold.store.rows import edge_values, relation_from_row, stored_edge
+from fivefold.store.rows import edge_values, feedback_entries, relation_from_row, stored_edge
 from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import schema, vector_sync
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
@@ -682,6 +683,44 @@ class SQLiteStore:
             for namespace in namespaces:
                 findings += self._check_dense(namespace, repair=repair)
             return findings
+
+    # -- learned fusion ---------------------------------------------------------------------------
+    def add_feedback(
+        self,
+        namespace: str,
+        query: str,
+        args: str,
+        labels: Mapping[int, float],
+        created_at: datetime,
+    ) -> int:
+        with self._transaction():
+            row = self._conn.execute(
+                schema.INSERT_FEEDBACK, (namespace, query, args, to_ts(created_at))
+            ).fetchone()
+            self._conn.executemany(
+                schema.INSERT_LABEL, [(row[0], int(i), float(v)) for i, v in sorted(labels.items())]
+            )
+        return int(row[0])
+
+    def feedback(self, namespace: str) -> list[Feedback]:
+        with self._lock:
+            rows = self._execute(schema.SELECT_FEEDBACK, (namespace,)).fetchall()
+        return feedback_entries(rows)
+
+    def save_model(self, namespace: str, payload: str, *, accepted: bool) -> int:
+        now = to_ts(datetime.now().astimezone())
+        with self._transaction():
+            row = self._conn.execute(
+                schema.INSERT_MODEL, (namespace, int(accepted), now, payload, namespace)
+            ).fetchone()
+            # The next recall of the namespace sees the new model (readers cache by generation).
+            self._conn.execute(schema.BUMP_NAMESPACE, (namespace, 0, 0))
+        return int(row[0])
+
+    def learned_model(self, namespace: str) -> tuple[int, str] | None:
+        with self._lock:
+            row = self._execute(schema.SELECT_MODEL, (namespace,)).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
 
     def compact(self) -> int:
         """The lexical indexes that deleted documents are rebuilt (tantivy's BM25 statistics

@@ -1,0 +1,269 @@
+"""Learned fusion (Mode C): feedback on recalls, training with a held-out check against the
+rules, learned ranking, and the model's storage, on both backends."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import fivefold
+from fivefold import InvalidInput, NotFound
+from fivefold.cli import cli
+from fivefold.config import Config, OptimizerConfig
+from fivefold.learned import (
+    FEATURES,
+    Candidates,
+    Example,
+    LearnedModel,
+    candidate_features,
+    fit,
+    recall_at,
+)
+from fivefold.model import (
+    MemoryAttributes,
+    MemoryType,
+    OptimizerMode,
+    RetrieverName,
+    RetrieverRun,
+    Scored,
+    TimeWindow,
+)
+
+NOW = datetime(2026, 3, 20, 12, tzinfo=UTC)
+LEARNING = Config(optimizer=OptimizerConfig(mode=OptimizerMode.LEARNED))
+TOPICS = 40
+TRAINED = 35  # topics with feedback; the rest are never seen by training
+FILLER = (
+    "and then we talked for a long while about the weather the garden the road home the "
+    "market the late train and what everyone would cook for dinner on the long weekend"
+)
+
+
+def _learning(mem: fivefold.Memory, config: Config = LEARNING) -> fivefold.Memory:
+    return fivefold.Memory(mem.store, mem.embedder, config)
+
+
+def _corpus(mem: fivefold.Memory, namespace: str = "default") -> dict[int, int]:
+    """Per topic, twelve short decoys that BM25 and the cosine both prefer, and one long
+    memory that is the answer: the rules rank it below ten decoys, a length feature finds it.
+    Returns topic -> the answer's id."""
+    items = []
+    for topic in range(TOPICS):
+        items += [{"content": f"topic{topic} decoy{d}", "namespace": namespace} for d in range(12)]
+        items.append({"content": f"topic{topic} {FILLER}", "namespace": namespace})
+    records = mem.remember_many(items)
+    return {t: records[13 * t + 12].id for t in range(TOPICS)}
+
+
+def _give_feedback(mem: fivefold.Memory, answers: dict[int, int], namespace: str) -> None:
+    for topic in range(TRAINED):
+        result = mem.recall(f"topic{topic}", namespace=namespace, now=NOW)
+        mem.feedback(result.recall_id, relevant=[answers[topic]])
+
+
+def test_training_learns_what_the_rules_miss(hashing_mem: fivefold.Memory) -> None:
+    answers = _corpus(hashing_mem)
+    learning = _learning(hashing_mem)
+    unseen = f"topic{TOPICS - 1}"
+    before = learning.recall(unseen, now=NOW)
+    assert before.plan.reasons[-1] == "no learned model for this namespace: rules rank"
+    assert answers[TOPICS - 1] not in [h.memory.id for h in before.hits]
+    _give_feedback(learning, answers, "default")
+    report = learning.train()
+    assert (report.recalls, report.held_out, report.version) == (TRAINED, 7, 1)
+    assert report.rules_recall == 0.0
+    assert report.model_recall == 1.0
+    assert report.accepted
+    for topic in range(TRAINED, TOPICS):  # questions no feedback named
+        after = learning.recall(f"topic{topic}", now=NOW)
+        assert after.plan.reasons[-1] == "learned fusion ranks: model v1"
+        assert after.hits[0].memory.id == answers[topic]
+        assert 0.0 < after.hits[0].score <= 1.0
+    # Another mode of the same store is untouched by the model.
+    assert hashing_mem.recall(unseen, now=NOW).hits[0].memory.id != answers[TOPICS - 1]
+    assert learning.explain(unseen, now=NOW).hits[0].id == answers[TOPICS - 1]
+
+
+def test_a_model_that_loses_to_the_rules_is_not_used(hashing_mem: fivefold.Memory) -> None:
+    answers = _corpus(hashing_mem)
+    learning = _learning(hashing_mem)
+    # Feedback that says a decoy the rules rank first was the answer: the rules are right.
+    for topic in range(TRAINED):
+        first = learning.recall(f"topic{topic}", now=NOW)
+        learning.feedback(first.recall_id, relevant=[first.hits[0].memory.id])
+    report = learning.train()
+    assert report.rules_recall == 1.0
+    assert report.model_recall <= 1.0
+    if not report.accepted:
+        result = learning.recall("topic1", now=NOW)
+        assert result.plan.reasons[-1] == "no learned model for this namespace: rules rank"
+    assert answers  # the corpus was written
+
+
+def test_feedback_is_checked_and_stays_in_its_scope(hashing_mem: fivefold.Memory) -> None:
+    mine = hashing_mem.remember("Priya leads Kestrel", namespace="a", user_id="u1")
+    theirs = hashing_mem.remember("Priya leads Kestrel", namespace="b")
+    result = hashing_mem.recall("Kestrel", namespace="a", user_id="u1", now=NOW)
+    assert result.recall_id.startswith("r1.")
+    with pytest.raises(NotFound):
+        hashing_mem.feedback(result.recall_id, relevant=[theirs.id])
+    with pytest.raises(NotFound):
+        hashing_mem.feedback(result.recall_id, relevant=[10**9])
+    with pytest.raises(InvalidInput, match="names no memory"):
+        hashing_mem.feedback(result.recall_id)
+    for bad in ("", "r1.!!!", "r1." + "a" * 10, 42, None):
+        with pytest.raises(InvalidInput):
+            hashing_mem.feedback(bad, relevant=[mine.id])  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        hashing_mem.feedback(result.recall_id, relevant="1")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        hashing_mem.feedback(result.recall_id, relevant=[True])
+    made = hashing_mem.feedback(result.recall_id, relevant=[mine.id], used=[mine.id])
+    entries = hashing_mem.store.feedback("a")
+    assert [(e.id, e.query, dict(e.labels)) for e in entries] == [(made, "Kestrel", {mine.id: 1.0})]
+    assert hashing_mem.store.feedback("b") == []
+    # Forgetting the memory takes its label with it.
+    hashing_mem.forget(mine.id, namespace="a")
+    assert dict(hashing_mem.store.feedback("a")[0].labels) == {}
+
+
+def test_training_needs_enough_feedback(hashing_mem: fivefold.Memory) -> None:
+    record = hashing_mem.remember("Priya leads Kestrel")
+    result = hashing_mem.recall("Kestrel", now=NOW)
+    hashing_mem.feedback(result.recall_id, relevant=[record.id])
+    with pytest.raises(InvalidInput, match="feedback on 1 recalls; training needs 30"):
+        hashing_mem.train()
+
+
+def test_a_namespace_model_ranks_only_its_namespace(hashing_mem: fivefold.Memory) -> None:
+    answers = _corpus(hashing_mem, "a")
+    _corpus(hashing_mem, "b")
+    learning = _learning(hashing_mem)
+    _give_feedback(learning, answers, "a")
+    assert learning.train(namespace="a").accepted
+    assert learning.recall("topic1", namespace="a", now=NOW).plan.reasons[-1].endswith("v1")
+    other = learning.recall("topic1", namespace="b", now=NOW)
+    assert other.plan.reasons[-1] == "no learned model for this namespace: rules rank"
+    # Versions count per namespace.
+    assert hashing_mem.store.save_model("b", "{}", accepted=False) == 1
+    assert learning.train(namespace="a").version == 2
+
+
+def test_candidate_features_describe_each_candidate() -> None:
+    runs = (
+        RetrieverRun(RetrieverName.SEMANTIC, (Scored(7, 0.9), Scored(8, 0.5)), 0.0),
+        RetrieverRun(RetrieverName.LEXICAL, (Scored(8, 0.8),), 0.0),
+        RetrieverRun(RetrieverName.GRAPH, (Scored(9, 0.6, hops=0),), 0.0),
+    )
+    window = TimeWindow(
+        datetime(2026, 3, 1, tzinfo=UTC), datetime(2026, 3, 31, tzinfo=UTC), "in March", 0.5
+    )
+    attributes = {
+        7: MemoryAttributes(0.5, MemoryType.FACT, None, datetime(2026, 3, 5, tzinfo=UTC), "Ana"),
+        8: MemoryAttributes(0.9, MemoryType.EVENT, NOW, NOW, None, 99),
+    }
+    found = candidate_features(
+        runs, [8, 7, 9], attributes, spoken={7}, window=window, own_text={8: 0.7}
+    )
+    assert found.ids == (8, 7, 9)
+    assert found.features.shape == (3, len(FEATURES))
+    row = {i: dict(zip(FEATURES, found.features[n], strict=True)) for n, i in enumerate(found.ids)}
+    assert row[8]["semantic_reciprocal_rank"] == 0.5
+    assert row[8]["semantic_relative"] == 0.0
+    assert row[7]["semantic_relative"] == 1.0
+    assert row[8]["lexical_confidence"] == 0.8
+    assert row[7]["lexical_found"] == 0.0
+    assert (row[8]["own_text"], row[8]["own_text_score"]) == (1.0, 0.7)
+    assert (row[7]["speaker"], row[8]["speaker"]) == (1.0, 0.0)
+    assert (row[7]["in_window"], row[8]["in_window"], row[9]["window"]) == (1.0, 1.0, 1.0)
+    assert row[8]["log_length"] == pytest.approx(np.log1p(99))
+    assert (row[9]["graph_direct"], row[9]["importance"]) == (1.0, 0.5)
+    assert [row[i]["rule_reciprocal_rank"] for i in (8, 7, 9)] == [1.0, 0.5, 1 / 3]
+
+
+def _examples(seed: int, count: int) -> list[Example]:
+    """Noise, but for the answer (one of 20), whose ``lexical_confidence`` is high."""
+    rng = np.random.default_rng(seed)
+    out = []
+    column = FEATURES.index("lexical_confidence")
+    for group in range(count):
+        x = rng.random((20, len(FEATURES)))
+        x[:, 0] = 1.0
+        x[:, column] *= 0.5
+        answer = int(rng.integers(20))
+        x[answer, column] = 0.7 + 0.3 * rng.random()
+        labels = np.zeros(20)
+        labels[answer] = 1.0
+        out.append(Example(Candidates(tuple(range(group * 20, group * 20 + 20)), x), labels, group))
+    return out
+
+
+def test_fit_learns_and_the_model_round_trips() -> None:
+    model = fit(_examples(0, 60))
+    held = _examples(1, 20)
+    hits = 0
+    for example in held:
+        ranked = [i for i, _ in model.rank(example.candidates)]
+        labels = dict(zip(example.candidates.ids, example.labels, strict=True))
+        hits += recall_at(ranked, labels, 1) == 1.0
+    assert hits >= 18
+    saved = replace(model, version=3, report={"recalls": 60.0})
+    again = LearnedModel.from_json(saved.to_json())
+    assert again == saved
+    assert LearnedModel.from_json(saved.to_json(), version=9).version == 9  # type: ignore[union-attr]
+    data = json.loads(saved.to_json())
+    for broken in (
+        {**data, "format": 99},
+        {**data, "features": data["features"][:-1]},
+        {**data, "scales": [0.0] * len(FEATURES)},
+        {**data, "coefficients": ["x"] * len(FEATURES)},
+    ):
+        assert LearnedModel.from_json(json.dumps(broken)) is None
+    assert LearnedModel.from_json("not json") is None
+    with pytest.raises(InvalidInput):
+        fit([])
+    none = _examples(2, 3)
+    with pytest.raises(InvalidInput, match="no relevant memory"):
+        fit([replace(e, labels=np.zeros(20)) for e in none])
+
+
+def test_ties_rank_by_id() -> None:
+    model = LearnedModel(
+        features=FEATURES,
+        coefficients=(0.0,) * len(FEATURES),
+        means=(0.0,) * len(FEATURES),
+        scales=(1.0,) * len(FEATURES),
+    )
+    candidates = Candidates((9, 3, 5), np.ones((3, len(FEATURES))))
+    assert [i for i, _ in model.rank(candidates)] == [3, 5, 9]
+
+
+def test_the_cli_takes_feedback_and_trains(tmp_path: Path) -> None:
+    db, settings = str(tmp_path / "cli.db"), tmp_path / "config.toml"
+    settings.write_text('[optimizer]\nmode = "learned"\n\n[learned]\nmin_feedback = 5\n')
+    runner = CliRunner()
+    base = ["--db", db, "--config", str(settings)]
+    ids = []
+    for topic in range(6):
+        made = runner.invoke(cli, [*base, "remember", f"The topic{topic} review is on Friday"])
+        assert made.exit_code == 0, made.output
+        ids.append(json.loads(made.output)["id"])
+    for topic in range(6):
+        shown = runner.invoke(cli, [*base, "recall", f"topic{topic} review", "--json"])
+        assert shown.exit_code == 0, shown.output
+        recall_id = json.loads(shown.output)["recall_id"]
+        given = runner.invoke(cli, [*base, "feedback", recall_id, "--relevant", str(ids[topic])])
+        assert given.exit_code == 0, given.output
+        assert json.loads(given.output)["feedback"] == topic + 1
+    trained = runner.invoke(cli, [*base, "train"])
+    assert trained.exit_code == 0, trained.output
+    assert "model v1 of namespace 'default', fit on 6 recalls; held out 1" in trained.output
+    bad = runner.invoke(cli, [*base, "feedback", "nonsense", "--relevant", "1"])
+    assert bad.exit_code == 2
+    assert "recall_id" in bad.output
