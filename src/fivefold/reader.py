@@ -157,12 +157,10 @@ class Reader:
     def __init__(self, store: Store, embedder: Embedder, config: Config) -> None:
         self._store = store
         self._config = config
-        # Learned fusion ranks the balanced plan's candidates (every leg with inputs); where no
-        # model is trained, the rules plan as configured.
+        # Learned fusion ranks the candidates of the rule optimizer's plan (its legs, depths and
+        # graph gate; on LoCoMo as good as every leg's: 77.0 against 76.8 R@10 held out, and as
+        # fast as the rules); training asks each recall again the same way.
         self._learning = config.optimizer.mode is OptimizerMode.LEARNED
-        self._balanced = replace(
-            config, optimizer=replace(config.optimizer, mode=OptimizerMode.OFF)
-        )
         self._rules = replace(config, optimizer=replace(config.optimizer, mode=OptimizerMode.RULE))
         self._models: dict[str, tuple[int, LearnedModel | None]] = {}
         self._default_model = _packaged_model()
@@ -256,12 +254,12 @@ class Reader:
 
     # -- learned fusion -----------------------------------------------------------------------
     def examples(self, entries: Sequence[Feedback]) -> list[Example]:
-        """Each feedback's recall asked again as learned fusion asks it (the balanced plan),
-        its candidates labelled by the feedback: what ``learned.fit`` trains on."""
+        """Each feedback's recall asked again as learned fusion asks it (the rule optimizer's
+        plan), its candidates labelled by the feedback: what ``learned.fit`` trains on."""
         out = []
         for entry in entries:
             args = RecallArgs.from_token(entry.args)
-            planned = self._plan(args, None, config=self._balanced)
+            planned = self._plan(args, None, rules=True)
             depth = self._config.retrieval.depth[args.budget]
             candidates = self._pipeline.candidates(
                 planned.query,
@@ -278,8 +276,7 @@ class Reader:
     def ranking(self, entry: Feedback, model: LearnedModel | None) -> list[int]:
         """The ids a recall ranks first, by ``model`` or (None) by the rule optimizer."""
         args = RecallArgs.from_token(entry.args)
-        config = self._rules if model is None else self._balanced
-        planned = self._plan(args, model, config=config)
+        planned = self._plan(args, model, rules=True)
         return [f.id for f in self._run(args, planned, model).ranked]
 
     def _model(self, namespace: str) -> LearnedModel | None:
@@ -303,11 +300,11 @@ class Reader:
 
     # -- stages ---------------------------------------------------------------------------------
     def _plan(
-        self, args: RecallArgs, model: LearnedModel | None, *, config: Config | None = None
+        self, args: RecallArgs, model: LearnedModel | None, *, rules: bool = False
     ) -> _Planned:
-        """``model``: learned fusion will rank, over the balanced plan's legs."""
-        if config is None:
-            config = self._balanced if model is not None else self._config
+        """``model``: learned fusion will rank the plan's candidates. Learned mode, training
+        (which asks as it does) and ``rules`` plan by the rule optimizer, whatever the mode."""
+        config = self._rules if rules or self._learning or model is not None else self._config
         scope = args.scope
         start = time.perf_counter()
         parsed = parse_query(
