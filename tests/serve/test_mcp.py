@@ -20,7 +20,7 @@ from tests.serve.conftest import Server
 
 import fivefold
 
-TOOLS = {"remember", "recall", "relate", "forget", "explain"}
+TOOLS = {"remember", "recall", "relate", "forget", "explain", "feedback"}
 
 
 def _data(result: Any) -> dict[str, Any]:
@@ -40,6 +40,9 @@ async def _session(client: Client) -> dict[str, Any]:
     made = _data(await client.call_tool("remember", {"content": "Mara's badge number is 4471"}))
     found = _data(await client.call_tool("recall", {"query": "what is Mara's badge number?"}))
     assert found["memories"][0]["id"] == made["id"]
+    given = {"recall_id": found["recall_id"], "used": [made["id"]]}
+    assert _data(await client.call_tool("feedback", given))["feedback"] > 0
+    assert (await client.call_tool("feedback", {**given, "recall_id": "r1.x"})).is_error
     edge = _data(
         await client.call_tool("relate", {"source": "Mara", "relation": "owns", "target": "Badge"})
     )
@@ -112,6 +115,21 @@ def test_http_tools_see_only_their_keys_tenant(keyed_server: Server) -> None:
 
     found = asyncio.run(main())
     assert secret not in json.dumps(found)
+    # Nor may beta's key give feedback on alpha's recall.
+    recalled = httpx.post(
+        keyed_server.url + "/v1/recall",
+        json={"query": "Orion launch code"},
+        headers=keyed_server.headers("alpha"),
+    ).json()
+
+    async def sneak() -> Any:
+        async with _http(keyed_server, "beta") as client:
+            given = {"recall_id": recalled["recall_id"], "used": [alpha.json()["id"]]}
+            return await client.call_tool("feedback", given)
+
+    refused = asyncio.run(sneak())
+    assert refused.is_error
+    assert "outside this key's scope" in refused.content[0].text
 
 
 def test_http_without_a_key_is_401(keyed_server: Server) -> None:

@@ -14,7 +14,7 @@ import os
 import secrets
 import tempfile
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,9 +23,19 @@ from typing import Any
 from fivefold import validate
 from fivefold.config_file import KEYS
 from fivefold.errors import AccessDenied, ConfigError, FivefoldError, NotFound
+from fivefold.reader import RecallArgs
 from fivefold.serve.errors import Unauthenticated
 
-__all__ = ["ApiKey", "KeyRing", "add_key", "load_keys", "revoke_key", "scope_for", "token_of"]
+__all__ = [
+    "ApiKey",
+    "KeyRing",
+    "add_key",
+    "check_recall_scope",
+    "load_keys",
+    "revoke_key",
+    "scope_for",
+    "token_of",
+]
 
 PREFIX = "ff"
 
@@ -94,6 +104,21 @@ def scope_for(
         return {"namespace": namespace or "default", "user_id": user_id, "agent_id": agent_id}
     ns, user, agent = key.scope(namespace, user_id, agent_id)
     return {"namespace": ns, "user_id": user, "agent_id": agent}
+
+
+def check_recall_scope(
+    recall_id: str, resolve: Callable[[str | None, str | None, str | None], dict[str, Any]]
+) -> None:
+    """Feedback on a recall is the caller's business only if the recall was in the caller's
+    scope: the recall_id carries it, and ``resolve`` (the key's rule) must leave it as it is."""
+    asked = RecallArgs.from_token(recall_id).scope
+    allowed = resolve(asked.namespace, asked.user_id, asked.agent_id)
+    if (allowed["namespace"], allowed["user_id"], allowed["agent_id"]) != (
+        asked.namespace,
+        asked.user_id,
+        asked.agent_id,
+    ):
+        raise AccessDenied("this recall_id is of a recall outside this key's scope")
 
 
 def load_keys(path: Path | None) -> tuple[ApiKey, ...]:

@@ -25,7 +25,7 @@ import fivefold
 from fivefold.errors import FivefoldError
 from fivefold.memory import Memory
 from fivefold.serve.errors import error_body, status_of
-from fivefold.serve.keys import ApiKey, KeyRing, scope_for, token_of
+from fivefold.serve.keys import ApiKey, KeyRing, check_recall_scope, scope_for, token_of
 
 __all__ = ["McpEndpoint", "build_server"]
 
@@ -106,7 +106,21 @@ def build_server(memory: Callable[[], Memory], resolve: Resolve) -> MCPServer:
             }
             for h in result.hits
         ]
-        return {"memories": hits, "plan": result.plan.name.value}
+        return {"memories": hits, "plan": result.plan.name.value, "recall_id": result.recall_id}
+
+    @server.tool()
+    def feedback(
+        recall_id: Annotated[str, Field(description="The recall_id that recall returned")],
+        used: Annotated[list[int], Field(description="Ids of the memories your answer used")],
+    ) -> dict[str, Any]:
+        """Say which of a recall's memories your answer used, so that recall learns what
+        helps (fivefold train fits on this). Call it after answering from recalled memories."""
+
+        def give() -> int:
+            check_recall_scope(recall_id, resolve)
+            return memory().feedback(recall_id, used=used)
+
+        return {"feedback": call(give)}
 
     @server.tool()
     def relate(

@@ -12,10 +12,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from fivefold.errors import AccessDenied, InvalidInput, StoreError
-from fivefold.reader import RecallArgs
+from fivefold.errors import InvalidInput, StoreError
 from fivefold.serve.errors import TooLarge
-from fivefold.serve.keys import ApiKey, scope_for, token_of
+from fivefold.serve.keys import ApiKey, check_recall_scope, scope_for, token_of
 from fivefold.serve.schemas import (
     AliasBody,
     BatchBody,
@@ -153,15 +152,7 @@ def explain(body: RecallBody, key: Caller, served: Server) -> JSONResponse:
 
 @router.post("/feedback", status_code=201, summary="Which memories answered a recall")
 def feedback(body: FeedbackBody, key: Caller, served: Server) -> JSONResponse:
-    # The recall_id carries the recall's scope: it must be the caller's, as a recall's is.
-    asked = RecallArgs.from_token(body.recall_id).scope
-    allowed = scope_for(key, asked.namespace, asked.user_id, asked.agent_id)
-    if (allowed["namespace"], allowed["user_id"], allowed["agent_id"]) != (
-        asked.namespace,
-        asked.user_id,
-        asked.agent_id,
-    ):
-        raise AccessDenied("this recall_id is of a recall outside this key's scope")
+    check_recall_scope(body.recall_id, lambda ns, user, agent: scope_for(key, ns, user, agent))
     made = served.memory.feedback(body.recall_id, relevant=body.relevant, used=body.used)
     served.telemetry.writes.labels("feedback").inc()
     return _json({"id": made}, 201)
