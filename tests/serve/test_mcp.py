@@ -129,7 +129,7 @@ def test_http_tools_see_only_their_keys_tenant(keyed_server: Server) -> None:
 
     refused = asyncio.run(sneak())
     assert refused.is_error
-    assert "outside this key's scope" in refused.content[0].text
+    assert "forbidden: this key is bound to namespace 'beta'" in refused.content[0].text
 
 
 def test_http_without_a_key_is_401(keyed_server: Server) -> None:
