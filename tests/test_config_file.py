@@ -52,7 +52,7 @@ def test_an_empty_file_is_the_built_in_defaults(tmp_path: Path) -> None:
 
 def test_the_default_dump_is_the_seed_defaults() -> None:
     text = config_to_toml(Config())
-    assert 'mode = "rule"' in text
+    assert 'mode = "learned"' in text
     assert "precise_threshold = 0.8" in text
     assert "exploratory_threshold = 0.4" in text
     assert "entity_confidence_min = 0.85" in text

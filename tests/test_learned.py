@@ -39,6 +39,7 @@ NOW = datetime(2026, 3, 20, 12, tzinfo=UTC)
 LEARNING = Config(optimizer=OptimizerConfig(mode=OptimizerMode.LEARNED))
 TOPICS = 40
 TRAINED = 35  # topics with feedback; the rest are never seen by training
+NOT_TURNS = "the candidates are not conversation turns: the rules rank"
 FILLER = (
     "and then we talked for a long while about the weather the garden the road home the "
     "market the late train and what everyone would cook for dinner on the long weekend"
@@ -72,7 +73,8 @@ def test_training_learns_what_the_rules_miss(hashing_mem: fivefold.Memory) -> No
     learning = _learning(hashing_mem)
     unseen = f"topic{TOPICS - 1}"
     before = learning.recall(unseen, now=NOW)
-    assert before.plan.reasons[-1] == "no learned model for this namespace: rules rank"
+    # The packaged model ranks conversation turns only: these are not, so the rules rank.
+    assert before.plan.reasons[-1] == NOT_TURNS
     assert answers[TOPICS - 1] not in [h.memory.id for h in before.hits]
     _give_feedback(learning, answers, "default")
     report = learning.train()
@@ -102,7 +104,7 @@ def test_a_model_that_loses_to_the_rules_is_not_used(hashing_mem: fivefold.Memor
     assert report.model_recall <= 1.0
     if not report.accepted:
         result = learning.recall("topic1", now=NOW)
-        assert result.plan.reasons[-1] == "no learned model for this namespace: rules rank"
+        assert result.plan.reasons[-1] == NOT_TURNS
     assert answers  # the corpus was written
 
 
@@ -149,7 +151,7 @@ def test_a_namespace_model_ranks_only_its_namespace(hashing_mem: fivefold.Memory
     assert learning.train(namespace="a").accepted
     assert learning.recall("topic1", namespace="a", now=NOW).plan.reasons[-1].endswith("v1")
     other = learning.recall("topic1", namespace="b", now=NOW)
-    assert other.plan.reasons[-1] == "no learned model for this namespace: rules rank"
+    assert other.plan.reasons[-1] == NOT_TURNS
     # Versions count per namespace.
     assert hashing_mem.store.save_model("b", "{}", accepted=False) == 1
     assert learning.train(namespace="a").version == 2
@@ -267,3 +269,22 @@ def test_the_cli_takes_feedback_and_trains(tmp_path: Path) -> None:
     bad = runner.invoke(cli, [*base, "feedback", "nonsense", "--relevant", "1"])
     assert bad.exit_code == 2
     assert "recall_id" in bad.output
+
+
+def test_the_packaged_model_ranks_conversation_turns_only(hashing_mem: fivefold.Memory) -> None:
+    learning = _learning(hashing_mem)
+    turns = [
+        {"content": f"{who}: the support group met on day {n}", "session_id": "s1"}
+        for n, who in enumerate(["Caroline", "Melanie"] * 6)
+    ]
+    learning.remember_many([{**t, "namespace": "talk"} for t in turns])
+    learning.remember_many(
+        [{"content": f"the support group met on day {n}", "namespace": "notes"} for n in range(12)]
+    )
+    spoken = learning.recall("when did the support group meet?", namespace="talk", now=NOW)
+    reasons = spoken.plan.reasons
+    assert any(r.startswith("learned fusion ranks: the packaged model") for r in reasons)
+    assert NOT_TURNS not in reasons
+    assert all(0.0 < h.score < 1.0 for h in spoken.hits)
+    written = learning.recall("when did the support group meet?", namespace="notes", now=NOW)
+    assert NOT_TURNS in written.plan.reasons

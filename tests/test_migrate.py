@@ -61,8 +61,18 @@ def _rankings(memory: Memory) -> list[list[tuple[str, float]]]:
         for user in (None, "u1"):
             for query in QUERIES:
                 hits = memory.recall(query, namespace=namespace, user_id=user, now=NOW).hits
-                out.append([(h.memory.content, round(h.score, 6)) for h in hits])
+                out.append([(h.memory.content, h.score) for h in hits])
     return out
+
+
+def _same(a: list[list[tuple[str, float]]], b: list[list[tuple[str, float]]]) -> bool:
+    """The same contents in the same order, scores equal but for float noise (the backends
+    sum in their own order; learned fusion's probabilities carry that on)."""
+    return all(
+        [c for c, _ in x] == [c for c, _ in y]
+        and [s for _, s in x] == pytest.approx([s for _, s in y], abs=1e-5)
+        for x, y in zip(a, b, strict=True)
+    ) and len(a) == len(b)
 
 
 @pytest.mark.parametrize("direction", ["sqlite->postgres", "postgres->sqlite"])
@@ -83,7 +93,7 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
     assert (report.relations, report.aliases, report.sampled) == (4, 2, 20)
     assert progress[-1][0] == progress[-1][1] == 67  # 64 and 4 relations written, 1 forgotten
     with _open(target) as memory:
-        assert _rankings(memory) == before
+        assert _same(_rankings(memory), before)
         records = {r.content: r for r in memory.browse(namespace="globex", limit=100)}
         record = records["Sarah Chen: hiring plan note 3 for globex"]
         assert dict(record.metadata) == {"n": 3, "tags": ["x", "y"]}

@@ -143,15 +143,17 @@ def candidate_features(
 @dataclass(frozen=True, slots=True)
 class LearnedModel:
     """Standardized logistic regression over ``features``: ``score`` is the estimated
-    probability that a candidate answers the query. ``version`` 0 is the packaged default;
-    a namespace's own models count from 1. ``report`` says what it was trained on and how it
-    did on held-out recalls."""
+    probability that a candidate answers the query. ``version`` 0 is the packaged model; a
+    namespace's own models count from 1. ``turns_only``: it learned from conversations and
+    ranks only where most candidates are conversation turns (the packaged one). ``report``
+    says what it was trained on and how it did on held-out recalls."""
 
     features: tuple[str, ...]
     coefficients: tuple[float, ...]
     means: tuple[float, ...]
     scales: tuple[float, ...]
     version: int = 0
+    turns_only: bool = False
     trained_at: datetime | None = None
     report: Mapping[str, float | str] = field(default_factory=dict)
 
@@ -176,6 +178,7 @@ class LearnedModel:
                 "means": list(self.means),
                 "scales": list(self.scales),
                 "version": self.version,
+                "turns_only": self.turns_only,
                 "trained_at": None if self.trained_at is None else self.trained_at.isoformat(),
                 "report": dict(self.report),
             }
@@ -201,6 +204,7 @@ class LearnedModel:
                 means=columns[1],
                 scales=scales,
                 version=int(data.get("version", 0)) if version is None else version,
+                turns_only=bool(data.get("turns_only", False)),
                 trained_at=None if when is None else datetime.fromisoformat(when),
                 report=MappingProxyType(dict(data.get("report", {}))),
             )

@@ -44,6 +44,9 @@ from fivefold.text import normalize_name
 # Fused candidates kept for the post-fusion policies: enough that a memory pushed down by
 # demotion or a post-filter is replaced from below, few enough that each policy stays cheap.
 POST_FUSION_DEPTH = 200
+# How many of the rule fusion's best candidates decide whether the packaged learned model ranks
+# (it does when most of them are conversation turns).
+CONVERSATION_PROBE = 10
 S, L, G, T, Y = (
     RetrieverName.SEMANTIC,
     RetrieverName.LEXICAL,
@@ -313,8 +316,9 @@ class ReadPipeline:
         ``Memory.train`` fits on)."""
         state = _State(query, plan, scope, depth, now, tuple(forced_types), _Clock())
         self._retrieve(state)
-        candidates, _ = self._candidates(state, self._rule_fused(state))
-        return candidates
+        fused = self._rule_fused(state)
+        attributes = self._store.attributes(scope.namespace, [f.id for f in fused])
+        return self._candidates(state, fused, attributes)
 
     # -- fusion and post-fusion policies --------------------------------------------------------
     def _rule_fused(self, state: _State) -> list[Fused]:
@@ -330,10 +334,9 @@ class ReadPipeline:
         return [f for f in fused if f.score > 0.0]
 
     def _candidates(
-        self, state: _State, fused: Sequence[Fused]
-    ) -> tuple[Candidates, dict[int, MemoryAttributes]]:
+        self, state: _State, fused: Sequence[Fused], attributes: Mapping[int, MemoryAttributes]
+    ) -> Candidates:
         ids = [f.id for f in fused]
-        attributes = self._store.attributes(state.scope.namespace, ids)
         own: dict[int, float] = {}
         if state.query.terms and ids:
             own = match_confidence(
@@ -344,7 +347,7 @@ class ReadPipeline:
                 max_term_share=self._config.lexical.max_term_share,
                 weights=self._config.bm25_weights(),
             )
-        candidates = candidate_features(
+        return candidate_features(
             state.runs,
             ids,
             attributes,
@@ -352,24 +355,28 @@ class ReadPipeline:
             window=state.query.temporal_window,
             own_text=own,
         )
-        return candidates, attributes
 
     def _fuse(self, state: _State) -> tuple[list[Fused], dict[int, MemoryAttributes]]:
         start = time.perf_counter()
         fused = self._rule_fused(state)
+        attributes: dict[int, MemoryAttributes] | None = None
         if state.model is not None:
-            # The model weighs importance and the speaker itself: no prior or boost after it.
-            candidates, attributes = self._candidates(state, fused)
-            terms = {f.id: f.terms for f in fused}
-            ranked = [
-                Fused(i, score, terms[i])
-                for i, score in state.model.rank(candidates)[:POST_FUSION_DEPTH]
-            ]
-            state.clock.time("fuse", start)
-            return ranked, attributes
+            attributes = self._store.attributes(state.scope.namespace, [f.id for f in fused])
+            if not state.model.turns_only or _conversation_turns(fused, attributes):
+                # The model weighs importance and the speaker itself: no prior or boost after.
+                candidates = self._candidates(state, fused, attributes)
+                terms = {f.id: f.terms for f in fused}
+                ranked = [
+                    Fused(i, score, terms[i])
+                    for i, score in state.model.rank(candidates)[:POST_FUSION_DEPTH]
+                ]
+                state.clock.time("fuse", start)
+                return ranked, attributes
+            state.notes.append("the candidates are not conversation turns: the rules rank")
         fusion = self._config.fusion
         fused = fused[:POST_FUSION_DEPTH]
-        attributes = self._store.attributes(state.scope.namespace, [f.id for f in fused])
+        if attributes is None:
+            attributes = self._store.attributes(state.scope.namespace, [f.id for f in fused])
         importance = {i: a.importance for i, a in attributes.items()}
         ranked = apply_prior(fused, importance, fusion.importance_floor)
         ranked = boost(ranked, spoken_by_named(state.query, attributes), fusion.speaker_boost)
@@ -453,6 +460,17 @@ class ReadPipeline:
         by_id = {f.id: f for f in head}
         state.clock.time("mmr", start)
         return [by_id[i] for i in order] + tail
+
+
+def _conversation_turns(
+    fused: Sequence[Fused], attributes: Mapping[int, MemoryAttributes]
+) -> bool:
+    """Whether most of the best candidates are conversation turns (they have a speaker): the
+    packaged model learned from conversations, and on memories of another kind (the demo's
+    facts) it lost two answers the rules found."""
+    top = [attributes.get(f.id) for f in fused[:CONVERSATION_PROBE]]
+    spoken = sum(1 for a in top if a is not None and a.speaker is not None)
+    return bool(top) and 2 * spoken >= len(top)
 
 
 def _when(attributes: MemoryAttributes) -> datetime:

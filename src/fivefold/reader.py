@@ -390,7 +390,9 @@ class Reader:
 
 
 def _label(model: LearnedModel) -> str:
-    return "the packaged model" if model.version == 0 else f"model v{model.version}"
+    if model.turns_only:
+        return "the packaged model (trained on LoCoMo conversations; for conversation turns)"
+    return f"model v{model.version}"
 
 
 def _packaged_model() -> LearnedModel | None:
@@ -400,7 +402,8 @@ def _packaged_model() -> LearnedModel | None:
         text = resources.files("fivefold").joinpath(DEFAULT_MODEL).read_text()
     except (FileNotFoundError, OSError):
         return None
-    return LearnedModel.from_json(text, version=0)
+    model = LearnedModel.from_json(text, version=0)
+    return None if model is None else replace(model, turns_only=True)
 
 
 def _with_notes(plan: Plan, notes: tuple[str, ...]) -> Plan:
