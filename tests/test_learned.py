@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 import fivefold
 from fivefold import InvalidInput, NotFound
+from fivefold.calibrate import LEARNED_COEFFICIENTS, confidence, result_features
 from fivefold.cli import cli
 from fivefold.config import Config, OptimizerConfig
 from fivefold.learned import (
@@ -89,7 +90,13 @@ def test_training_learns_what_the_rules_miss(hashing_mem: fivefold.Memory) -> No
         assert 0.0 < after.hits[0].score <= 1.0
     # Another mode of the same store is untouched by the model.
     assert hashing_mem.recall(unseen, now=NOW).hits[0].memory.id != answers[TOPICS - 1]
-    assert learning.explain(unseen, now=NOW).hits[0].id == answers[TOPICS - 1]
+    explained = learning.explain(unseen, now=NOW)
+    assert explained.hits[0].id == answers[TOPICS - 1]
+    # Its scores are probabilities: confidence reads them with the coefficients fit for them.
+    features = result_features([(h.terms, h.final) for h in explained.hits])
+    recalled = learning.recall(unseen, now=NOW).hits
+    for hit, x in zip(recalled, features, strict=True):
+        assert hit.confidence == pytest.approx(confidence(x, LEARNED_COEFFICIENTS))
 
 
 def test_a_model_that_loses_to_the_rules_is_not_used(hashing_mem: fivefold.Memory) -> None:

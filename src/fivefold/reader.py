@@ -19,7 +19,7 @@ import numpy as np
 
 from fivefold import validate
 from fivefold.cache import ResultCache
-from fivefold.calibrate import confidence, result_features
+from fivefold.calibrate import COEFFICIENTS, LEARNED_COEFFICIENTS, confidence, result_features
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput
@@ -360,12 +360,13 @@ class Reader:
         top = retrieval.ranked[: args.k]
         records = self._store.get_memories(args.scope.namespace, [f.id for f in top])
         features = result_features([(f.terms, f.score) for f in top])
+        coefficients = LEARNED_COEFFICIENTS if retrieval.learned else COEFFICIENTS
         hits = tuple(
             Hit(
                 memory=records[f.id],
                 score=f.score,
                 sources=MappingProxyType({t.retriever.value: t.rank for t in f.terms}),
-                confidence=confidence(x),
+                confidence=confidence(x, coefficients),
             )
             for f, x in zip(top, features, strict=True)
             if f.id in records

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 import fivefold
@@ -30,11 +31,17 @@ def test_every_hit_is_a_sample_and_unstored_questions_have_no_relevant_hit() -> 
     assert all(1 <= s.rank <= 5 for s in result.samples)
 
 
-def test_the_command_prints_reliability_top_hits_and_coefficients() -> None:
-    out = CliRunner().invoke(calibration, ["--data", str(DATA), "--embedder", "hashing", "-k", "5"])
+@pytest.mark.parametrize(
+    ("optimizer", "name"), [("rule", "COEFFICIENTS"), ("learned", "LEARNED_COEFFICIENTS")]
+)
+def test_the_command_prints_reliability_top_hits_and_coefficients(
+    optimizer: str, name: str
+) -> None:
+    args = ["--data", str(DATA), "--embedder", "hashing", "-k", "5", "--optimizer", optimizer]
+    out = CliRunner().invoke(calibration, args)
     assert out.exit_code == 0, out.output
     assert "expected calibration error" in out.output
     assert "answerable (1-4)" in out.output
-    line = next(x for x in out.output.splitlines() if x.startswith("COEFFICIENTS = "))
+    line = next(x for x in out.output.splitlines() if x.startswith(f"{name} = "))
     values = ast.literal_eval(line.split("=", 1)[1].split("#", 1)[0].strip())
     assert len(values) == len(FEATURES)

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fivefold.bench.datasets import Dataset, Doc
+from fivefold.bench.learning import cross_validate
 from fivefold.bench.runner import ingest
 from fivefold.bench.table import table
 from fivefold.calibrate import FEATURES, fit_logistic, result_features
@@ -26,6 +27,7 @@ from fivefold.memory import Memory
 
 UNSTORED = "unstored"
 ADVERSARIAL = "5"
+LEARNED_FROM = ("1", "2", "3", "4")  # the categories the quality benchmark scores
 BINS = 10
 
 
@@ -140,14 +142,22 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(dataset: Dataset, mem: Memory, *, k: int = 10) -> Calibration:
+def run(dataset: Dataset, mem: Memory, *, k: int = 10, learned: bool = False) -> Calibration:
+    """With ``learned``, each conversation is first given the learned model fit on the others'
+    feedback (``bench.learning``), and ``mem`` (in learned mode) ranks with it: the confidence
+    is fit on what learned fusion ranks, never by a model that saw the conversation."""
     doc_of = ingest(mem, dataset)
+    if learned:
+        scored = [q for q in dataset.queries if q.category in LEARNED_FROM]
+        memory_of = {doc.id: memory_id for memory_id, doc in doc_of.items()}
+        cross_validate(mem, scored, memory_of, k_max=50, budget="mid")
     return calibrate(collect(mem, dataset, doc_of, k=k))
 
 
-def coefficients_line(calibration: Calibration) -> str:
+def coefficients_line(calibration: Calibration, *, learned: bool = False) -> str:
     named = ", ".join(f"{n}={w:g}" for n, w in zip(FEATURES, calibration.coefficients, strict=True))
-    return f"COEFFICIENTS = {calibration.coefficients!r}  # {named}"
+    name = "LEARNED_COEFFICIENTS" if learned else "COEFFICIENTS"
+    return f"{name} = {calibration.coefficients!r}  # {named}"
 
 
 __all__ = [

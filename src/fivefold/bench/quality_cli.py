@@ -9,7 +9,7 @@ The commands are plain ``click.Command`` objects; the ``bench`` group adds them 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -40,6 +40,7 @@ from fivefold.config import Config
 from fivefold.config_file import config_in_effect, load_config
 from fivefold.embed.base import Embedder
 from fivefold.memory import Memory
+from fivefold.model import OptimizerMode
 
 __all__ = ["COMMANDS", "LOCOMO_ENV", "beir", "default_locomo_path", "locomo", "longmemeval"]
 
@@ -309,22 +310,35 @@ def _print(result: BenchResult) -> None:
 @click.option(
     "--embedder", type=click.Choice(["minilm", "hashing"]), default="minilm", show_default=True
 )
+@click.option(
+    "--optimizer",
+    type=click.Choice(["rule", "learned"]),
+    default="rule",
+    show_default=True,
+    help="Whose results to fit: the rules' (COEFFICIENTS) or learned fusion's, each "
+    "conversation ranked by a model fit on the others (LEARNED_COEFFICIENTS).",
+)
 @friendly
-def calibration(data: Path | None, limit: int | None, k: int, embedder: str) -> None:
+def calibration(
+    data: Path | None, limit: int | None, k: int, embedder: str, optimizer: str
+) -> None:
     """Fit the hit confidence on LoCoMo and report it held out (reliability, ECE, top hits)."""
     from fivefold.bench import calibration as calibration_module
 
     dataset = load_locomo(_locomo_path(data))
     if limit is not None:
         dataset = limit_dataset(dataset, limit)
-    with Memory.open(":memory:", embedder=_embedder(embedder), config=_config_in_effect()) as mem:
-        result = calibration_module.run(dataset, mem, k=k)
+    given = _config_in_effect()
+    config = replace(given, optimizer=replace(given.optimizer, mode=OptimizerMode(optimizer)))
+    learned = optimizer == "learned"
+    with Memory.open(":memory:", embedder=_embedder(embedder), config=config) as mem:
+        result = calibration_module.run(dataset, mem, k=k, learned=learned)
     table_text, ece = calibration_module.reliability(result)
     click.echo(f"held-out reliability (top {k} hits; fit on one half of the conversations)")
     click.echo(table_text + f"\nexpected calibration error {ece:.4f}\n")
     click.echo("held-out confidence of each question's top hit")
     click.echo(calibration_module.top_hit_table(result) + "\n")
-    click.echo(calibration_module.coefficients_line(result))
+    click.echo(calibration_module.coefficients_line(result, learned=learned))
 
 
 COMMANDS: tuple[click.Command, ...] = (locomo, longmemeval, beir, calibration)
