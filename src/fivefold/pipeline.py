@@ -4,8 +4,10 @@ post-filter, negation demotion, rewrites (a second semantic pass), cross-encoder
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -65,6 +67,8 @@ class Retrieval:
     attributes: dict[int, MemoryAttributes]
     notes: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
+    # The learned model ranked (its scores are probabilities: confidence reads them so).
+    learned: bool = False
 
 
 @dataclass(slots=True)
@@ -89,7 +93,10 @@ class _State:
     forced: tuple[MemoryType, ...]
     clock: _Clock
     model: LearnedModel | None = None
+    learned: bool = False
     vectors: Vectors | None = None
+    # The query's embedding while it is being computed (see ``_retrieve``).
+    embedding: Future[Vectors | None] | None = None
     # The type filter the semantic and lexical legs ran with (after any widening).
     text_types: tuple[MemoryType, ...] = ()
     runs: list[RetrieverRun] = field(default_factory=list)
@@ -139,17 +146,32 @@ class ReadPipeline:
             attributes,
             tuple(state.notes),
             state.clock.timings,
+            state.learned,
         )
 
     # -- retrievers -----------------------------------------------------------------------------
     def _retrieve(self, state: _State) -> None:
+        """The legs of the plan. The embedding starts first and is waited for only by the
+        semantic leg; the runs keep the order semantic, lexical, type, graph, temporal."""
         wanted = set(state.plan.retrievers)
         if S in wanted:
-            state.vectors = self._embed([state.query.focus], state.clock)
+            texts, clock = [state.query.focus], state.clock
+            state.embedding = _embedding_threads().submit(self._embed, texts, clock)
+        others = self._graph_temporal(state, wanted)
         self._text_legs(state, wanted)
+        state.runs.extend(others)
+
+    def _vectors(self, state: _State) -> Vectors | None:
+        """The query's embedding, once it is ready."""
+        if state.embedding is not None:
+            state.vectors, state.embedding = state.embedding.result(), None
+        return state.vectors
+
+    def _graph_temporal(self, state: _State, wanted: set[RetrieverName]) -> list[RetrieverRun]:
+        runs: list[RetrieverRun] = []
         store, query = self._store, state.query
         if G in wanted:
-            state.runs.append(
+            runs.append(
                 _timed(
                     state.clock,
                     G,
@@ -169,7 +191,7 @@ class ReadPipeline:
         window = query.temporal_window
         events_allowed = not state.forced or MemoryType.EVENT in state.forced
         if T in wanted and window is not None and events_allowed:
-            state.runs.append(
+            runs.append(
                 _timed(
                     state.clock,
                     T,
@@ -178,6 +200,7 @@ class ReadPipeline:
                     ),
                 )
             )
+        return runs
 
     def _depth(self, state: _State, retriever: RetrieverName) -> int:
         return state.plan.depths.get(retriever, state.depth)
@@ -212,8 +235,26 @@ class ReadPipeline:
     def _semantic_lexical(
         self, state: _State, wanted: set[RetrieverName], types: Sequence[MemoryType]
     ) -> list[RetrieverRun]:
-        legs, query, vectors = [], state.query, state.vectors
-        if S in wanted and vectors is not None:
+        legs, query = [], state.query
+        lexical = None
+        if L in wanted:
+            hints = [t for hint in query.predicate_hints for t in hint.split()]
+            lexical = _timed(
+                state.clock,
+                L,
+                lambda: lexical_search(
+                    self._store,
+                    state.scope,
+                    query.terms,
+                    hint_terms=hints,
+                    depth=self._depth(state, L),
+                    types=types,
+                    max_term_share=self._config.lexical.max_term_share,
+                    weights=self._config.bm25_weights(),
+                ),
+            )
+        vectors = self._vectors(state) if S in wanted else None
+        if vectors is not None:
             legs.append(
                 _timed(
                     state.clock,
@@ -223,24 +264,8 @@ class ReadPipeline:
                     ),
                 )
             )
-        if L in wanted:
-            hints = [t for hint in query.predicate_hints for t in hint.split()]
-            legs.append(
-                _timed(
-                    state.clock,
-                    L,
-                    lambda: lexical_search(
-                        self._store,
-                        state.scope,
-                        query.terms,
-                        hint_terms=hints,
-                        depth=self._depth(state, L),
-                        types=types,
-                        max_term_share=self._config.lexical.max_term_share,
-                        weights=self._config.bm25_weights(),
-                    ),
-                )
-            )
+        if lexical is not None:
+            legs.append(lexical)
         return legs
 
     def _embed(self, texts: Sequence[str], clock: _Clock) -> Vectors | None:
@@ -370,6 +395,7 @@ class ReadPipeline:
                     Fused(i, score, terms[i])
                     for i, score in state.model.rank(candidates)[:POST_FUSION_DEPTH]
                 ]
+                state.learned = True
                 state.clock.time("fuse", start)
                 return ranked, attributes
             state.notes.append("the candidates are not conversation turns: the rules rank")
@@ -462,15 +488,21 @@ class ReadPipeline:
         return [by_id[i] for i in order] + tail
 
 
-def _conversation_turns(
-    fused: Sequence[Fused], attributes: Mapping[int, MemoryAttributes]
-) -> bool:
+def _conversation_turns(fused: Sequence[Fused], attributes: Mapping[int, MemoryAttributes]) -> bool:
     """Whether most of the best candidates are conversation turns (they have a speaker): the
     packaged model learned from conversations, and on memories of another kind (the demo's
     facts) it lost two answers the rules found."""
     top = [attributes.get(f.id) for f in fused[:CONVERSATION_PROBE]]
     spoken = sum(1 for a in top if a is not None and a.speaker is not None)
     return bool(top) and 2 * spoken >= len(top)
+
+
+@functools.cache
+def _embedding_threads() -> ThreadPoolExecutor:
+    """Where query embeddings run while the other legs query the store (the model and SQLite
+    both release the GIL): a recall waits for the longer of the two, not their sum. One pool
+    for the process, made on first use; enough workers that concurrent recalls do not queue."""
+    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="fivefold-embed")
 
 
 def _when(attributes: MemoryAttributes) -> datetime:
