@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import fivefold
 from fivefold import Memory, NotFound, Scope
+from fivefold.model import EntityScore
 
 NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)
 NAMESPACES = ("alpha", "beta", "gamma")
@@ -325,3 +326,17 @@ def test_a_scope_name_with_a_nul_character_is_refused(hashing_mem: Memory, field
     with pytest.raises(fivefold.InvalidInput, match=f"{field} contains a NUL"):
         hashing_mem.recall("a memory", **{field: "tenant\x00x"})
     assert hashing_mem.stats().memories == 0
+
+
+def test_mentions_of_another_namespaces_entity_are_never_read(
+    hashing_mem: fivefold.Memory,
+) -> None:
+    """The graph's mention read for a whole namespace trusts no entity id it is given: an id
+    of another namespace's entity reads nothing, whatever the scope's form."""
+    made = hashing_mem.remember("Priya leads Kestrel", entities=["Priya"], namespace="a")
+    entity = next(e.entity_id for e in hashing_mem.store.catalog("a") if not e.is_alias)
+    scored = [EntityScore(entity, 1.0, 0, 1.0)]
+    for scope in (Scope("b"), Scope("b", user_id="u1"), Scope("b", agent_id="x")):
+        assert hashing_mem.store.mentions(scope, scored, 10) == []
+    found = hashing_mem.store.mentions(Scope("a"), scored, 10)
+    assert [h.memory_id for h in found] == [made.id]

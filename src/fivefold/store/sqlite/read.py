@@ -179,7 +179,24 @@ class ReadQueries:
     ) -> list[MentionHit]:
         if not entities or k <= 0:
             return []
-        where, params = scope_sql(scope)
+        # An entity belongs to one namespace and so do the memories that mention it: for a
+        # scope of the whole namespace, the entities are checked to be the namespace's once,
+        # and their mentions need no look-up of each memory. A narrower scope (a user, an
+        # agent) joins the memories for their owner.
+        narrower = scope.user_id is not None or scope.agent_id is not None
+        if not narrower:
+            ours = {
+                int(r[0])
+                for r in self._conn.execute(
+                    f"SELECT id FROM entities WHERE {BY_ID}",
+                    (scope.namespace, json.dumps([e.entity_id for e in entities])),
+                )
+            }
+            entities = [e for e in entities if e.entity_id in ours]
+            if not entities:
+                return []
+        where, params = scope_sql(scope) if narrower else ("1", [])
+        join = "JOIN memories m ON m.id = mn.memory_id " if narrower else ""
         # Per entity, its most recent mentions in scope, walked backwards on the (entity_id,
         # memory_id) key, or on (entity_id, type, memory_id) once per forced type: the cost is
         # bounded by the cap, not by how many memories name a hub or how few of them have the
@@ -188,7 +205,7 @@ class ReadQueries:
         # are computed in SQL: a 2-hop walk names ~10k memories, too many to score row by row.
         read = (
             "SELECT * FROM (SELECT mn.memory_id AS memory_id FROM mentions mn "
-            f"JOIN memories m ON m.id = mn.memory_id WHERE mn.entity_id = ? AND {where}"
+            f"{join}WHERE mn.entity_id = ? AND {where}"
             "{typed} ORDER BY mn.memory_id DESC LIMIT ?)"
         )
         kinds: list[str | None] = [t.value for t in types] or [None]
