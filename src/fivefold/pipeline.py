@@ -384,11 +384,15 @@ class ReadPipeline:
     def _fuse(self, state: _State) -> tuple[list[Fused], dict[int, MemoryAttributes]]:
         start = time.perf_counter()
         fused = self._rule_fused(state)
-        attributes: dict[int, MemoryAttributes] | None = None
+        namespace = state.scope.namespace
         if state.model is not None:
-            attributes = self._store.attributes(state.scope.namespace, [f.id for f in fused])
-            if not state.model.turns_only or _conversation_turns(fused, attributes):
+            # The packaged model looks at the ten best candidates first (one small read).
+            probe = fused[:CONVERSATION_PROBE] if state.model.turns_only else []
+            if not probe or _conversation_turns(
+                probe, self._store.attributes(namespace, [f.id for f in probe])
+            ):
                 # The model weighs importance and the speaker itself: no prior or boost after.
+                attributes = self._store.attributes(namespace, [f.id for f in fused])
                 candidates = self._candidates(state, fused, attributes)
                 terms = {f.id: f.terms for f in fused}
                 ranked = [
@@ -401,8 +405,7 @@ class ReadPipeline:
             state.notes.append("the candidates are not conversation turns: the rules rank")
         fusion = self._config.fusion
         fused = fused[:POST_FUSION_DEPTH]
-        if attributes is None:
-            attributes = self._store.attributes(state.scope.namespace, [f.id for f in fused])
+        attributes = self._store.attributes(namespace, [f.id for f in fused])
         importance = {i: a.importance for i, a in attributes.items()}
         ranked = apply_prior(fused, importance, fusion.importance_floor)
         ranked = boost(ranked, spoken_by_named(state.query, attributes), fusion.speaker_boost)
@@ -488,11 +491,11 @@ class ReadPipeline:
         return [by_id[i] for i in order] + tail
 
 
-def _conversation_turns(fused: Sequence[Fused], attributes: Mapping[int, MemoryAttributes]) -> bool:
-    """Whether most of the best candidates are conversation turns (they have a speaker): the
-    packaged model learned from conversations, and on memories of another kind (the demo's
-    facts) it lost two answers the rules found."""
-    top = [attributes.get(f.id) for f in fused[:CONVERSATION_PROBE]]
+def _conversation_turns(probe: Sequence[Fused], attributes: Mapping[int, MemoryAttributes]) -> bool:
+    """Whether most of the ``probe`` (the best candidates) are conversation turns (they have a
+    speaker): the packaged model learned from conversations, and on memories of another kind
+    (the demo's facts) it lost two answers the rules found."""
+    top = [attributes.get(f.id) for f in probe]
     spoken = sum(1 for a in top if a is not None and a.speaker is not None)
     return bool(top) and 2 * spoken >= len(top)
 

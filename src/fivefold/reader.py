@@ -260,12 +260,11 @@ class Reader:
         for entry in entries:
             args = RecallArgs.from_token(entry.args)
             planned = self._plan(args, None, rules=True)
-            depth = self._config.retrieval.depth[args.budget]
             candidates = self._pipeline.candidates(
                 planned.query,
                 planned.plan,
                 args.scope,
-                depth=max(depth, args.k),
+                depth=self._depth(args),
                 now=args.now,
                 forced_types=args.forced,
             )
@@ -304,7 +303,7 @@ class Reader:
     ) -> _Planned:
         """``model``: learned fusion will rank the plan's candidates. Learned mode, training
         (which asks as it does) and ``rules`` plan by the rule optimizer, whatever the mode."""
-        config = self._rules if rules or self._learning or model is not None else self._config
+        config = self._rules if rules or self._learning else self._config
         scope = args.scope
         start = time.perf_counter()
         parsed = parse_query(
@@ -341,13 +340,16 @@ class Reader:
         plan_ms = (time.perf_counter() - start) * 1000.0
         return _Planned(parsed, plan, features, {"parse": parse_ms, "plan": plan_ms})
 
+    def _depth(self, args: RecallArgs) -> int:
+        """Candidates per retriever: the budget's, and never fewer than asked for."""
+        return max(self._config.retrieval.depth[args.budget], args.k)
+
     def _run(self, args: RecallArgs, planned: _Planned, model: LearnedModel | None) -> Retrieval:
-        depth = self._config.retrieval.depth[args.budget]
         return self._pipeline.run(
             planned.query,
             planned.plan,
             args.scope,
-            depth=max(depth, args.k),
+            depth=self._depth(args),
             now=args.now,
             forced_types=args.forced,
             budget=args.budget,
