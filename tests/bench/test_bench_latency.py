@@ -69,6 +69,7 @@ def test_a_smoke_run_fills_every_field(report: LatencyReport) -> None:
         v for k, v in result.disk_bytes.items() if k != "total"
     )
     assert result.disk_bytes["db"] > 0
+    assert result.disk_bytes["lexical"] > 0  # the tantivy folder beside the file
     assert not result.reused
     assert result.build.index_kind == "exact"
     assert result.build.bulk.memories == 300

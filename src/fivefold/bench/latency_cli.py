@@ -116,7 +116,12 @@ def _latency_table(report: LatencyReport) -> list[str]:
 
 def _scale_table(results: Sequence[SizeResult]) -> list[str]:
     header = ["memories", "bulk ingest/s (last 10%)", "dense index", "index build s"]
-    header += ["peak RSS MB (build)", "RSS serving MB", "disk MB (db + vindex)", "entities / edges"]
+    header += [
+        "peak RSS MB (build)",
+        "RSS serving MB",
+        "disk MB (db + lexical + vindex)",
+        "entities / edges",
+    ]
     rows = [
         [
             f"{r.size:,}",
@@ -126,7 +131,7 @@ def _scale_table(results: Sequence[SizeResult]) -> list[str]:
             f"{r.peak_rss_mb:,.0f} ({r.build.build_peak_rss_mb:,.0f})",
             f"{r.rss_mb:,.0f}",
             f"{_mb(r.disk_bytes.get('total', 0))} ({_mb(r.disk_bytes.get('db', 0))}"
-            f" + {_mb(r.disk_bytes.get('vindex', 0))})",
+            f" + {_mb(r.disk_bytes.get('lexical', 0))} + {_mb(r.disk_bytes.get('vindex', 0))})",
             f"{r.entities:,} / {r.edges:,}",
         ]
         for r in results

@@ -169,21 +169,27 @@ def _remove_store(path: Path) -> None:
 
 
 def _siblings(path: Path) -> tuple[Path, ...]:
-    return tuple(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", ".vindex"))
+    suffixes = ("-wal", "-shm", ".lexical", ".vindex")
+    return tuple(path.with_name(path.name + suffix) for suffix in suffixes)
 
 
 def disk_usage(path: Path) -> dict[str, int]:
-    wal, shm, vindex = _siblings(path)
+    wal, shm, lexical, vindex = _siblings(path)
     sizes = {
         "db": path.stat().st_size if path.exists() else 0,
         "wal": (wal.stat().st_size if wal.exists() else 0)
         + (shm.stat().st_size if shm.exists() else 0),
-        "vindex": sum(f.stat().st_size for f in vindex.rglob("*") if f.is_file())
-        if vindex.is_dir()
-        else 0,
+        "lexical": _folder_bytes(lexical),
+        "vindex": _folder_bytes(vindex),
     }
     sizes["total"] = sum(sizes.values())
     return sizes
+
+
+def _folder_bytes(folder: Path) -> int:
+    if not folder.is_dir():
+        return 0
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
 
 
 # -- building ------------------------------------------------------------------------------------
