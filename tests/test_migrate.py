@@ -81,6 +81,12 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
     source, target = (sqlite, pg_url) if direction.startswith("sqlite") else (pg_url, sqlite)
     with _open(source) as memory:
         _seed(memory)
+        # Feedback on 30 recalls of acme, and the model trained on it (if it beat the rules).
+        records = memory.browse(namespace="acme", limit=100)
+        for record in records[:30]:
+            result = memory.recall(record.content, namespace="acme", now=NOW)
+            memory.feedback(result.recall_id, relevant=[record.id])
+        trained = memory.train(namespace="acme")
         # As migrate compares: with statistics of the current rows only (the forget above left
         # the embedded lexical index counting the forgotten text until compacted).
         memory.store.compact()
@@ -89,6 +95,7 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
     with _open(source) as src, _open(target) as dst:
         report = migrate(src, dst, batch=7, on_progress=lambda d, t: progress.append((d, t)))
     assert report.verified, report
+    assert (report.feedback, report.models) == (30, int(trained.accepted))
     assert set(report.namespaces) == {"acme", "globex"}
     assert (report.relations, report.aliases, report.sampled) == (4, 2, 20)
     assert progress[-1][0] == progress[-1][1] == 67  # 64 and 4 relations written, 1 forgotten
@@ -103,6 +110,13 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
             NOW - timedelta(days=3),
         )
         assert memory.explain("PP", namespace="acme", now=NOW).query.entity_refs
+        copied = memory.store.feedback("acme")
+        assert len(copied) == 30
+        assert all(
+            set(entry.labels) <= {r.id for r in memory.browse(namespace="acme", limit=100)}
+            and len(entry.labels) == 1
+            for entry in copied
+        )
 
 
 def test_the_destination_must_be_empty(tmp_path: Path, pg_url: str) -> None:

@@ -309,7 +309,8 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
             f"edges {counts.edges[0]} -> {counts.edges[1]}"
         )
     click.echo(
-        f"relations {report.relations}, aliases {report.aliases}; "
+        f"relations {report.relations}, aliases {report.aliases}, feedback {report.feedback}, "
+        f"models {report.models}; "
         f"{report.same_rankings}/{report.sampled} sampled recalls ranked the same"
     )
     if not report.verified:

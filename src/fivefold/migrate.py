@@ -2,9 +2,11 @@
 
 Memories go over namespace by namespace in write order with their own embeddings, so the
 destination derives the same session context, mentions and co-mention edges; then the explicit
-edges (``relate``, each pointing at its copied fact memory) and the declared aliases. Ids are
-the destination's own. The copy is then verified: the counts of every namespace, and a sample
-of recalls whose rankings (by content, since ids differ) must agree.
+edges (``relate``, each pointing at its copied fact memory), the declared aliases, learned
+fusion's feedback (its labels pointing at the copied memories) and the namespace's ranking
+model (its newest accepted one). Ids are the destination's own. The copy is then verified: the
+counts of every namespace, and a sample of recalls whose rankings (by content, since ids
+differ) must agree.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class MigrationReport:
     aliases: int
     sampled: int
     same_rankings: int
+    feedback: int = 0
+    models: int = 0
 
     @property
     def verified(self) -> bool:
@@ -70,7 +74,7 @@ def migrate(
     src, dst = source.store, target.store
     namespaces = sorted(src.stats().namespaces)
     total, done = src.stats().memories, 0
-    relations = aliases = 0
+    relations = aliases = feedback = models = 0
     for namespace in namespaces:
         mapping: dict[int, int] = {}
         for chunk in _chunks(_oldest_first(src, namespace), batch):
@@ -90,13 +94,23 @@ def migrate(
         for name, alias in src.aliases(namespace):
             dst.add_alias(namespace, name, alias)
             aliases += 1
+        for entry in src.feedback(namespace):
+            labels = {mapping[i]: v for i, v in entry.labels.items() if i in mapping}
+            dst.add_feedback(namespace, entry.query, entry.args, labels, entry.created_at)
+            feedback += 1
+        # The model that ranks the namespace, so both stores rank alike (its older versions
+        # and the ones training refused stay behind).
+        saved = src.learned_model(namespace)
+        if saved is not None:
+            dst.save_model(namespace, saved[1], accepted=True)
+            models += 1
     counts = {ns: _counts(src, dst, ns) for ns in namespaces}
     # Scores compare only when both stores' statistics count the current rows alone (the
     # embedded store's lexical index keeps counting a replaced or forgotten text until merged).
     src.compact()
     dst.compact()
     sampled, same = _compare_recalls(source, target, namespaces, sample)
-    return MigrationReport(counts, relations, aliases, sampled, same)
+    return MigrationReport(counts, relations, aliases, sampled, same, feedback, models)
 
 
 def _oldest_first(store: Store, namespace: str) -> list[int]:
