@@ -360,6 +360,59 @@ def test_get_and_forget(call: tuple[str | None, dict[str, Any]], forget: bool) -
     _attempt(bad, {args["namespace"]}, lambda: action(memory_id, **args))
 
 
+def _recall_ids() -> list[str]:
+    """recall_ids of real recalls (of whatever the store holds by then), to give feedback on."""
+    memory = _memory()
+    return [
+        memory.recall(query, namespace=ns).recall_id
+        for query, ns in (("Priya", "default"), ("Kestrel budget", "ns-a"))
+    ]
+
+
+@FUZZ
+@given(
+    call=calls(
+        {
+            "recall": st.sampled_from([0, 1]),
+            "relevant": st.lists(st.integers(1, 60), max_size=3),
+            "used": st.lists(st.integers(1, 60), max_size=3),
+        },
+        {
+            "recall": st.one_of(odd_text, odd_number, st.just("r1." + "e30")),
+            "relevant": st.one_of(anything, st.lists(odd_number, max_size=3)),
+            "used": st.one_of(anything, st.lists(anything, max_size=3), st.just([1] * 1001)),
+        },
+    )
+)
+def test_feedback(call: tuple[str | None, dict[str, Any]]) -> None:
+    """Feedback on a real recall_id, or a hostile one, naming real or hostile ids: written, or
+    refused with nothing written (the recall's namespace's feedback is counted as well)."""
+    bad, args = call
+    memory = _memory()
+    recall_id = args["recall"] if bad == "recall" else _recall_ids()[args["recall"]]
+    before = {ns: len(memory.store.feedback(ns)) for ns in ("default", "ns-a")}
+    ok, _ = _attempt(
+        bad,
+        set(),
+        lambda: memory.feedback(recall_id, relevant=args["relevant"], used=args["used"]),
+    )
+    after = {ns: len(memory.store.feedback(ns)) for ns in ("default", "ns-a")}
+    assert sum(after.values()) - sum(before.values()) == int(ok)
+
+
+@FUZZ
+@given(namespace=st.one_of(namespaces, odd_text, odd_number))
+def test_train(namespace: Any) -> None:
+    """A hostile namespace, or too little feedback: a clear refusal and no model written; or,
+    once the feedback test has given a namespace enough, a model trained on it."""
+    memory = _memory()
+    named = {namespace} if isinstance(namespace, str) else set()
+    ok, report = _attempt(None, named, lambda: memory.train(namespace=namespace))
+    if ok:
+        assert isinstance(report, fivefold.TrainReport)
+        assert report.recalls >= memory.config.learned.min_feedback
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _close() -> Iterator[None]:
     yield

@@ -190,3 +190,35 @@ def test_metrics_count_recalls_writes_and_errors(http: httpx.Client, ns: str) ->
     assert 'fivefold_recall_stage_seconds_bucket{le="0.0005",stage="embed"}' in text
     assert 'fivefold_http_request_seconds_count{endpoint="/v1/recall",status="200"}' in text
     assert "fivefold_store_bytes" in text
+
+
+OMIT = object()  # a field the case leaves out of the body
+BAD_FEEDBACK: list[tuple[str, dict[str, Any], int, str]] = [
+    ("no recall_id", {"recall_id": OMIT, "relevant": [1]}, 422, "recall_id"),
+    ("recall_id not a string", {"recall_id": 7, "relevant": [1]}, 422, "recall_id"),
+    ("a forged recall_id", {"recall_id": "r1.bm9wZQ", "relevant": [1]}, 422, "recall_id"),
+    ("ids as strings", {"relevant": ["1"]}, 422, "relevant"),
+    ("no memory named", {}, 422, "names no memory"),
+    ("an unknown memory", {"relevant": [10**12]}, 404, "no memory"),
+    ("an unknown field", {"relevant": [1], "score": 5}, 422, "score"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "body", "status", "says"), BAD_FEEDBACK, ids=[c[0] for c in BAD_FEEDBACK]
+)
+def test_bad_feedback_is_refused_and_writes_nothing(
+    http: httpx.Client, ns: str, case: str, body: dict[str, Any], status: int, says: str
+) -> None:
+    made = http.post("/v1/memories", json={"content": "Kestrel ships Friday", "namespace": ns})
+    recall = http.post("/v1/recall", json={"query": "Kestrel", "namespace": ns}).json()
+    given = {k: v for k, v in {"recall_id": recall["recall_id"], **body}.items() if v is not OMIT}
+    response = _bad(http, "POST", "/v1/feedback", json=given)
+    assert response.status_code == status, response.text
+    assert says in response.json()["error"]["message"]
+    good = {"recall_id": recall["recall_id"], "relevant": [made.json()["id"]]}
+    assert http.post("/v1/feedback", json=good).status_code == 201
+    # Only the good one was written: training says how many recalls have feedback.
+    trained = _bad(http, "POST", "/v1/train", json={"namespace": ns})
+    assert trained.status_code == 422
+    assert "feedback on 1 recalls" in trained.json()["error"]["message"]
