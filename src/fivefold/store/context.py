@@ -74,6 +74,75 @@ class ContextRows(Protocol):
         ...
 
 
+@dataclass(slots=True)
+class SessionRow:
+    """A row as the rules read it: own text, own embedding, the context it holds now."""
+
+    content: str
+    embedding: Vectors
+    context: tuple[str, str]
+
+
+class BatchRows:
+    """``ContextRows`` over rows held in memory, for writing a batch: per session, its newest
+    ``2 x window`` rows before the batch (what refreshing the ``window`` before the new ones
+    reads) and the batch's own rows. The rules run on these without a statement each, and what
+    they decide waits in ``contexts`` (changed context text) and ``searched`` (the searched
+    vector of every memory refreshed) for the backend to write at once; a new memory is then
+    written once, with its final context."""
+
+    def __init__(self) -> None:
+        self._group: dict[int, Group] = {}
+        self._order: dict[Group, list[int]] = {}
+        self._whole: dict[Group, bool] = {}
+        self._rows: dict[int, SessionRow] = {}
+        self.contexts: dict[int, tuple[str, str]] = {}
+        self.searched: dict[int, Vectors | None] = {}
+
+    def add(self, group: Group, rows: Sequence[tuple[int, SessionRow]], *, whole: bool) -> None:
+        """Rows of ``group`` in id order, after any added before; ``whole``: the first added
+        is the session's first memory."""
+        order = self._order.setdefault(group, [])
+        self._whole.setdefault(group, whole)
+        for memory_id, row in rows:
+            order.append(memory_id)
+            self._group[memory_id] = group
+            self._rows[memory_id] = row
+
+    def group_of(self, memory_id: int) -> Group | None:
+        return self._group.get(memory_id)
+
+    def neighbours(
+        self, group: Group, memory_id: int, window: int
+    ) -> tuple[list[Neighbour], list[Neighbour]]:
+        order = self._order[group]
+        at = order.index(memory_id)
+        if at < window and not self._whole[group]:
+            raise RuntimeError(f"memory {memory_id}: its session's earlier rows were not read")
+        before = [order[i] for i in range(at - 1, max(at - window, 0) - 1, -1)]
+        after = order[at + 1 : at + 1 + window]
+        return [self._neighbour(i) for i in before], [self._neighbour(i) for i in after]
+
+    def _neighbour(self, memory_id: int) -> Neighbour:
+        row = self._rows[memory_id]
+        return (memory_id, row.content, row.embedding)
+
+    def context_of(self, memory_id: int) -> tuple[str, str]:
+        return self._rows[memory_id].context
+
+    def set_context(
+        self, group: Group, memory_id: int, old: tuple[str, str], new: tuple[str, str]
+    ) -> None:
+        self._rows[memory_id].context = new
+        self.contexts[memory_id] = new
+
+    def own_vector(self, memory_id: int) -> Vectors:
+        return self._rows[memory_id].embedding
+
+    def set_searched(self, memory_id: int, vector: Vectors | None) -> None:
+        self.searched[memory_id] = vector
+
+
 def affected_by_insert(
     rows: ContextRows, group: Group, new_ids: Sequence[int], window: int
 ) -> list[int]:
@@ -133,8 +202,10 @@ def smoothed(
 
 __all__ = [
     "MAX_WINDOW",
+    "BatchRows",
     "ContextRows",
     "Group",
+    "SessionRow",
     "Smoothing",
     "affected_by_insert",
     "around",

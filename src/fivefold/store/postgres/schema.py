@@ -241,15 +241,19 @@ FIND_ALIASES = """
 SELECT norm, min(entity_id) FROM aliases
 WHERE namespace = %s AND norm = ANY(%s::text[]) GROUP BY norm
 """
+FIND_ENTITIES = """
+SELECT norm, id FROM entities WHERE namespace = %s AND norm = ANY(%s::text[])
+"""
 # New entities in the order they were first named (their ids in that order, as on SQLite); a
 # key another writer created meanwhile is taken as it is (a no-op update, to return its id).
 UPSERT_ENTITIES = """
 INSERT INTO entities AS e (namespace, name, norm, mentions, created_at)
-SELECT %s, t.name, t.norm, 0, t.created
-FROM unnest(%s::text[], %s::text[], %s::float8[]) WITH ORDINALITY AS t(name, norm, created, n)
+SELECT t.namespace, t.name, t.norm, 0, t.created
+FROM unnest(%s::text[], %s::text[], %s::text[], %s::float8[])
+     WITH ORDINALITY AS t(namespace, name, norm, created, n)
 ORDER BY t.n
 ON CONFLICT (namespace, norm) DO UPDATE SET mentions = e.mentions
-RETURNING id, norm
+RETURNING id, namespace, norm
 """
 INSERT_MENTIONS = """
 INSERT INTO mentions (namespace, entity_id, memory_id, joined)

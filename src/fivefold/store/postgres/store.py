@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -43,7 +42,7 @@ from fivefold.model import (
     NewMemory,
     Scope,
 )
-from fivefold.store import context
+from fivefold.store import batch, context
 from fivefold.store.base import StoreSettings
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import (
@@ -240,7 +239,9 @@ class PostgresStore(PostgresReads):
                 entity=" ".join(memory.entities),
             )
         bounds = self._settings.write
-        named = [_norms(m.entities[: bounds.max_entities]) for m in memories]  # refuses first
+        named = [
+            batch.entity_keys(m.entities[: bounds.max_entities]) for m in memories
+        ]  # refuses first
         counted = self._tokenizer.count([(m.predicate or "", m.content) for m in memories])
         reserved = conn.execute(
             "SELECT nextval('fivefold_memory_ids') FROM generate_series(1, %s)", (len(memories),)
@@ -259,17 +260,7 @@ class PostgresStore(PostgresReads):
         self._write_postings(conn, deltas, memories, ids, counted)
         self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
-        groups: dict[context.Group, list[int]] = {}
-        for memory, memory_id in zip(memories, ids, strict=True):
-            if memory.session_id:
-                scope = memory.scope
-                key = (
-                    scope.namespace,
-                    scope.user_id or "",
-                    scope.agent_id or "",
-                    memory.session_id,
-                )
-                groups.setdefault(key, []).append(memory_id)
+        groups = batch.session_members(memories, ids)
         window = self._settings.context.window
         if groups and window > 0:
             rows = PostgresContextRows(conn, self._tokenizer, deltas, self._dim)
@@ -303,86 +294,54 @@ class PostgresStore(PostgresReads):
         conn: psycopg.Connection,
         memories: Sequence[NewMemory],
         ids: Sequence[int],
-        named: Sequence[list[tuple[str, str]]],
+        named: Sequence[batch.Named],
     ) -> None:
         """Names resolved per namespace (an alias wins, else the entity of that key, created
         with the first spelling met), then mentions, mention counts and co-mention edges."""
-        bounds = self._settings.write
-        first: dict[tuple[str, str], tuple[str, float]] = {}  # (ns, key) -> (name, created)
-        for memory, names in zip(memories, named, strict=True):
-            for name, key in names:
-                first.setdefault((memory.scope.namespace, key), (name, to_ts(memory.created_at)))
+        first = batch.first_spellings(memories, named)
         resolved: dict[tuple[str, str], int] = {}
         for namespace in dict.fromkeys(ns for ns, _ in first):
             keys = [k for ns, k in first if ns == namespace]
-            for key, entity_id in conn.execute(schema.FIND_ALIASES, (namespace, keys)):
-                resolved[namespace, str(key)] = int(entity_id)
-            fresh = [k for k in keys if (namespace, k) not in resolved]
-            if fresh:
-                rows = conn.execute(
-                    schema.UPSERT_ENTITIES,
-                    (
-                        namespace,
-                        [first[namespace, k][0] for k in fresh],
-                        fresh,
-                        [first[namespace, k][1] for k in fresh],
-                    ),
-                ).fetchall()
-                resolved.update(((namespace, str(k)), int(i)) for i, k in rows)
-        mentions: list[tuple[str, int, int, bool]] = []
-        bumps: Counter[tuple[str, int]] = Counter()
-        pairs: dict[tuple[str, str, str, int, int], list[float]] = {}
-        for memory, memory_id, names in zip(memories, ids, named, strict=True):
-            scope = memory.scope
-            namespace = scope.namespace
-            entity_ids = list(dict.fromkeys(resolved[namespace, key] for _, key in names))
-            joined = sorted(entity_ids[: bounds.max_comention_entities])
-            for entity_id in entity_ids:
-                mentions.append((namespace, entity_id, memory_id, entity_id in joined))
-                bumps[namespace, entity_id] += 1
-            created = to_ts(memory.created_at)
-            user, agent = scope.user_id or "", scope.agent_id or ""
-            for i, a in enumerate(joined):
-                for b in joined[i + 1 :]:
-                    pairs.setdefault((namespace, user, agent, a, b), []).append(created)
-        if mentions:
-            conn.execute(schema.INSERT_MENTIONS, _columns(mentions))
-            ordered = sorted(bumps.items())
+            for statement in (schema.FIND_ENTITIES, schema.FIND_ALIASES):  # an alias wins
+                for key, entity_id in conn.execute(statement, (namespace, keys)):
+                    resolved[namespace, str(key)] = int(entity_id)
+        fresh = [key for key in first if key not in resolved]  # in first-met order
+        if fresh:
+            rows = conn.execute(
+                schema.UPSERT_ENTITIES,
+                _columns([(ns, first[ns, k][0], k, first[ns, k][1]) for ns, k in fresh]),
+            ).fetchall()
+            resolved.update(((str(ns), str(k)), int(i)) for i, ns, k in rows)
+        found = batch.mentions(
+            memories, ids, named, resolved, self._settings.write.max_comention_entities
+        )
+        if found.rows:
+            conn.execute(schema.INSERT_MENTIONS, _columns([r[:4] for r in found.rows]))
+            ordered = sorted(found.bumps.items())
             conn.execute(
                 schema.BUMP_ENTITIES_MENTIONS,
                 ([k[0] for k, _ in ordered], [k[1] for k, _ in ordered], [n for _, n in ordered]),
             )
-        if pairs:
-            ordered_pairs = sorted(pairs.items())
+        if found.pairs:
+            pairs = sorted(found.pairs.items())
             conn.execute(
                 schema.UPSERT_COMENTIONS,
                 (
-                    *_columns([key for key, _ in ordered_pairs]),
-                    [len(times) for _, times in ordered_pairs],
-                    [min(times) for _, times in ordered_pairs],
+                    *_columns([key for key, _ in pairs]),
+                    [n for _, (n, _) in pairs],
+                    [created for _, (_, created) in pairs],
                 ),
             )
 
     def _write_sessions(self, conn: psycopg.Connection, memories: Sequence[NewMemory]) -> None:
-        seen: dict[tuple[str, str, str, str], list[float]] = {}
-        for memory in memories:
-            if memory.session_id:
-                scope = memory.scope
-                key = (
-                    scope.namespace,
-                    scope.user_id or "",
-                    scope.agent_id or "",
-                    memory.session_id,
-                )
-                seen.setdefault(key, []).append(to_ts(memory.created_at))
-        if seen:
-            ordered = sorted(seen.items())
+        spans = sorted(batch.sessions(memories).items())
+        if spans:
             conn.execute(
                 schema.UPSERT_SESSIONS,
                 (
-                    *_columns([key for key, _ in ordered]),
-                    [min(times) for _, times in ordered],
-                    [max(times) for _, times in ordered],
+                    *_columns([group for group, _ in spans]),
+                    [low for _, (low, _) in spans],
+                    [high for _, (_, high) in spans],
                 ),
             )
 
@@ -705,18 +664,6 @@ def _no_nul(where: str, **texts: str | None) -> None:
             raise InvalidInput(
                 f"{where}{name} contains a NUL character, which PostgreSQL text cannot store"
             )
-
-
-def _norms(names: Sequence[str]) -> list[tuple[str, str]]:
-    """Each name with its key, in order; a name without letters or digits is refused before
-    anything is written."""
-    out = []
-    for name in names:
-        key = normalize_name(name)
-        if not key:
-            raise InvalidInput(f"entity name {name!r} has no letters or digits")
-        out.append((name.strip(), key))
-    return out
 
 
 def _columns(rows: Sequence[tuple[Any, ...]]) -> list[list[Any]]:

@@ -8,7 +8,7 @@ import numpy as np
 
 from fivefold.embed.base import Vectors
 from fivefold.store import context
-from fivefold.store.context import Group, Neighbour, Smoothing
+from fivefold.store.context import Group, Neighbour, SessionRow, Smoothing
 
 _GROUP = "SELECT namespace, user_id, agent_id, session_id FROM memories WHERE id = ?"
 _SIDE = """
@@ -17,6 +17,12 @@ WHERE m.namespace = ? AND m.user_id = ? AND m.agent_id = ? AND m.session_id = ?
   AND m.id {op} ? ORDER BY m.id {order} LIMIT ?
 """
 _BEFORE = _SIDE.format(op="<", order="DESC")
+_NEWEST = """
+SELECT m.id, m.content, v.embedding, m.context_near, m.context_far
+FROM memories m JOIN vectors v ON v.memory_id = m.id
+WHERE m.namespace = ? AND m.user_id = ? AND m.agent_id = ? AND m.session_id = ?
+ORDER BY m.id DESC LIMIT ?
+"""
 _AFTER = _SIDE.format(op=">", order="ASC")
 
 
@@ -39,6 +45,14 @@ class SQLiteContextRows:
             rows = self._conn.execute(sql, (*group, memory_id, window)).fetchall()
             sides.append([(int(i), str(c), self._vector(v)) for i, c, v in rows])
         return sides[0], sides[1]
+
+    def newest(self, group: Group, limit: int) -> list[tuple[int, SessionRow]]:
+        """The session's ``limit`` newest rows, in id order."""
+        rows = self._conn.execute(_NEWEST, (*group, limit)).fetchall()
+        return [
+            (int(i), SessionRow(str(c), self._vector(v), (str(n), str(f))))
+            for i, c, v, n, f in reversed(rows)
+        ]
 
     def context_of(self, memory_id: int) -> tuple[str, str]:
         row = self._conn.execute(

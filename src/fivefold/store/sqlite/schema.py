@@ -153,12 +153,29 @@ CREATE TABLE IF NOT EXISTS namespaces (
 """
 
 
-INSERT_MEMORY = """
-INSERT INTO memories (namespace, user_id, agent_id, session_id, content, predicate, type,
-                      event_at, created_at, importance, metadata, speaker)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+# A batch's ids are taken before it is written (inside the write lock), so that each memory is
+# written once with its final session context. AUTOINCREMENT: an id is never reused, even
+# after the newest memory was forgotten.
+NEXT_MEMORY_ID = """
+SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0),
+           coalesce((SELECT max(id) FROM memories), 0)) + 1
 """
-INSERT_VECTOR = "INSERT INTO vectors (memory_id, embedding) VALUES (?, ?)"
+INSERT_MEMORY = """
+INSERT INTO memories (id, namespace, user_id, agent_id, session_id, content, predicate, type,
+                      event_at, created_at, importance, metadata, speaker, context_near,
+                      context_far)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+INSERT_VECTOR = "INSERT INTO vectors (memory_id, embedding, context) VALUES (?, ?, ?)"
+UPDATE_CONTEXT = "UPDATE memories SET context_near = ?, context_far = ? WHERE id = ?"
+UPDATE_SEARCHED = "UPDATE vectors SET context = ? WHERE memory_id = ?"
+FIND_ALIASES = """
+SELECT norm, min(entity_id) FROM aliases
+WHERE namespace = ? AND norm IN (SELECT value FROM json_each(?)) GROUP BY norm
+"""
+FIND_ENTITIES = """
+SELECT norm, id FROM entities WHERE namespace = ? AND norm IN (SELECT value FROM json_each(?))
+"""
 
 FIND_ALIAS = "SELECT entity_id FROM aliases WHERE namespace = ? AND norm = ? ORDER BY entity_id"
 UPSERT_ENTITY = """
@@ -192,12 +209,12 @@ ORDER BY version DESC LIMIT 1
 INSERT_MENTION = (
     "INSERT OR IGNORE INTO mentions (entity_id, memory_id, joined, type) VALUES (?, ?, ?, ?)"
 )
-UPSERT_COMENTION = f"""
+UPSERT_COMENTIONS = f"""
 INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation, kind,
                    confidence, support, created_at)
-VALUES (?, ?, ?, ?, ?, '{COMENTION}', 'semantic', 1.0, 1, ?)
+VALUES (?, ?, ?, ?, ?, '{COMENTION}', 'semantic', 1.0, ?, ?)
 ON CONFLICT (namespace, user_id, agent_id, source_id, target_id) WHERE relation = '{COMENTION}'
-DO UPDATE SET support = support + 1
+DO UPDATE SET support = support + excluded.support
 """
 DROP_COMENTION = f"""
 UPDATE edges SET support = support - 1

@@ -15,6 +15,7 @@ import shutil
 import sqlite3
 import threading
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -51,7 +52,7 @@ from fivefold.model import (
     Scope,
     StoreStats,
 )
-from fivefold.store import context
+from fivefold.store import batch, context
 from fivefold.store.base import StoreSettings
 from fivefold.store.rows import edge_values, feedback_entries, relation_from_row, stored_edge
 from fivefold.store.sqlite import check as sqlite_check
@@ -330,88 +331,120 @@ class SQLiteStore:
         return ids
 
     def _write_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
-        """Inside a transaction: the rows, their session context and the namespace counts.
-        Dense indexes learn of them from the change log (vector_sync) on their next search."""
-        ids = [self._insert_one(m, v) for m, v in zip(memories, vectors, strict=True)]
-        self._refresh_context(memories, ids)
-        counts: dict[str, int] = {}
-        for memory in memories:
-            counts[memory.scope.namespace] = counts.get(memory.scope.namespace, 0) + 1
-        for namespace, count in counts.items():
-            self._conn.execute(schema.BUMP_NAMESPACE, (namespace, count, 1))
+        """Inside a transaction: a batch in a statement per table. Ids are taken first, the
+        session context is worked out in memory, and each new memory is written once, with
+        its final context; then the ones before it in its session, entities, mentions,
+        co-mention edges, sessions and the namespace counts. Dense indexes learn of them from
+        the change log (vector_sync) on their next search, the lexical index from its own."""
+        if not memories:
+            return []
+        named = [
+            batch.entity_keys(m.entities[: self._settings.write.max_entities]) for m in memories
+        ]  # refuses a bad name before anything is written
+        first = int(self._conn.execute(schema.NEXT_MEMORY_ID).fetchone()[0])
+        ids = list(range(first, first + len(memories)))
+        blobs = [np.asarray(v, np.float32).tobytes() for v in vectors]
+        rows = self._batch_context(memories, ids, vectors)
+        self._conn.executemany(
+            schema.INSERT_MEMORY,
+            [
+                (i, *_memory_values(m), *rows.contexts.get(i, ("", "")))
+                for i, m in zip(ids, memories, strict=True)
+            ],
+        )
+        self._conn.executemany(
+            schema.INSERT_VECTOR,
+            [(i, blob, _blob(rows.searched.get(i))) for i, blob in zip(ids, blobs, strict=True)],
+        )
+        # The memories before the batch in its sessions now have it as context.
+        new = set(ids)
+        self._conn.executemany(
+            schema.UPDATE_CONTEXT,
+            [(*text, i) for i, text in rows.contexts.items() if i not in new],
+        )
+        self._conn.executemany(
+            schema.UPDATE_SEARCHED,
+            [(_blob(v), i) for i, v in rows.searched.items() if i not in new],
+        )
+        self._write_entities(memories, ids, named)
+        self._conn.executemany(
+            schema.UPSERT_SESSION,
+            [(*group, low, high) for group, (low, high) in batch.sessions(memories).items()],
+        )
+        counts = Counter(m.scope.namespace for m in memories)
+        self._conn.executemany(
+            schema.BUMP_NAMESPACE, [(ns, count, 1) for ns, count in counts.items()]
+        )
         return ids
 
     def _smoothing(self) -> context.Smoothing:
         cfg = self._settings.context
         return context.Smoothing(window=cfg.window, near=cfg.vector_near, far=cfg.vector_far)
 
-    def _refresh_context(self, memories: Sequence[NewMemory], ids: list[int]) -> dict[int, Any]:
-        """New session memories get their neighbours' text and vectors, and become context of
-        the ones before them; returns the searched vector of every memory that has one."""
-        groups: dict[context.Group, list[int]] = {}
-        for memory, memory_id in zip(memories, ids, strict=True):
-            if memory.session_id:
-                user, agent = memory.scope.user_id or "", memory.scope.agent_id or ""
-                key = (memory.scope.namespace, user, agent, memory.session_id)
-                groups.setdefault(key, []).append(memory_id)
+    def _batch_context(
+        self, memories: Sequence[NewMemory], ids: list[int], vectors: Vectors
+    ) -> context.BatchRows:
+        """The session context of a batch not yet written: new session memories get their
+        neighbours' text and vectors, and become context of the ones before them."""
+        rows = context.BatchRows()
         window = self._settings.context.window
-        if not groups or window == 0:
-            return {}
-        affected: list[int] = []
-        for key, members in groups.items():
-            affected.extend(context.affected_by_insert(self._context, key, members, window))
-        return context.refresh(self._context, affected, self._smoothing())
+        if window == 0:
+            return rows
+        members = batch.session_members(memories, ids)
+        if not members:
+            return rows
+        position = {memory_id: i for i, memory_id in enumerate(ids)}
+        for group, new_ids in members.items():
+            before = self._context.newest(group, 2 * window)
+            rows.add(group, before, whole=len(before) < 2 * window)
+            rows.add(
+                group,
+                [
+                    (
+                        i,
+                        context.SessionRow(
+                            memories[position[i]].content, vectors[position[i]], ("", "")
+                        ),
+                    )
+                    for i in new_ids
+                ],
+                whole=False,
+            )
+            affected = context.affected_by_insert(rows, group, new_ids, window)
+            context.refresh(rows, affected, self._smoothing())
+        return rows
 
-    def _insert_one(self, memory: NewMemory, vector: Vectors) -> int:
-        scope = memory.scope
-        user, agent = scope.user_id or "", scope.agent_id or ""
-        created = to_ts(memory.created_at)
-        cur = self._conn.execute(
-            schema.INSERT_MEMORY,
-            (
-                scope.namespace,
-                user,
-                agent,
-                memory.session_id,
-                memory.content,
-                memory.predicate,
-                memory.type.value,
-                None if memory.event_at is None else to_ts(memory.event_at),
-                created,
-                memory.importance,
-                json.dumps(dict(memory.metadata)),
-                memory.speaker,
-            ),
+    def _write_entities(
+        self, memories: Sequence[NewMemory], ids: Sequence[int], named: Sequence[batch.Named]
+    ) -> None:
+        """Names resolved per namespace (an alias wins, else the entity of that key, created
+        with the first spelling met), then mentions, mention counts and co-mention edges."""
+        resolved: dict[tuple[str, str], int] = {}
+        first = batch.first_spellings(memories, named)
+        for namespace in dict.fromkeys(ns for ns, _ in first):
+            keys = json.dumps([k for ns, k in first if ns == namespace])
+            for statement in (schema.FIND_ENTITIES, schema.FIND_ALIASES):  # an alias wins
+                for key, entity_id in self._conn.execute(statement, (namespace, keys)):
+                    resolved[namespace, str(key)] = int(entity_id)
+        for (namespace, key), (name, created) in first.items():  # new ones in first-met order
+            if (namespace, key) not in resolved:
+                row = self._conn.execute(
+                    schema.UPSERT_ENTITY, (namespace, name, key, 0, created)
+                ).fetchone()
+                resolved[namespace, key] = int(row[0])
+        found = batch.mentions(
+            memories, ids, named, resolved, self._settings.write.max_comention_entities
         )
-        memory_id = int(cur.lastrowid or 0)
-        self._conn.execute(
-            schema.INSERT_VECTOR, (memory_id, np.asarray(vector, np.float32).tobytes())
+        self._conn.executemany(
+            schema.INSERT_MENTION, [(e, m, int(j), t) for _, e, m, j, t in found.rows]
         )
-        # Two spellings of one entity ("Priya Patel", "priya  patel") are one mention. The first
-        # names count: a text naming 2,000 people is bounded work (WriteConfig).
-        bounds = self._settings.write
-        named = dict.fromkeys(
-            self._entity_id(scope.namespace, n, created, 0)
-            for n in memory.entities[: bounds.max_entities]
+        self._conn.executemany(
+            schema.BUMP_ENTITY_MENTIONS, [(n, e) for (_, e), n in sorted(found.bumps.items())]
         )
-        joined = sorted(list(named)[: bounds.max_comention_entities])
-        for entity_id in named:
-            self._conn.execute(
-                schema.INSERT_MENTION,
-                (entity_id, memory_id, int(entity_id in joined), memory.type.value),
-            )
-            self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (1, entity_id))
-        for i, a in enumerate(joined):
-            for b in joined[i + 1 :]:
-                self._conn.execute(
-                    schema.UPSERT_COMENTION, (scope.namespace, user, agent, a, b, created)
-                )
-        if memory.session_id:
-            self._conn.execute(
-                schema.UPSERT_SESSION,
-                (scope.namespace, user, agent, memory.session_id, created, created),
-            )
-        return memory_id
+        self._conn.executemany(
+            schema.UPSERT_COMENTIONS,
+            [(*key, n, created) for key, (n, created) in sorted(found.pairs.items())],
+        )
 
     def _entity_id(self, namespace: str, name: str, created: float, mentions: int) -> int:
         """Resolve a name to an entity (an alias wins over creating a new one)."""
@@ -769,6 +802,29 @@ class SQLiteStore:
             }
         with self._lock:
             return self._reads.stats(self._model, self._path, namespace, folders)
+
+
+def _memory_values(memory: NewMemory) -> tuple[Any, ...]:
+    """A memory's columns after its id, before its context (``schema.INSERT_MEMORY``)."""
+    scope = memory.scope
+    return (
+        scope.namespace,
+        scope.user_id or "",  # scope columns hold '' for "none" (schema.py)
+        scope.agent_id or "",
+        memory.session_id,
+        memory.content,
+        memory.predicate,
+        memory.type.value,
+        None if memory.event_at is None else to_ts(memory.event_at),
+        to_ts(memory.created_at),
+        memory.importance,
+        json.dumps(dict(memory.metadata)),
+        memory.speaker,
+    )
+
+
+def _blob(vector: Vectors | None) -> bytes | None:
+    return None if vector is None else np.asarray(vector, np.float32).tobytes()
 
 
 def _folder_size(folder: Path) -> int:

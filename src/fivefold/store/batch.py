@@ -1,0 +1,130 @@
+"""What a batch of new memories writes besides its rows, worked out once for every backend.
+
+A batch is written in a few statements, not a few per memory: its entity names are resolved
+together, and its mentions, mention counts, co-mention edges and session spans are gathered
+here first, with the rules of one memory at a time (the first ``max_entities`` names, co-mention
+edges among the first ``max_comention_entities`` distinct entities). Each backend turns these
+into its own statements.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from fivefold.errors import InvalidInput
+from fivefold.model import NewMemory
+from fivefold.store.context import Group
+from fivefold.store.timeconv import to_ts
+from fivefold.text import normalize_name
+
+Named = list[tuple[str, str]]  # (spelling, key) of each name of a memory, in order
+PairKey = tuple[str, str, str, int, int]  # namespace, user, agent, entity a < entity b
+
+
+def entity_keys(names: Sequence[str]) -> Named:
+    """Each name with its key, in order; a name without letters or digits is refused before
+    anything is written."""
+    out = []
+    for name in names:
+        key = normalize_name(name)
+        if not key:
+            raise InvalidInput(f"entity name {name!r} has no letters or digits")
+        out.append((name.strip(), key))
+    return out
+
+
+def first_spellings(
+    memories: Sequence[NewMemory], named: Sequence[Named]
+) -> dict[tuple[str, str], tuple[str, float]]:
+    """(namespace, key) -> the spelling and creation time an entity is created with: those of
+    the first memory naming it, in the order keys are first met (new entities get their ids in
+    that order)."""
+    first: dict[tuple[str, str], tuple[str, float]] = {}
+    for memory, names in zip(memories, named, strict=True):
+        for name, key in names:
+            first.setdefault((memory.scope.namespace, key), (name, to_ts(memory.created_at)))
+    return first
+
+
+@dataclass
+class Mentions:
+    """``rows``: (namespace, entity, memory, joined, type); ``bumps``: mentions gained per
+    (namespace, entity); ``pairs``: per co-mention edge, the support gained and the earliest
+    creation time of the memories giving it."""
+
+    rows: list[tuple[str, int, int, bool, str]] = field(default_factory=list)
+    bumps: Counter[tuple[str, int]] = field(default_factory=Counter)
+    pairs: dict[PairKey, tuple[int, float]] = field(default_factory=dict)
+
+
+def mentions(
+    memories: Sequence[NewMemory],
+    ids: Sequence[int],
+    named: Sequence[Named],
+    resolved: Mapping[tuple[str, str], int],
+    max_comention: int,
+) -> Mentions:
+    """Each memory's distinct entities (two spellings of one entity are one mention); the
+    first ``max_comention`` of them, sorted, are joined pairwise by co-mention edges."""
+    out = Mentions()
+    for memory, memory_id, names in zip(memories, ids, named, strict=True):
+        scope = memory.scope
+        namespace = scope.namespace
+        entity_ids = list(dict.fromkeys(resolved[namespace, key] for _, key in names))
+        joined = sorted(entity_ids[:max_comention])
+        for entity_id in entity_ids:
+            out.rows.append(
+                (namespace, entity_id, memory_id, entity_id in joined, memory.type.value)
+            )
+            out.bumps[namespace, entity_id] += 1
+        created = to_ts(memory.created_at)
+        user, agent = scope.user_id or "", scope.agent_id or ""
+        for i, a in enumerate(joined):
+            for b in joined[i + 1 :]:
+                support, earliest = out.pairs.get((namespace, user, agent, a, b), (0, created))
+                out.pairs[namespace, user, agent, a, b] = (support + 1, min(earliest, created))
+    return out
+
+
+def group_of(memory: NewMemory) -> Group | None:
+    """The session a memory belongs to (None: it has none)."""
+    if not memory.session_id:
+        return None
+    scope = memory.scope
+    return (scope.namespace, scope.user_id or "", scope.agent_id or "", memory.session_id)
+
+
+def sessions(memories: Sequence[NewMemory]) -> dict[Group, tuple[float, float]]:
+    """Each session the batch writes to, with the earliest and latest creation time in it."""
+    spans: dict[Group, tuple[float, float]] = {}
+    for memory in memories:
+        group = group_of(memory)
+        if group is not None:
+            created = to_ts(memory.created_at)
+            low, high = spans.get(group, (created, created))
+            spans[group] = (min(low, created), max(high, created))
+    return spans
+
+
+def session_members(memories: Sequence[NewMemory], ids: Sequence[int]) -> dict[Group, list[int]]:
+    """The new memories of each session, in write order."""
+    groups: dict[Group, list[int]] = {}
+    for memory, memory_id in zip(memories, ids, strict=True):
+        group = group_of(memory)
+        if group is not None:
+            groups.setdefault(group, []).append(memory_id)
+    return groups
+
+
+__all__ = [
+    "Mentions",
+    "Named",
+    "entity_keys",
+    "first_spellings",
+    "group_of",
+    "mentions",
+    "session_members",
+    "sessions",
+]

@@ -1,0 +1,143 @@
+"""A batch is written in a statement per table, with its session context worked out in memory:
+whatever the batch boundaries, the store ends up holding exactly the same rows."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+import fivefold
+from fivefold.model import Scope
+from fivefold.retrieve.lexical import DEFAULT_WEIGHTS
+
+PEOPLE = ["Priya Patel", "priya  patel", "Marco", "Dana Lee", "Ørjan", "Acme Corp", "Zed"]
+WORDS = "budget launch painting lake support group kitchen deadline migration invoice".split()
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+TABLES = {
+    "memories": "SELECT id, namespace, user_id, agent_id, session_id, content, predicate, type, "
+    "event_at, created_at, importance, speaker, context_near, context_far FROM memories",
+    "entities": "SELECT id, namespace, name, norm, mentions, created_at FROM entities",
+    "mentions": "SELECT entity_id, memory_id, joined FROM mentions",
+    "edges": "SELECT namespace, user_id, agent_id, source_id, target_id, relation, kind, support, "
+    "created_at FROM edges",
+    "sessions": "SELECT namespace, user_id, agent_id, session_id, started_at, last_seen_at "
+    "FROM sessions",
+    "namespaces": "SELECT namespace, memories FROM namespaces",
+}
+VECTORS = {
+    "sqlite": "SELECT memory_id, embedding, context FROM vectors",
+    "postgres": "SELECT id, embedding::text, searched::text FROM memories",
+}
+
+
+def _items(seed: int, n: int) -> list[dict[str, Any]]:
+    """Turns of a few sessions in two namespaces and two users, interleaved, some naming
+    entities (two spellings of one person among them), some with none."""
+    rng = random.Random(seed)
+    items = []
+    for i in range(n):
+        item: dict[str, Any] = {
+            "content": f"turn {i}: " + " ".join(rng.choices(WORDS, k=rng.randint(2, 8))),
+            "namespace": rng.choice(["a", "a", "b"]),
+            "created_at": (T0 + timedelta(minutes=i)).isoformat(),
+            "type": rng.choice(["fact", "event", "preference"]),
+        }
+        if rng.random() < 0.8:
+            item["session_id"] = f"s{rng.randint(1, 4)}"
+        if rng.random() < 0.5:
+            item["user_id"] = "u1"
+        if rng.random() < 0.7:
+            item["entities"] = rng.sample(PEOPLE, rng.randint(1, 4))
+        if item["type"] == "event":
+            item["event_at"] = (T0 + timedelta(days=i % 9)).isoformat()
+        items.append(item)
+    return items
+
+
+def _dump(mem: fivefold.Memory) -> dict[str, list[tuple[Any, ...]]]:
+    pool = getattr(mem.store, "_pool", None)
+    queries = {**TABLES, "vectors": VECTORS["postgres" if pool else "sqlite"]}
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    if pool is not None:
+        with pool.connection() as conn:
+            for name, sql in queries.items():
+                out[name] = sorted(tuple(r) for r in conn.execute(sql).fetchall())
+        return out
+    conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+    for name, sql in queries.items():
+        out[name] = sorted(tuple(r) for r in conn.execute(sql).fetchall())
+    return out
+
+
+def _write(
+    url: str, items: Sequence[dict[str, Any]], cuts: Sequence[int]
+) -> dict[str, list[tuple[Any, ...]]]:
+    with fivefold.Memory.open(url, embedder=fivefold.HashingEmbedder()) as mem:
+        mem.alias("Dana Lee", "DL", namespace="a")  # an alias wins over a new entity
+        start = 0
+        for end in [*cuts, len(items)]:
+            if end > start:
+                mem.remember_many(items[start:end])
+            start = end
+        return _dump(mem)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_batch_boundaries_do_not_change_what_is_stored(
+    new_store: Callable[[], str], seed: int
+) -> None:
+    items = _items(seed, 60)
+    for item in items[::7]:
+        item.setdefault("entities", []).append("DL")
+    whole = _write(new_store(), items, [])
+    one_by_one = _write(new_store(), items, list(range(1, len(items))))
+    rng = random.Random(seed)
+    chunks = _write(new_store(), items, sorted(rng.sample(range(1, len(items)), 6)))
+    assert whole["memories"]
+    assert whole["edges"]
+    assert whole["mentions"]
+    assert any(row[12] for row in whole["memories"])  # session context was written
+    for dump in (whole, one_by_one, chunks):  # the alias's entity dates from alias()
+        dump["entities"] = [r[:5] if r[2] == "Dana Lee" else r for r in dump["entities"]]
+    for name in whole:
+        assert whole[name] == one_by_one[name], name
+        assert whole[name] == chunks[name], name
+
+
+def test_ids_are_never_reused_after_forgetting_the_newest(store_url: str) -> None:
+    with fivefold.Memory.open(store_url, embedder=fivefold.HashingEmbedder()) as mem:
+        first, newest = mem.remember_many([{"content": "one"}, {"content": "two"}])
+        mem.forget(newest.id)
+        again = mem.remember_many([{"content": "three"}, {"content": "four"}])
+        assert [r.id for r in again] == [newest.id + 1, newest.id + 2]
+        assert {h.memory.content for h in mem.recall("one two three four", k=10).hits} == {
+            "one",
+            "three",
+            "four",
+        }
+        assert first.id < newest.id
+
+
+def test_a_batch_is_found_by_every_leg_as_written(store_url: str) -> None:
+    """Context written with the row (not after it): the lexical leg finds a turn, and the two
+    before it, by the new turn's word."""
+    with fivefold.Memory.open(store_url, embedder=fivefold.HashingEmbedder()) as mem:
+        before = mem.remember("Caroline: I went to the support group.", session_id="s")
+        batch = mem.remember_many(
+            [
+                {"content": "Melanie: How did it go?", "session_id": "s"},
+                {"content": "Caroline: Wonderful, zebras everywhere.", "session_id": "s"},
+            ]
+        )
+        scope = Scope("default")
+        hits = [
+            i for i, _ in mem.store.lexical_search(scope, ["zebras"], 10, weights=DEFAULT_WEIGHTS)
+        ]
+        assert hits[0] == batch[1].id
+        assert set(hits) == {before.id, batch[0].id, batch[1].id}
