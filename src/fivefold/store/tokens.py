@@ -74,10 +74,10 @@ class Tokenizer:
                 self._conn.execute("ROLLBACK")
         return out
 
-    def count_each(self, texts: Sequence[str]) -> list[Counter[str]]:
-        """Each text's token counts (counted in SQL: one row per distinct term, not per
-        occurrence)."""
-        out: list[Counter[str]] = [Counter() for _ in texts]
+    def join_each(self, texts: Sequence[str]) -> list[str]:
+        """Each text's tokens, space-separated, grouped by term (an index that keeps no
+        positions needs nothing more; joined in SQL: no Python object per token)."""
+        out = [""] * len(texts)
         if not texts:
             return out
         with self._lock:
@@ -86,10 +86,10 @@ class Tokenizer:
                 self._conn.executemany(
                     "INSERT INTO t (rowid, a) VALUES (?, ?)", list(enumerate(texts))
                 )
-                for doc, term, n in self._conn.execute(
-                    "SELECT doc, term, count(*) FROM v GROUP BY doc, term"
+                for doc, joined in self._conn.execute(
+                    "SELECT doc, group_concat(term, ' ') FROM v GROUP BY doc"
                 ):
-                    out[int(doc)][str(term)] = int(n)
+                    out[int(doc)] = str(joined)
             finally:
                 self._conn.execute("ROLLBACK")
         return out

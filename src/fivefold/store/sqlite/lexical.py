@@ -65,6 +65,7 @@ LOCK_WAIT_S = 30.0  # another process's tantivy writer holds the lock at most on
 SYNC_HEAP = 64_000_000
 BUILD_HEAP = 256_000_000
 BUILD_BATCH = 20_000
+LINE_CACHE = 100_000  # lines whose tokens are remembered (about 20 MB at most)
 TIE_SLACK = 8  # hits fetched beyond k, so that ties at the cut are usually seen in one search
 Hit = tuple[float, tantivy.DocAddress]
 
@@ -111,6 +112,7 @@ class LexicalIndexes:
         self._tokenizer = Tokenizer()
         self._schema = _schema()
         self._open: dict[str, _Index] = {}
+        self._lines: dict[str, str] = {}  # see _line_tokens
         self.catch_ups = 0
         self.rebuilds = 0
 
@@ -418,27 +420,32 @@ class LexicalIndexes:
         else:
             return
         while rows := cursor.fetchmany(BUILD_BATCH):
-            # A neighbour's text sits in up to four contexts: each distinct line is
-            # tokenized once (a line's tokens are the same wherever it is).
-            lines: dict[str, int] = {}
-            for row in rows:
-                for text in row[4:8]:
-                    for line in str(text).split("\n"):
-                        lines.setdefault(line, len(lines))
-            counted = self._tokenizer.count_each(list(lines))
+            tokens = self._line_tokens(
+                [line for row in rows for text in row[4:8] for line in str(text).split("\n")]
+            )
             for row in rows:
                 document = tantivy.Document()
                 document.add_unsigned("id", int(row[0]))
                 for field, text in zip(TEXT_FIELDS, row[4:8], strict=True):
-                    tokens: Counter[str] = Counter()
-                    for line in str(text).split("\n"):
-                        tokens.update(counted[lines[line]])
-                    if tokens:
-                        document.add_text(field, _joined(tokens))
+                    # Token order does not matter to BM25 (no positions are indexed).
+                    joined = " ".join(t for t in map(tokens.get, str(text).split("\n")) if t)
+                    if joined:
+                        document.add_text(field, joined)
                 document.add_text("user", _exact(str(row[1])))
                 document.add_text("agent", _exact(str(row[2])))
                 document.add_text("type", _exact(str(row[3])))
                 yield document
+
+    def _line_tokens(self, lines: Sequence[str]) -> dict[str, str]:
+        """Each line's tokens, space-separated. A line is tokenized once while it is remembered
+        here: a turn's text is also up to four of its neighbours' context, indexed in later
+        batches."""
+        fresh = list(dict.fromkeys(line for line in lines if line not in self._lines))
+        if len(self._lines) + len(fresh) > LINE_CACHE:
+            self._lines.clear()
+            fresh = list(dict.fromkeys(lines))
+        self._lines.update(zip(fresh, self._tokenizer.join_each(fresh), strict=True))
+        return {line: self._lines[line] for line in lines}
 
     def compact(self, namespaces: Sequence[str]) -> int:
         """Rebuild each index that deleted documents since it was built, so its statistics
@@ -538,10 +545,6 @@ def _ids_at(searcher: tantivy.Searcher, addresses: list[tantivy.DocAddress]) -> 
     """Memory ids from the fast field, without loading documents."""
     ids = searcher.fast_field_values("id", addresses)
     return [int(i) if isinstance(i, int) else -1 for i in ids]
-
-
-def _joined(counted: Counter[str]) -> str:
-    return " ".join(counted.elements())
 
 
 def _folder_name(namespace: str) -> str:
