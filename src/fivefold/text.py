@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
@@ -69,6 +70,7 @@ def fold_accents(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
+@lru_cache(maxsize=65_536)  # each write resolves every name it carries: names repeat
 def normalize_name(name: str) -> str:
     """Canonical key of an entity name or alias: case, accents, punctuation and spacing folded."""
     return " ".join(tokens(name))
