@@ -10,12 +10,14 @@ into its own statements.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
 from fivefold.model import NewMemory
-from fivefold.store.context import Group
+from fivefold.store import context
+from fivefold.store.context import Group, SessionRow
 from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
 
@@ -118,6 +120,38 @@ def session_members(memories: Sequence[NewMemory], ids: Sequence[int]) -> dict[G
     return groups
 
 
+def session_context(
+    memories: Sequence[NewMemory],
+    ids: Sequence[int],
+    vectors: Vectors,
+    smoothing: context.Smoothing,
+    newest: Callable[[Group, int], list[tuple[int, SessionRow]]],
+) -> context.BatchRows:
+    """The session context of a batch not yet written: new session memories get their
+    neighbours' text and vectors, and become context of the ones before them. ``newest(group,
+    n)`` reads a session's ``n`` newest stored rows, in id order."""
+    rows = context.BatchRows()
+    members = session_members(memories, ids)
+    if smoothing.window == 0 or not members:
+        return rows
+    position = {memory_id: i for i, memory_id in enumerate(ids)}
+    for group, new_ids in members.items():
+        before = newest(group, 2 * smoothing.window)
+        rows.add(group, before, whole=len(before) < 2 * smoothing.window)
+        fresh = [memories[position[i]] for i in new_ids]
+        rows.add(
+            group,
+            [
+                (i, SessionRow(m.content, vectors[position[i]], ("", "")))
+                for i, m in zip(new_ids, fresh, strict=True)
+            ],
+            whole=False,
+        )
+        affected = context.affected_by_insert(rows, group, new_ids, smoothing.window)
+        context.refresh(rows, affected, smoothing)
+    return rows
+
+
 __all__ = [
     "Mentions",
     "Named",
@@ -125,6 +159,7 @@ __all__ = [
     "first_spellings",
     "group_of",
     "mentions",
+    "session_context",
     "session_members",
     "sessions",
 ]

@@ -98,6 +98,7 @@ class BatchRows:
         self._rows: dict[int, SessionRow] = {}
         self.contexts: dict[int, tuple[str, str]] = {}
         self.searched: dict[int, Vectors | None] = {}
+        self.was: dict[int, tuple[str, str]] = {}  # a changed context as it was read
 
     def add(self, group: Group, rows: Sequence[tuple[int, SessionRow]], *, whole: bool) -> None:
         """Rows of ``group`` in id order, after any added before; ``whole``: the first added
@@ -133,6 +134,7 @@ class BatchRows:
     def set_context(
         self, group: Group, memory_id: int, old: tuple[str, str], new: tuple[str, str]
     ) -> None:
+        self.was.setdefault(memory_id, old)
         self._rows[memory_id].context = new
         self.contexts[memory_id] = new
 

@@ -25,11 +25,6 @@ WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s
 """
 _BEFORE = _SIDE.format(op="<", order="DESC")
 _AFTER = _SIDE.format(op=">", order="ASC")
-_FROM = """
-SELECT id, content, embedding, context_near, context_far FROM memories
-WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s AND id >= %s
-ORDER BY id
-"""
 
 
 @dataclass
@@ -101,16 +96,10 @@ def drop_postings(
         conn.execute(schema.DELETE_POSTINGS, (namespace, kind, terms, memory_id))
 
 
-@dataclass
-class _Cached:
-    content: str
-    embedding: Vectors
-    context: tuple[str, str]
-
-
 class PostgresContextRows:
-    """Rows read with a statement each, or, after ``prime``, from one read of the session's
-    newest rows: a batch of n turns then costs its writes, not 9n round trips of reads."""
+    """Rows read with a statement each (forgetting a memory, rebuilding every context); the
+    writes wait for ``flush``: one pipelined statement per kind instead of one each. A batch of
+    new memories works its context out in memory instead (``context.BatchRows``)."""
 
     def __init__(
         self, conn: psycopg.Connection, tokenizer: Tokenizer, deltas: Deltas, dim: int
@@ -120,34 +109,12 @@ class PostgresContextRows:
         self._deltas = deltas
         self._dim = dim
         self.namespace = ""  # set by the caller: context never crosses a namespace
-        self._group: Group | None = None
-        self._order: list[int] = []  # the primed rows of ``_group``, in id order
-        self._rows: dict[int, _Cached] = {}
-        self._whole = False  # the primed rows start at the session's first memory
-        # Writes wait for ``flush``: one pipelined statement per kind instead of one each.
         # id -> ns, near, far, their token counts
         self._texts: dict[int, tuple[str, str, str, int, int]] = {}
         self._searched: dict[int, tuple[str, Vectors | None]] = {}
         self._postings: list[Posting] = []
 
-    def prime(self, group: Group, first_new: int, window: int) -> None:
-        """Read the session's rows from ``2 x window`` before ``first_new`` on, once: what
-        refreshing the new memories and the ones before them needs."""
-        before = self._conn.execute(_BEFORE, (*group, first_new, 2 * window)).fetchall()
-        start = min((int(r[0]) for r in before), default=first_new)
-        rows = self._conn.execute(_FROM, (*group, start)).fetchall()
-        self._group, self._whole = group, len(before) < 2 * window
-        self._order = [int(r[0]) for r in rows]
-        self._rows = {
-            int(i): _Cached(str(c), as_array(v), (str(n), str(f))) for i, c, v, n, f in rows
-        }
-
-    def _primed(self, memory_id: int, group: Group | None = None) -> bool:
-        return memory_id in self._rows and (group is None or group == self._group)
-
     def group_of(self, memory_id: int) -> Group | None:
-        if self._primed(memory_id):
-            return self._group
         row = self._conn.execute(_GROUP, (self.namespace, memory_id)).fetchone()
         if row is None or row[3] is None:
             return None
@@ -156,27 +123,15 @@ class PostgresContextRows:
     def neighbours(
         self, group: Group, memory_id: int, window: int
     ) -> tuple[list[Neighbour], list[Neighbour]]:
-        if self._primed(memory_id, group):
-            at = self._order.index(memory_id)
-            if at >= window or self._whole:
-                near = [self._order[i] for i in range(at - 1, max(at - window, 0) - 1, -1)]
-                far = self._order[at + 1 : at + 1 + window]
-                return [self._neighbour(i) for i in near], [self._neighbour(i) for i in far]
         sides = []
         for sql in (_BEFORE, _AFTER):
             rows = self._conn.execute(sql, (*group, memory_id, window)).fetchall()
             sides.append([(int(i), str(c), as_array(v)) for i, c, v in rows])
         return sides[0], sides[1]
 
-    def _neighbour(self, memory_id: int) -> Neighbour:
-        cached = self._rows[memory_id]
-        return (memory_id, cached.content, cached.embedding)
-
     def context_of(self, memory_id: int) -> tuple[str, str]:
         if memory_id in self._texts:
             return self._texts[memory_id][1:3]
-        if self._primed(memory_id):
-            return self._rows[memory_id].context
         row = self._conn.execute(
             "SELECT context_near, context_far FROM memories WHERE namespace = %s AND id = %s",
             (self.namespace, memory_id),
@@ -198,12 +153,8 @@ class PostgresContextRows:
             self._deltas.add(namespace, schema.CONTEXT, after, 1)
         lengths = (after.first_length, after.second_length)
         self._texts[memory_id] = (namespace, *new, *lengths)
-        if self._primed(memory_id):
-            self._rows[memory_id].context = new
 
     def own_vector(self, memory_id: int) -> Vectors:
-        if self._primed(memory_id):
-            return self._rows[memory_id].embedding
         row = self._conn.execute(
             "SELECT embedding FROM memories WHERE namespace = %s AND id = %s",
             (self.namespace, memory_id),

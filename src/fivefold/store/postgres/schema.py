@@ -225,10 +225,21 @@ ANALYZE = "ANALYZE memories, postings, term_stats, entities, mentions, edges, al
 SCHEMA_LOCK = 0x0F1FE_F01D
 MODEL_LOCK = 0x0F1F  # with the namespace's hash: one model version numbered at a time
 
-INSERT_MEMORY_WITH_ID = """
+INSERT_MEMORY = """
 INSERT INTO memories (namespace, id, user_id, agent_id, session_id, content, predicate, type,
-    event_at, created_at, importance, metadata, speaker, tokens, embedding, searched)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    event_at, created_at, importance, metadata, speaker, tokens, context_near, context_far,
+    embedding, searched)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+"""
+NEWEST_IN_SESSION = """
+SELECT id, content, embedding, context_near, context_far FROM memories
+WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s
+ORDER BY id DESC LIMIT %s
+"""
+UPDATE_CONTEXT_AND_SEARCHED = """
+UPDATE memories SET context_near = %s, context_far = %s,
+    tokens = ARRAY[tokens[1], tokens[2], %s, %s], searched = coalesce(%s::vector, embedding)
+WHERE namespace = %s AND id = %s
 """
 # The batch forms of the write statements: one statement per batch, its rows as arrays.
 INSERT_POSTINGS_MANY = """
@@ -298,6 +309,12 @@ SET df1 = term_stats.df1 + excluded.df1, df2 = term_stats.df2 + excluded.df2
 DELETE_POSTINGS = """
 DELETE FROM postings
 WHERE namespace = %s AND field = %s AND term = ANY(%s::text[]) AND memory_id = %s
+"""
+DELETE_POSTINGS_MANY = """
+DELETE FROM postings p
+USING unnest(%s::text[], %s::text[], %s::bigint[]) AS t(namespace, term, memory_id)
+WHERE p.field = %s AND p.namespace = t.namespace AND p.term = t.term
+  AND p.memory_id = t.memory_id
 """
 BUMP_NAMESPACE = """
 INSERT INTO namespaces AS n (namespace, memories, generation, tokens)

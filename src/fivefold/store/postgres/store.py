@@ -44,11 +44,13 @@ from fivefold.model import (
 )
 from fivefold.store import batch, context
 from fivefold.store.base import StoreSettings
+from fivefold.store.context import Group, SessionRow
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import (
     Deltas,
     PostgresContextRows,
     Posting,
+    as_array,
     drop_postings,
     postings,
 )
@@ -247,30 +249,76 @@ class PostgresStore(PostgresReads):
             "SELECT nextval('fivefold_memory_ids') FROM generate_series(1, %s)", (len(memories),)
         ).fetchall()
         ids = sorted(int(r[0]) for r in reserved)
-        # A session memory's searched vector is written once, by its context refresh below.
-        deferred = self._settings.context.window > 0
+        # Each new row is written once with its final context and searched vector, and each
+        # older row its context changes in one update: every row version is an insertion into
+        # the HNSW graph.
+        rows = batch.session_context(
+            memories, ids, vectors, self._smoothing(), lambda g, n: self._newest(conn, g, n)
+        )
+        texts = rows.contexts
+        near = self._tokenizer.count([texts.get(i, ("", "")) for i in ids])
         with conn.cursor() as cur:
             cur.executemany(
-                schema.INSERT_MEMORY_WITH_ID,
+                schema.INSERT_MEMORY,
                 [
-                    _memory_row(i, m, v, c, deferred and bool(m.session_id))
-                    for i, m, v, c in zip(ids, memories, vectors, counted, strict=True)
+                    _memory_row(i, m, v, c, texts.get(i, ("", "")), n, rows.searched.get(i))
+                    for i, m, v, c, n in zip(ids, memories, vectors, counted, near, strict=True)
                 ],
             )
-        self._write_postings(conn, deltas, memories, ids, counted)
+        self._write_postings(conn, deltas, memories, ids, counted, near)
         self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
-        groups = batch.session_members(memories, ids)
-        window = self._settings.context.window
-        if groups and window > 0:
-            rows = PostgresContextRows(conn, self._tokenizer, deltas, self._dim)
-            for key, members in groups.items():
-                rows.namespace = key[0]
-                rows.prime(key, members[0], window)
-                affected = context.affected_by_insert(rows, key, members, window)
-                context.refresh(rows, affected, self._smoothing())
-            rows.flush()
+        self._update_older(conn, deltas, rows, set(ids))
         return ids
+
+    @staticmethod
+    def _newest(conn: psycopg.Connection, group: Group, limit: int) -> list[tuple[int, SessionRow]]:
+        rows = conn.execute(schema.NEWEST_IN_SESSION, (*group, limit)).fetchall()
+        return [
+            (int(i), SessionRow(str(c), as_array(v), (str(n), str(f))))
+            for i, c, v, n, f in reversed(rows)
+        ]
+
+    def _update_older(
+        self, conn: psycopg.Connection, deltas: Deltas, rows: context.BatchRows, new: set[int]
+    ) -> None:
+        """The rows before the batch in its sessions: their context text (and its postings)
+        and searched vector, in one update each."""
+        older = [
+            (i, group[0]) for i in rows.searched if i not in new and (group := rows.group_of(i))
+        ]
+        texts = [(rows.was.get(i, rows.context_of(i)), rows.context_of(i)) for i, _ in older]
+        counted = self._tokenizer.count([text for pair in texts for text in pair])
+        fresh: list[Posting] = []
+        gone: list[tuple[str, str, int]] = []
+        updates = []
+        for n, ((memory_id, namespace), (old, text)) in enumerate(zip(older, texts, strict=True)):
+            before, after = counted[2 * n], counted[2 * n + 1]
+            if text != old:
+                if old != ("", ""):
+                    gone += [(namespace, term, memory_id) for term in sorted(before.terms)]
+                    deltas.add(namespace, schema.CONTEXT, before, -1)
+                if text != ("", ""):
+                    fresh += postings(namespace, memory_id, after)
+                    deltas.add(namespace, schema.CONTEXT, after, 1)
+            vector = rows.searched[memory_id]
+            updates.append(
+                (
+                    *text,
+                    after.first_length,
+                    after.second_length,
+                    None if vector is None else np.asarray(vector, np.float32),
+                    namespace,
+                    memory_id,
+                )
+            )
+        if gone:
+            conn.execute(schema.DELETE_POSTINGS_MANY, (*_columns(gone), schema.CONTEXT))
+        if fresh:
+            conn.execute(schema.INSERT_POSTINGS_MANY, (schema.CONTEXT, *_columns(fresh)))
+        if updates:
+            with conn.cursor() as cur:
+                cur.executemany(schema.UPDATE_CONTEXT_AND_SEARCHED, updates)
 
     def _write_postings(
         self,
@@ -279,15 +327,22 @@ class PostgresStore(PostgresReads):
         memories: Sequence[NewMemory],
         ids: Sequence[int],
         counted: Sequence[Counted],
+        near: Sequence[Counted],
     ) -> None:
-        flat: list[Posting] = []
-        for memory, memory_id, count in zip(memories, ids, counted, strict=True):
+        """The postings of the new rows' own text and of their context."""
+        own: list[Posting] = []
+        around: list[Posting] = []
+        for memory, memory_id, count, text in zip(memories, ids, counted, near, strict=True):
             namespace = memory.scope.namespace
-            flat += postings(namespace, memory_id, count)
+            own += postings(namespace, memory_id, count)
             deltas.add(namespace, schema.OWN, count, 1)
             deltas.memories[namespace] += 1
-        if flat:
-            conn.execute(schema.INSERT_POSTINGS_MANY, (schema.OWN, *_columns(flat)))
+            if text.terms:
+                around += postings(namespace, memory_id, text)
+                deltas.add(namespace, schema.CONTEXT, text, 1)
+        for kind, flat in ((schema.OWN, own), (schema.CONTEXT, around)):
+            if flat:
+                conn.execute(schema.INSERT_POSTINGS_MANY, (kind, *_columns(flat)))
 
     def _write_entities(
         self,
@@ -672,7 +727,13 @@ def _columns(rows: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
 
 
 def _memory_row(
-    memory_id: int, memory: NewMemory, vector: Vectors, counted: Counted, deferred: bool
+    memory_id: int,
+    memory: NewMemory,
+    vector: Vectors,
+    counted: Counted,
+    text: tuple[str, str],
+    near: Counted,
+    searched: Vectors | None,
 ) -> tuple[Any, ...]:
     scope = memory.scope
     embedding = np.asarray(vector, np.float32)
@@ -690,9 +751,10 @@ def _memory_row(
         memory.importance,
         json.dumps(dict(memory.metadata)),
         memory.speaker,
-        [counted.first_length, counted.second_length, 0, 0],
+        [counted.first_length, counted.second_length, near.first_length, near.second_length],
+        *text,
         embedding,
-        None if deferred else embedding,
+        embedding if searched is None else np.asarray(searched, np.float32),
     )
 
 

@@ -344,7 +344,9 @@ class SQLiteStore:
         first = int(self._conn.execute(schema.NEXT_MEMORY_ID).fetchone()[0])
         ids = list(range(first, first + len(memories)))
         blobs = [np.asarray(v, np.float32).tobytes() for v in vectors]
-        rows = self._batch_context(memories, ids, vectors)
+        rows = batch.session_context(
+            memories, ids, vectors, self._smoothing(), self._context.newest
+        )
         self._conn.executemany(
             schema.INSERT_MEMORY,
             [
@@ -380,39 +382,6 @@ class SQLiteStore:
     def _smoothing(self) -> context.Smoothing:
         cfg = self._settings.context
         return context.Smoothing(window=cfg.window, near=cfg.vector_near, far=cfg.vector_far)
-
-    def _batch_context(
-        self, memories: Sequence[NewMemory], ids: list[int], vectors: Vectors
-    ) -> context.BatchRows:
-        """The session context of a batch not yet written: new session memories get their
-        neighbours' text and vectors, and become context of the ones before them."""
-        rows = context.BatchRows()
-        window = self._settings.context.window
-        if window == 0:
-            return rows
-        members = batch.session_members(memories, ids)
-        if not members:
-            return rows
-        position = {memory_id: i for i, memory_id in enumerate(ids)}
-        for group, new_ids in members.items():
-            before = self._context.newest(group, 2 * window)
-            rows.add(group, before, whole=len(before) < 2 * window)
-            rows.add(
-                group,
-                [
-                    (
-                        i,
-                        context.SessionRow(
-                            memories[position[i]].content, vectors[position[i]], ("", "")
-                        ),
-                    )
-                    for i in new_ids
-                ],
-                whole=False,
-            )
-            affected = context.affected_by_insert(rows, group, new_ids, window)
-            context.refresh(rows, affected, self._smoothing())
-        return rows
 
     def _write_entities(
         self, memories: Sequence[NewMemory], ids: Sequence[int], named: Sequence[batch.Named]
