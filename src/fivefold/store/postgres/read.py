@@ -5,8 +5,9 @@ lifecycle and the writes."""
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
@@ -79,6 +80,7 @@ class PostgresReads:
     _catalogs: dict[str, tuple[int, list[CatalogEntry]]]
     _model: str
     _location: str
+    lexical_pruned = 0  # searches the pruning answered (tests)
 
     @property
     def location(self) -> str:
@@ -280,48 +282,94 @@ class PostgresReads:
         narrower = scope.user_id is not None or scope.agent_id is not None
         join = schema.BM25_FILTER_JOIN.format(filters=where)
         join = join if narrower or types or within is not None else ""
+        # Each column is scored with its own statistics: field -> its two columns' weights.
+        columns = {
+            schema.OWN: (weights.predicate, weights.content),
+            schema.CONTEXT: (weights.context_near, weights.context_far),
+        }
+        fields = [f for f, (w1, w2) in columns.items() if w1 > 0.0 or w2 > 0.0]
+        if not fields:
+            return []
         with self._read() as conn, conn.transaction():
+            # One snapshot: the pruning's bounds and the scores see the same statistics.
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             docs, _, *totals = self._namespace_row(conn, scope.namespace)
             if docs == 0:
                 return []
-            # Each column is scored with its own statistics: (field, weights, token totals).
-            fields = [
-                (schema.OWN, (weights.predicate, weights.content), totals[0:2]),
-                (schema.CONTEXT, (weights.context_near, weights.context_far), totals[2:4]),
-            ]
-            parts = []
-            for field, (w1, w2), (t1, t2) in fields:
-                if w1 <= 0.0 and w2 <= 0.0:
-                    continue
-                parts.append(
-                    schema.BM25_FIELD.format(
-                        docs="%(docs)s::float8",
-                        avg1=f"%(avg1_{field})s::float8",
-                        avg2=f"%(avg2_{field})s::float8",
-                        w1=f"%(w1_{field})s::float8",
-                        w2=f"%(w2_{field})s::float8",
-                        field=field,
-                        join=join,
-                    )
-                )
+            params["docs"] = docs
+            for field in fields:
+                t1, t2 = totals[2 * field : 2 * field + 2]
                 # An empty column's average is 0 and no posting has a length in it.
                 params |= {
-                    "docs": docs,
                     f"avg1_{field}": max(t1 / docs, 1e-9),
                     f"avg2_{field}": max(t2 / docs, 1e-9),
-                    f"w1_{field}": w1,
-                    f"w2_{field}": w2,
+                    f"w1_{field}": columns[field][0],
+                    f"w2_{field}": columns[field][1],
                 }
-            if not parts:
-                return []
-            # Rounded to 12 places: a sum's order varies between rows, and two memories with the
-            # same text must tie exactly (and fall back to id order), as they do in tantivy.
-            sql = (
-                "SELECT id, round(sum(s)::numeric, 12)::float8 AS score "
-                f"FROM ({' UNION ALL '.join(parts)}) AS x "
-                "GROUP BY id ORDER BY score DESC, id LIMIT %(k)s"
-            )
-            rows = conn.execute(sql, params).fetchall()
+            if within is None:
+                pruned = self._pruned(conn, fields, columns, tokens, params, join, k)
+                if pruned is not None:
+                    return pruned
+            rows = conn.execute(_bm25_sql(fields, join, among=False), params).fetchall()
+        return [(int(i), float(s)) for i, s in rows]
+
+    def _pruned(
+        self,
+        conn: psycopg.Connection,
+        fields: Sequence[int],
+        columns: Mapping[int, tuple[float, float]],
+        tokens: Mapping[str, int],
+        params: dict[str, Any],
+        join: str,
+        k: int,
+    ) -> list[tuple[int, float]] | None:
+        """The exact top k without scoring every memory a common token is in (MaxScore). The
+        memories holding the rarest tokens (up to ``PRUNE_POSTINGS`` postings between them) are
+        scored in full, each token of each field looked up for them alone; a token adds less
+        than its weight x idf x (k1 + 1) to any memory, so the tokens whose bounds sum below
+        the k-th score cannot lift a memory holding none of the others into the top k. If a
+        token outside those is not among the rare ones yet, it joins them and the round
+        repeats. None: nothing is common enough to prune, or the rare tokens grew to half the
+        postings (score everything)."""
+        docs = int(params["docs"])
+        stats = conn.execute(schema.BM25_TERM_STATS, {**params, "fields": list(fields)}).fetchall()
+        pairs: list[tuple[int, float, int, str]] = []  # (postings at most, bound, field, term)
+        for field, term, df1, df2 in stats:
+            w1, w2 = columns[int(field)]
+            # A column no memory has the token in adds nothing (its idf would be the largest).
+            bound = tokens[term] * 2.2 * (w1 * _idf(docs, int(df1)) + w2 * _idf(docs, int(df2)))
+            pairs.append((int(df1) + int(df2), bound, int(field), str(term)))
+        pairs.sort()
+        total = sum(p[0] for p in pairs)
+        if total <= PRUNE_POSTINGS:
+            return None  # every posting is cheap to score
+        rare: list[tuple[int, float, int, str]] = []
+        for pair in pairs:
+            if rare and sum(p[0] for p in rare) + pair[0] > PRUNE_POSTINGS:
+                break
+            rare.append(pair)
+        by_bound = sorted(pairs, key=lambda p: p[1])
+        while True:
+            found = conn.execute(
+                schema.BM25_CANDIDATES.format(join=join),
+                {**params, "rare_fields": [p[2] for p in rare], "rare_terms": [p[3] for p in rare]},
+            ).fetchall()
+            among = {**params, "among": [int(r[0]) for r in found]}
+            rows = conn.execute(_bm25_sql(fields, join, among=True), among).fetchall()
+            # The tokens that together stay strictly below the k-th score (room left for the
+            # 12-place rounding) cannot lift a memory without any other token into the top k.
+            theta = float(rows[-1][1]) - 1e-9 if len(rows) >= k else 0.0
+            below, total_bound = 0, 0.0
+            while below < len(by_bound) and total_bound + by_bound[below][1] < theta:
+                total_bound += by_bound[below][1]
+                below += 1
+            essential = set(by_bound[below:])
+            if essential <= set(rare):
+                break
+            rare = sorted(set(rare) | essential)
+            if sum(p[0] for p in rare) > total // 2:
+                return None  # as dear as scoring everything
+        self.lexical_pruned += 1
         return [(int(i), float(s)) for i, s in rows]
 
     def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
@@ -503,6 +551,38 @@ class PostgresReads:
                 location=self._location,
                 parts={"tables": int(size[0]) if size else 0},
             )
+
+
+PRUNE_POSTINGS = 4_000  # postings the rarest tokens may hold between them to be scored first
+
+
+def _idf(docs: int, df: int) -> float:
+    if df <= 0:
+        return 0.0
+    return math.log(1 + (docs - min(df, docs) + 0.5) / (df + 0.5))
+
+
+def _bm25_sql(fields: Sequence[int], join: str, *, among: bool) -> str:
+    """Rounded to 12 places: a sum's order varies between rows, and two memories with the
+    same text must tie exactly (and fall back to id order), as they do in tantivy."""
+    parts = [
+        schema.BM25_FIELD.format(
+            docs="%(docs)s::float8",
+            avg1=f"%(avg1_{field})s::float8",
+            avg2=f"%(avg2_{field})s::float8",
+            w1=f"%(w1_{field})s::float8",
+            w2=f"%(w2_{field})s::float8",
+            field=field,
+            join=join,
+            among=" AND memory_id = ANY(%(among)s::bigint[])" if among else "",
+        )
+        for field in fields
+    ]
+    return (
+        "SELECT id, round(sum(s)::numeric, 12)::float8 AS score "
+        f"FROM ({' UNION ALL '.join(parts)}) AS x "
+        "GROUP BY id ORDER BY score DESC, id LIMIT %(k)s"
+    )
 
 
 def _scope_sql(

@@ -393,9 +393,22 @@ FROM unnest(%(terms)s::text[], %(counts)s::int[]) AS q(term, n)
 CROSS JOIN LATERAL (SELECT df1, df2 FROM term_stats
                     WHERE namespace = %(ns)s AND field = {field} AND term = q.term) AS t
 CROSS JOIN LATERAL (SELECT memory_id, first, second, norm1, norm2 FROM postings
-                    WHERE namespace = %(ns)s AND field = {field} AND term = q.term) AS p
+                    WHERE namespace = %(ns)s AND field = {field} AND term = q.term{among}) AS p
 {join}
 GROUP BY p.memory_id
+"""
+# Pruned BM25 (``PostgresReads.lexical_search``): the memories holding a query's rarest tokens,
+# whose full scores then decide whether the other tokens alone could reach the top k.
+BM25_TERM_STATS = """
+SELECT field, term, df1, df2 FROM term_stats
+WHERE namespace = %(ns)s AND field = ANY(%(fields)s::smallint[]) AND term = ANY(%(terms)s::text[])
+"""
+BM25_CANDIDATES = """
+SELECT DISTINCT p.memory_id
+FROM unnest(%(rare_fields)s::smallint[], %(rare_terms)s::text[]) AS e(field, term)
+CROSS JOIN LATERAL (SELECT memory_id FROM postings
+                    WHERE namespace = %(ns)s AND field = e.field AND term = e.term) AS p
+{join}
 """
 # Only a scope narrower than the namespace (user, agent, types, a given id list) needs the
 # memories row; the posting carries the lengths BM25 needs, so the common case reads postings
