@@ -9,9 +9,11 @@ into its own statements.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
@@ -90,6 +92,27 @@ def mentions(
     return out
 
 
+def memory_values(memory: NewMemory) -> tuple[Any, ...]:
+    """A memory's columns as both backends write them, after its id: namespace, user and agent
+    ('' for none), session, content, predicate, type, event and creation times, importance,
+    metadata (JSON), speaker."""
+    scope = memory.scope
+    return (
+        scope.namespace,
+        scope.user_id or "",
+        scope.agent_id or "",
+        memory.session_id,
+        memory.content,
+        memory.predicate,
+        memory.type.value,
+        None if memory.event_at is None else to_ts(memory.event_at),
+        to_ts(memory.created_at),
+        memory.importance,
+        json.dumps(dict(memory.metadata)),
+        memory.speaker,
+    )
+
+
 def group_of(memory: NewMemory) -> Group | None:
     """The session a memory belongs to (None: it has none)."""
     if not memory.session_id:
@@ -158,6 +181,7 @@ __all__ = [
     "entity_keys",
     "first_spellings",
     "group_of",
+    "memory_values",
     "mentions",
     "session_context",
     "session_members",

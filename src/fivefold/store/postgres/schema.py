@@ -226,7 +226,7 @@ SCHEMA_LOCK = 0x0F1FE_F01D
 MODEL_LOCK = 0x0F1F  # with the namespace's hash: one model version numbered at a time
 
 INSERT_MEMORY = """
-INSERT INTO memories (namespace, id, user_id, agent_id, session_id, content, predicate, type,
+INSERT INTO memories (id, namespace, user_id, agent_id, session_id, content, predicate, type,
     event_at, created_at, importance, metadata, speaker, tokens, context_near, context_far,
     embedding, searched)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)

@@ -10,7 +10,6 @@ namespace and pgvector's HNSW (iterative scans under the scope filter) above it.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -735,22 +734,10 @@ def _memory_row(
     near: Counted,
     searched: Vectors | None,
 ) -> tuple[Any, ...]:
-    scope = memory.scope
     embedding = np.asarray(vector, np.float32)
     return (
-        scope.namespace,
         memory_id,
-        scope.user_id or "",
-        scope.agent_id or "",
-        memory.session_id,
-        memory.content,
-        memory.predicate,
-        memory.type.value,
-        None if memory.event_at is None else to_ts(memory.event_at),
-        to_ts(memory.created_at),
-        memory.importance,
-        json.dumps(dict(memory.metadata)),
-        memory.speaker,
+        *batch.memory_values(memory),
         [counted.first_length, counted.second_length, near.first_length, near.second_length],
         *text,
         embedding,

@@ -350,7 +350,7 @@ class SQLiteStore:
         self._conn.executemany(
             schema.INSERT_MEMORY,
             [
-                (i, *_memory_values(m), *rows.contexts.get(i, ("", "")))
+                (i, *batch.memory_values(m), *rows.contexts.get(i, ("", "")))
                 for i, m in zip(ids, memories, strict=True)
             ],
         )
@@ -771,25 +771,6 @@ class SQLiteStore:
             }
         with self._lock:
             return self._reads.stats(self._model, self._path, namespace, folders)
-
-
-def _memory_values(memory: NewMemory) -> tuple[Any, ...]:
-    """A memory's columns after its id, before its context (``schema.INSERT_MEMORY``)."""
-    scope = memory.scope
-    return (
-        scope.namespace,
-        scope.user_id or "",  # scope columns hold '' for "none" (schema.py)
-        scope.agent_id or "",
-        memory.session_id,
-        memory.content,
-        memory.predicate,
-        memory.type.value,
-        None if memory.event_at is None else to_ts(memory.event_at),
-        to_ts(memory.created_at),
-        memory.importance,
-        json.dumps(dict(memory.metadata)),
-        memory.speaker,
-    )
 
 
 def _blob(vector: Vectors | None) -> bytes | None:
