@@ -45,7 +45,8 @@ def _items(seed: int, n: int) -> list[dict[str, Any]]:
         item: dict[str, Any] = {
             "content": f"turn {i}: " + " ".join(rng.choices(WORDS, k=rng.randint(2, 8))),
             "namespace": rng.choice(["a", "a", "b"]),
-            "created_at": (T0 + timedelta(minutes=i)).isoformat(),
+            # Not in write order: a co-mention edge dates from the first memory written.
+            "created_at": (T0 + timedelta(minutes=rng.randint(0, 10_000))).isoformat(),
             "type": rng.choice(["fact", "event", "preference"]),
         }
         if rng.random() < 0.8:
@@ -141,3 +142,43 @@ def test_a_batch_is_found_by_every_leg_as_written(store_url: str) -> None:
         ]
         assert hits[0] == batch[1].id
         assert set(hits) == {before.id, batch[0].id, batch[1].id}
+
+
+def test_a_writer_racing_into_the_same_session_is_not_read_as_before_the_batch(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Postgres: batch A takes its ids, then B commits turns of the same session (higher ids)
+    before A reads the session's newest rows: A must read only the rows below its own ids, so
+    the turns before A get A's text as context, not B's."""
+    from fivefold.store.postgres.store import PostgresStore
+
+    with (
+        fivefold.Memory.open(pg_url, embedder=fivefold.HashingEmbedder()) as a,
+        fivefold.Memory.open(pg_url, embedder=fivefold.HashingEmbedder()) as b,
+    ):
+        *_, last = a.remember_many([{"content": f"old {i}", "session_id": "s"} for i in range(3)])
+        old = last.id
+        newest = PostgresStore._newest
+        raced: list[bool] = []
+
+        def racing(conn: Any, group: Any, before: int, limit: int) -> Any:
+            if not raced:
+                raced.append(True)
+                b.remember_many([{"content": c, "session_id": "s"} for c in ("B1", "B2")])
+            return newest(conn, group, before, limit)
+
+        monkeypatch.setattr(PostgresStore, "_newest", staticmethod(racing))
+        first, second = a.remember_many(
+            [{"content": "A1", "session_id": "s"}, {"content": "A2", "session_id": "s"}]
+        )
+        assert raced
+        with a.store._pool.connection() as conn:  # type: ignore[attr-defined]
+            rows = {
+                int(i): (str(n), str(f))
+                for i, n, f in conn.execute(
+                    "SELECT id, context_near, context_far FROM memories WHERE id = ANY(%s)",
+                    ([old, first.id, second.id],),
+                )
+            }
+        assert rows[old] == ("old 1\nA1", "old 0\nA2")
+        assert rows[first.id][0].splitlines() == ["old 2", "A2"]

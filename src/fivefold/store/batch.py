@@ -55,8 +55,8 @@ def first_spellings(
 @dataclass
 class Mentions:
     """``rows``: (namespace, entity, memory, joined, type); ``bumps``: mentions gained per
-    (namespace, entity); ``pairs``: per co-mention edge, the support gained and the earliest
-    creation time of the memories giving it."""
+    (namespace, entity); ``pairs``: per co-mention edge, the support gained and the creation
+    time of the first memory giving it (a new edge's, as if written one at a time)."""
 
     rows: list[tuple[str, int, int, bool, str]] = field(default_factory=list)
     bumps: Counter[tuple[str, int]] = field(default_factory=Counter)
@@ -87,8 +87,8 @@ def mentions(
         user, agent = scope.user_id or "", scope.agent_id or ""
         for i, a in enumerate(joined):
             for b in joined[i + 1 :]:
-                support, earliest = out.pairs.get((namespace, user, agent, a, b), (0, created))
-                out.pairs[namespace, user, agent, a, b] = (support + 1, min(earliest, created))
+                support, first = out.pairs.get((namespace, user, agent, a, b), (0, created))
+                out.pairs[namespace, user, agent, a, b] = (support + 1, first)
     return out
 
 
@@ -148,18 +148,20 @@ def session_context(
     ids: Sequence[int],
     vectors: Vectors,
     smoothing: context.Smoothing,
-    newest: Callable[[Group, int], list[tuple[int, SessionRow]]],
+    newest: Callable[[Group, int, int], list[tuple[int, SessionRow]]],
 ) -> context.BatchRows:
     """The session context of a batch not yet written: new session memories get their
     neighbours' text and vectors, and become context of the ones before them. ``newest(group,
-    n)`` reads a session's ``n`` newest stored rows, in id order."""
+    before, n)`` reads a session's ``n`` newest stored rows below id ``before``, in id order
+    (below: another writer's rows of the same session, committed since this batch took its
+    ids, come after it)."""
     rows = context.BatchRows()
     members = session_members(memories, ids)
     if smoothing.window == 0 or not members:
         return rows
     position = {memory_id: i for i, memory_id in enumerate(ids)}
     for group, new_ids in members.items():
-        before = newest(group, 2 * smoothing.window)
+        before = newest(group, new_ids[0], 2 * smoothing.window)
         rows.add(group, before, whole=len(before) < 2 * smoothing.window)
         fresh = [memories[position[i]] for i in new_ids]
         rows.add(

@@ -94,6 +94,7 @@ class BatchRows:
     def __init__(self) -> None:
         self._group: dict[int, Group] = {}
         self._order: dict[Group, list[int]] = {}
+        self._at: dict[int, int] = {}  # id -> its place in its group's order
         self._whole: dict[Group, bool] = {}
         self._rows: dict[int, SessionRow] = {}
         self.contexts: dict[int, tuple[str, str]] = {}
@@ -106,6 +107,7 @@ class BatchRows:
         order = self._order.setdefault(group, [])
         self._whole.setdefault(group, whole)
         for memory_id, row in rows:
+            self._at[memory_id] = len(order)
             order.append(memory_id)
             self._group[memory_id] = group
             self._rows[memory_id] = row
@@ -117,7 +119,7 @@ class BatchRows:
         self, group: Group, memory_id: int, window: int
     ) -> tuple[list[Neighbour], list[Neighbour]]:
         order = self._order[group]
-        at = order.index(memory_id)
+        at = self._at[memory_id]
         if at < window and not self._whole[group]:
             raise RuntimeError(f"memory {memory_id}: its session's earlier rows were not read")
         before = [order[i] for i in range(at - 1, max(at - window, 0) - 1, -1)]

@@ -233,7 +233,7 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
 NEWEST_IN_SESSION = """
 SELECT id, content, embedding, context_near, context_far FROM memories
-WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s
+WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s AND id < %s
 ORDER BY id DESC LIMIT %s
 """
 UPDATE_CONTEXT_AND_SEARCHED = """

@@ -252,7 +252,7 @@ class PostgresStore(PostgresReads):
         # older row its context changes in one update: every row version is an insertion into
         # the HNSW graph.
         rows = batch.session_context(
-            memories, ids, vectors, self._smoothing(), lambda g, n: self._newest(conn, g, n)
+            memories, ids, vectors, self._smoothing(), lambda g, b, n: self._newest(conn, g, b, n)
         )
         texts = rows.contexts
         near = self._tokenizer.count([texts.get(i, ("", "")) for i in ids])
@@ -271,8 +271,10 @@ class PostgresStore(PostgresReads):
         return ids
 
     @staticmethod
-    def _newest(conn: psycopg.Connection, group: Group, limit: int) -> list[tuple[int, SessionRow]]:
-        rows = conn.execute(schema.NEWEST_IN_SESSION, (*group, limit)).fetchall()
+    def _newest(
+        conn: psycopg.Connection, group: Group, before: int, limit: int
+    ) -> list[tuple[int, SessionRow]]:
+        rows = conn.execute(schema.NEWEST_IN_SESSION, (*group, before, limit)).fetchall()
         return [
             (int(i), SessionRow(str(c), as_array(v), (str(n), str(f))))
             for i, c, v, n, f in reversed(rows)

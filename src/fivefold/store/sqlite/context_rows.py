@@ -20,7 +20,7 @@ _BEFORE = _SIDE.format(op="<", order="DESC")
 _NEWEST = """
 SELECT m.id, m.content, v.embedding, m.context_near, m.context_far
 FROM memories m JOIN vectors v ON v.memory_id = m.id
-WHERE m.namespace = ? AND m.user_id = ? AND m.agent_id = ? AND m.session_id = ?
+WHERE m.namespace = ? AND m.user_id = ? AND m.agent_id = ? AND m.session_id = ? AND m.id < ?
 ORDER BY m.id DESC LIMIT ?
 """
 _AFTER = _SIDE.format(op=">", order="ASC")
@@ -46,9 +46,9 @@ class SQLiteContextRows:
             sides.append([(int(i), str(c), self._vector(v)) for i, c, v in rows])
         return sides[0], sides[1]
 
-    def newest(self, group: Group, limit: int) -> list[tuple[int, SessionRow]]:
-        """The session's ``limit`` newest rows, in id order."""
-        rows = self._conn.execute(_NEWEST, (*group, limit)).fetchall()
+    def newest(self, group: Group, before: int, limit: int) -> list[tuple[int, SessionRow]]:
+        """The session's ``limit`` newest rows below id ``before``, in id order."""
+        rows = self._conn.execute(_NEWEST, (*group, before, limit)).fetchall()
         return [
             (int(i), SessionRow(str(c), self._vector(v), (str(n), str(f))))
             for i, c, v, n, f in reversed(rows)

@@ -65,7 +65,7 @@ LOCK_WAIT_S = 30.0  # another process's tantivy writer holds the lock at most on
 SYNC_HEAP = 64_000_000
 BUILD_HEAP = 256_000_000
 BUILD_BATCH = 20_000
-LINE_CACHE = 100_000  # lines whose tokens are remembered (about 20 MB at most)
+LINE_CACHE = 8_000_000  # characters of lines whose tokens are remembered (tens of MB at most)
 TIE_SLACK = 8  # hits fetched beyond k, so that ties at the cut are usually seen in one search
 Hit = tuple[float, tantivy.DocAddress]
 
@@ -113,6 +113,7 @@ class LexicalIndexes:
         self._schema = _schema()
         self._open: dict[str, _Index] = {}
         self._lines: dict[str, str] = {}  # see _line_tokens
+        self._line_chars = 0  # the characters of the lines in it
         self.catch_ups = 0
         self.rebuilds = 0
 
@@ -441,11 +442,19 @@ class LexicalIndexes:
         here: a turn's text is also up to four of its neighbours' context, indexed in later
         batches."""
         fresh = list(dict.fromkeys(line for line in lines if line not in self._lines))
-        if len(self._lines) + len(fresh) > LINE_CACHE:
+        size = sum(len(line) for line in fresh)
+        if self._line_chars + size > LINE_CACHE:
             self._lines.clear()
             fresh = list(dict.fromkeys(lines))
+            size = sum(len(line) for line in fresh)
+            self._line_chars = 0
         self._lines.update(zip(fresh, self._tokenizer.join_each(fresh), strict=True))
-        return {line: self._lines[line] for line in lines}
+        self._line_chars += size
+        out = {line: self._lines[line] for line in lines}
+        if self._line_chars > LINE_CACHE:  # one batch's own lines are more than it keeps
+            self._lines.clear()
+            self._line_chars = 0
+        return out
 
     def compact(self, namespaces: Sequence[str]) -> int:
         """Rebuild each index that deleted documents since it was built, so its statistics
