@@ -101,6 +101,8 @@ class _State:
     text_types: tuple[MemoryType, ...] = ()
     runs: list[RetrieverRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Memories' attributes read so far by this recall: the type leg's are fusion's too.
+    attributes: dict[int, MemoryAttributes] = field(default_factory=dict)
 
 
 class ReadPipeline:
@@ -226,8 +228,7 @@ class ReadPipeline:
         if types:
             start = time.perf_counter()
             ids = [item.id for run in legs for item in run.items]
-            attributes = self._store.attributes(state.scope.namespace, ids)
-            kinds = {i: a.type for i, a in attributes.items()}
+            kinds = {i: a.type for i, a in self._attributes(state, ids).items()}
             items = type_list([run.items for run in legs], set(types), kinds)
             legs.append(RetrieverRun(Y, items, state.clock.time(Y.value, start), notes))
         state.runs.extend(legs)
@@ -346,6 +347,14 @@ class ReadPipeline:
         return self._candidates(state, fused, attributes)
 
     # -- fusion and post-fusion policies --------------------------------------------------------
+    def _attributes(self, state: _State, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
+        """``ids``' attributes (those still stored), each read once per recall."""
+        known = state.attributes
+        missing = [i for i in ids if i not in known]
+        if missing:
+            known.update(self._store.attributes(state.scope.namespace, missing))
+        return {i: known[i] for i in ids if i in known}
+
     def _rule_fused(self, state: _State) -> list[Fused]:
         fusion = self._config.fusion
         fused = weighted_rrf(
@@ -384,15 +393,14 @@ class ReadPipeline:
     def _fuse(self, state: _State) -> tuple[list[Fused], dict[int, MemoryAttributes]]:
         start = time.perf_counter()
         fused = self._rule_fused(state)
-        namespace = state.scope.namespace
         if state.model is not None:
             # The packaged model looks at the ten best candidates first (one small read).
             probe = fused[:CONVERSATION_PROBE] if state.model.turns_only else []
             if not probe or _conversation_turns(
-                probe, self._store.attributes(namespace, [f.id for f in probe])
+                probe, self._attributes(state, [f.id for f in probe])
             ):
                 # The model weighs importance and the speaker itself: no prior or boost after.
-                attributes = self._store.attributes(namespace, [f.id for f in fused])
+                attributes = self._attributes(state, [f.id for f in fused])
                 candidates = self._candidates(state, fused, attributes)
                 terms = {f.id: f.terms for f in fused}
                 ranked = [
@@ -405,7 +413,7 @@ class ReadPipeline:
             state.notes.append("the candidates are not conversation turns: the rules rank")
         fusion = self._config.fusion
         fused = fused[:POST_FUSION_DEPTH]
-        attributes = self._store.attributes(namespace, [f.id for f in fused])
+        attributes = self._attributes(state, [f.id for f in fused])
         importance = {i: a.importance for i, a in attributes.items()}
         ranked = apply_prior(fused, importance, fusion.importance_floor)
         ranked = boost(ranked, spoken_by_named(state.query, attributes), fusion.speaker_boost)

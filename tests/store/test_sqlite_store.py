@@ -412,6 +412,43 @@ def test_a_selective_filter_widens_the_hnsw_search(
         assert agree >= len(queries) - 2
 
 
+def test_a_widened_hnsw_search_asks_for_what_the_admitted_share_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second ask is sized by the share of the first one's matches the filter admitted
+    (half as many again as that share says holds k), not by a fixed factor: one widening, not
+    two. What it returns is the admitted matches in HNSW's order, with their cosines."""
+    monkeypatch.setattr(dense, "EXACT_SUBSET", 8)
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(3_000, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = NamespaceIndex(16, IndexConfig(hnsw_threshold=10))
+    users = ["few" if i % 10 == 0 else "many" for i in range(3_000)]
+    index.add(list(range(1, 3_001)), vectors, users, [""] * 3_000, ["fact"] * 3_000)
+    index.remove(11)  # a forgotten admitted memory is never returned
+    graph, asked = index._hnsw, []
+
+    class Recording:
+        def search(self, query: Any, count: int) -> Any:
+            matches = graph.search(query, count)  # type: ignore[attr-defined]
+            admitted = [int(key) for key in matches.keys if key % 10 == 1 and key != 11]
+            asked.append((count, admitted))
+            return matches
+
+    index._hnsw = Recording()
+    query = vectors[0] + 0.1 * rng.normal(size=16).astype(np.float32)
+    query /= np.linalg.norm(query)
+    found = index.search(query[None, :], 10, user="few", agent=None)[0]
+    (first, admitted), (second, final) = asked
+    assert first == 40
+    assert 0 < len(admitted) < 10
+    assert second == -(-3 * first * 10 // (2 * len(admitted)))
+    assert [i for i, _ in found] == final[:10]
+    for memory_id, cosine in found:
+        # HNSW holds its own (lower precision) copy of the vectors
+        assert cosine == pytest.approx(float(vectors[memory_id - 1] @ query), abs=2e-3)
+
+
 def test_hnsw_forget_removes_the_vector(hnsw_store: tuple[Path, list[int]]) -> None:
     path, ids = hnsw_store
     query = _queries(1, seed=6)

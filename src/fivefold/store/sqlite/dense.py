@@ -234,8 +234,12 @@ class NamespaceIndex:
         if agent is not None:
             mask &= self._agent[: self._n] == self._agents.lookup(agent)
         if types:
-            codes = [self._types.lookup(t) for t in types]
-            mask &= np.isin(self._type[: self._n], codes)
+            # One comparison per type: np.isin sorts, ten times slower for a few codes.
+            kinds = self._type[: self._n]
+            of_type = np.zeros(self._n, dtype=bool)
+            for code in {self._types.lookup(t) for t in types}:
+                of_type |= kinds == code
+            mask &= of_type
         return mask
 
     def _search_exact(
@@ -262,20 +266,35 @@ class NamespaceIndex:
         wanted = min(total, k * 4 if filtered else k)
         while True:
             matches = self._hnsw.search(query, wanted)  # type: ignore[union-attr]
-            out: list[tuple[int, float]] = []
-            for key, distance in zip(matches.keys, matches.distances, strict=True):
-                pos = self._pos.get(int(key))
-                if pos is not None and mask[pos]:
-                    out.append((int(key), 1.0 - float(distance)))
-            if len(out) >= k or not filtered or wanted >= total:
-                return out[:k]
-            # The filter removed too many of HNSW's candidates. Ask for as many as should hold
-            # k admitted ones twice over, while that stays well below the whole index; else the
-            # admitted subset is small enough for an exact scan (a third of 1M memories is not:
-            # gathering their vectors alone took longer than any HNSW search).
-            wanted = min(total, max(wanted * 4, 2 * k * total // max(admitted, 1)))
+            keys, distances = self._admitted(matches.keys, matches.distances, mask)
+            found = len(keys)
+            if found >= k or not filtered or wanted >= total:
+                # float64 before subtracting, as 1.0 - float(distance) would be
+                cosines = 1.0 - distances[:k].astype(np.float64)
+                return list(zip(keys[:k].tolist(), cosines.tolist(), strict=True))
+            # The filter removed too many of HNSW's candidates. Ask for half as many again as
+            # the share admitted so far says should hold k (none admitted: as many as the
+            # filter's share of the whole index says, twice over), while that stays well below
+            # the whole index; else the admitted subset is small enough for an exact scan (a
+            # third of 1M memories is not: gathering their vectors alone took longer than any
+            # HNSW search).
+            if found:
+                wanted = min(total, -(-3 * wanted * k // (2 * found)))
+            else:
+                wanted = min(total, max(wanted * 4, 2 * k * total // max(admitted, 1)))
             if admitted <= EXACT_SUBSET or wanted * 4 > total:
                 return self._search_exact(query[None, :], k, mask)[0]
+
+    def _admitted(
+        self, keys: npt.NDArray[np.uint64], distances: Vectors, mask: npt.NDArray[np.bool_]
+    ) -> tuple[npt.NDArray[np.uint64], Vectors]:
+        """HNSW's matches that are in this index and admitted by ``mask``, in HNSW's order
+        (vectorized: a Python loop over 1,600 matches took a millisecond)."""
+        get = self._pos.get
+        rows = np.array([get(key, -1) for key in keys.tolist()], dtype=np.int64)
+        keep = rows >= 0
+        keep[keep] = mask[rows[keep]]
+        return keys[keep], distances[keep]
 
 
 def _checksum(path: Path) -> str:
