@@ -367,6 +367,22 @@ def test_remember_many_with_one_invalid_item_stores_nothing(
     assert_store_works(hashing_mem)
 
 
+@pytest.mark.parametrize(
+    "bad", [[0.0] * 64, [math.inf] + [1.0] * 63, [1.0] * 63, "sixty-four", [1e309] * 64]
+)
+def test_one_bad_vector_among_valid_ones_is_named(hashing_mem: Memory, bad: Any) -> None:
+    """Every item carries a vector (the bulk path checks them as one array): the bad one is
+    still named, and nothing is stored."""
+    items: list[dict[str, Any]] = [
+        {"content": f"Vector item {i} ziggurat", "vector": [float(i + 1)] + [0.5] * 63}
+        for i in range(5)
+    ]
+    items[2]["vector"] = bad
+    error = assert_rejected(lambda: hashing_mem.remember_many(items), InvalidInput, "vector")
+    assert "item 2" in str(error)
+    assert hashing_mem.stats().memories == 0
+
+
 def test_remember_many_failing_inside_the_store_stores_nothing(hashing_mem: Memory) -> None:
     # "!!!" passes argument checks but has no letters: the store refuses it mid-transaction,
     # after items 0 and 1 were already written inside it.

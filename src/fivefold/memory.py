@@ -195,8 +195,8 @@ class Memory:
         """Given vectors checked first (cheap), then the others embedded in one call."""
         dim = self._embedder.dim
         out = np.zeros((len(prepared), dim), dtype=np.float32)
-        for position, raw in given.items():
-            out[position] = _unit_vector(raw, dim, position)
+        if given:
+            out[list(given)] = _unit_vectors(list(given.values()), dim, list(given))
         missing = [i for i in range(len(prepared)) if i not in given]
         if missing:
             out[missing] = self._embedder.embed([_embed_text(prepared[i]) for i in missing])
@@ -467,6 +467,26 @@ def _relation_sentence(source: str, relation: str, target: str, until: datetime 
     if until is not None:
         sentence += f" (until {until.date().isoformat()})"
     return sentence + "."
+
+
+def _unit_vectors(raws: Sequence[Any], dim: int, positions: Sequence[int]) -> np.ndarray:
+    """``_unit_vector`` of each, in a few array operations when every one is ``dim`` finite,
+    non-zero numbers (a bulk load gives thousands); else one at a time, so the first bad one
+    is named. Each row's arithmetic is ``_unit_vector``'s, in the same order."""
+    vectors: np.ndarray | None
+    try:
+        vectors = np.array(raws, dtype=np.float64)
+    except (TypeError, ValueError):
+        vectors = None
+    if vectors is None or vectors.shape != (len(raws), dim) or not np.all(np.isfinite(vectors)):
+        return np.array([_unit_vector(r, dim, p) for r, p in zip(raws, positions, strict=True)])
+    scales = np.max(np.abs(vectors), axis=1)
+    if not np.all(scales > 0.0):
+        return np.array([_unit_vector(r, dim, p) for r, p in zip(raws, positions, strict=True)])
+    scaled = vectors / scales[:, None]
+    norms = np.array([np.sqrt(row.dot(row)) for row in scaled])
+    unit: np.ndarray = (scaled / norms[:, None]).astype(np.float32)
+    return unit
 
 
 def _unit_vector(raw: Any, dim: int, position: int) -> np.ndarray:

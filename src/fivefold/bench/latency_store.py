@@ -274,8 +274,9 @@ def _add_world(mem: Memory, corpus: SyntheticCorpus) -> tuple[int, int]:
 def _bulk_ingest(
     mem: Memory, corpus: SyntheticCorpus, vectors: SyntheticVectors, say: Progress
 ) -> tuple[Ingest, int]:
-    """Every memory, with its precomputed vector; only ``remember_many`` is timed. Ids must
-    come out consecutive, so that a query's target index maps to a memory id."""
+    """Every memory, with its precomputed vector; only ``remember_many`` and the lexical
+    index's last catch-up are timed. Ids must come out consecutive, so that a query's target
+    index maps to a memory id."""
     timings: list[float] = []
     first_id = 0
     for start in range(0, corpus.size, BULK_BATCH):
@@ -290,6 +291,11 @@ def _bulk_ingest(
             raise RuntimeError("memory ids are not consecutive: is another writer on the store?")
         if len(timings) % 50 == 0:
             say(f"{corpus.size:,}: {start + len(batch):,} memories in {sum(timings):.0f} s")
+    # Writers bring the lexical index up to date every few batches: what the last ones left
+    # waiting is part of the ingest (a lexical statistic reads the index once it is current).
+    began = time.perf_counter()
+    mem.store.term_document_frequencies(corpus.namespace, ["ingest"])
+    timings[-1] += time.perf_counter() - began
     return _ingest(
         "precomputed vectors, all fields given", corpus.size, timings, BULK_BATCH
     ), first_id
