@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -153,15 +154,24 @@ class ReadPipeline:
 
     # -- retrievers -----------------------------------------------------------------------------
     def _retrieve(self, state: _State) -> None:
-        """The legs of the plan. The embedding starts first and is waited for only by the
-        semantic leg; the runs keep the order semantic, lexical, type, graph, temporal."""
+        """The legs of the plan. The embedding and the graph and temporal legs start first, on
+        threads of their own (the model and the store's own reads leave the GIL, so they run
+        on another core while the text legs run here); the embedding is waited for only by the
+        semantic leg. The runs keep the order semantic, lexical, type, graph, temporal."""
         wanted = set(state.plan.retrievers)
         if S in wanted:
             texts, clock = [state.query.focus], state.clock
-            state.embedding = _embedding_threads().submit(self._embed, texts, clock)
-        others = self._graph_temporal(state, wanted)
-        self._text_legs(state, wanted)
-        state.runs.extend(others)
+            state.embedding = _leg_threads().submit(self._embed, texts, clock)
+        others = None
+        if G in wanted or T in wanted:
+            others = _leg_threads().submit(self._graph_temporal, state, wanted)
+        try:
+            self._text_legs(state, wanted)
+        except BaseException:
+            if others is not None:  # the walk is done before the text legs' error is raised
+                futures.wait([others])
+            raise
+        state.runs.extend([] if others is None else others.result())
 
     def _vectors(self, state: _State) -> Vectors | None:
         """The query's embedding, once it is ready."""
@@ -509,11 +519,12 @@ def _conversation_turns(probe: Sequence[Fused], attributes: Mapping[int, MemoryA
 
 
 @functools.cache
-def _embedding_threads() -> ThreadPoolExecutor:
-    """Where query embeddings run while the other legs query the store (the model and SQLite
-    both release the GIL): a recall waits for the longer of the two, not their sum. One pool
-    for the process, made on first use; enough workers that concurrent recalls do not queue."""
-    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="fivefold-embed")
+def _leg_threads() -> ThreadPoolExecutor:
+    """Where query embeddings and graph walks run while the text legs query the store (the
+    model and SQLite both release the GIL): a recall waits for the longest, not their sum.
+    One pool for the process, made on first use; enough workers that concurrent recalls do
+    not queue (no task waits for another, so a full pool only delays)."""
+    return ThreadPoolExecutor(max_workers=8, thread_name_prefix="fivefold-leg")
 
 
 def _when(attributes: MemoryAttributes) -> datetime:

@@ -8,6 +8,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -105,6 +106,51 @@ def test_everything_persists_across_close_and_reopen(
         assert ids["budget"] in {h.memory.id for h in via_alias.hits if "graph" in h.sources}
         paraphrase = memory.recall("which beverage does Omar like?", now=now)
         assert paraphrase.hits[0].memory.id == ids["tea"]
+
+
+@pytest.mark.parametrize("where", ["file", ":memory:"])
+def test_the_graph_walk_runs_beside_the_text_legs(
+    tmp_path: Path, now: datetime, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A recall's graph and temporal legs run on a worker thread; on a file they read through
+    a connection of their own (an in-memory database has one). The hits are those of the
+    same recall with every leg on the calling thread."""
+    from concurrent.futures import Future
+
+    from fivefold import pipeline
+    from fivefold.store.sqlite import read
+
+    path = str(tmp_path / "m.db") if where == "file" else ":memory:"
+    seen: list[tuple[str, int, int]] = []
+    for name in ("neighbours", "mentions", "events_between"):
+        original = getattr(read.ReadQueries, name)
+
+        def spy(self: Any, *args: Any, _name: str = name, _original: Any = original) -> Any:
+            seen.append((_name, threading.get_ident(), id(self._conn)))
+            return _original(self, *args)
+
+        monkeypatch.setattr(read.ReadQueries, name, spy)
+
+    class Inline:
+        def submit(self, call: Any, *args: Any) -> Future[Any]:
+            done: Future[Any] = Future()
+            done.set_result(call(*args))
+            return done
+
+    queries = [BUDGET_QUERY, "who reports to Priya Patel?", "what happened last week?"]
+    with _open(path) as memory:
+        _seed_graph(memory, now)
+        parallel = [memory.recall(q, now=now).hits for q in queries]
+        walked = list(seen)
+        monkeypatch.setattr(pipeline, "_leg_threads", Inline)
+        inline = [memory.recall(q, now=now).hits for q in queries]
+        store_conn = id(memory.store._conn)
+    assert parallel == inline
+    assert {name for name, _, _ in walked} == {"neighbours", "mentions", "events_between"}
+    assert all(thread != threading.get_ident() for _, thread, _ in walked)
+    connections = {conn for _, _, conn in walked}
+    assert len(connections) == 1
+    assert (store_conn in connections) == (where == ":memory:")
 
 
 def test_file_store_uses_wal(tmp_path: Path) -> None:

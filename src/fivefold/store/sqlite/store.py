@@ -131,6 +131,9 @@ class SQLiteStore:
             self._conn.close()
             raise
         self._reads = ReadQueries(self._conn)
+        # The graph and temporal legs' connection (``_walk_reads``), opened on first use.
+        self._side: tuple[sqlite3.Connection, ReadQueries] | None = None
+        self._side_lock = threading.Lock()
         self._lexical = LexicalIndexes(
             self._conn, path, store_id=self._store_id, read_only=self.read_only
         )
@@ -165,6 +168,10 @@ class SQLiteStore:
             try:
                 self._lexical.close()
             finally:
+                with self._side_lock:
+                    if self._side is not None:
+                        self._side[0].close()
+                        self._side = None
                 self._conn.close()
 
     def _refuse_write(self) -> None:
@@ -318,6 +325,23 @@ class SQLiteStore:
                 if isinstance(exc, sqlite3.DatabaseError):
                     raise _translate(exc, self._path) from exc
                 raise
+
+    @contextmanager
+    def _walk_reads(self) -> Iterator[ReadQueries]:
+        """The graph and temporal legs' reads. On a file they have a connection of their own,
+        so a recall's graph walk runs beside its text legs (on the other core: SQLite releases
+        the GIL) instead of queueing for the store's lock (no write path reads through it: a
+        reader sees what was committed when it starts). An in-memory database is one
+        connection's: it uses the store's."""
+        if self._path == ":memory:":
+            with self._lock:
+                yield self._reads
+            return
+        with self._side_lock:
+            if self._side is None:
+                conn, _ = _connect(self._path)
+                self._side = (conn, ReadQueries(conn))
+            yield self._side[1]
 
     # -- writes ---------------------------------------------------------------------------------
     def insert_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
@@ -588,8 +612,8 @@ class SQLiteStore:
             return self._reads.edges_touching(scope, entity_ids)
 
     def neighbours(self, scope: Scope, step: NeighbourStep) -> list[tuple[int, float]]:
-        with self._lock:
-            return self._reads.neighbours(scope, step)
+        with self._walk_reads() as reads:
+            return reads.neighbours(scope, step)
 
     def mentions(
         self,
@@ -598,14 +622,14 @@ class SQLiteStore:
         k: int,
         types: Sequence[MemoryType] = (),
     ) -> list[MentionHit]:
-        with self._lock:
-            return self._reads.mentions(scope, entities, k, types)
+        with self._walk_reads() as reads:
+            return reads.mentions(scope, entities, k, types)
 
     def events_between(
         self, scope: Scope, start: datetime, end: datetime, k: int
     ) -> list[tuple[int, datetime]]:
-        with self._lock:
-            return self._reads.events_between(scope, start, end, k)
+        with self._walk_reads() as reads:
+            return reads.events_between(scope, start, end, k)
 
     def last_session_end(self, scope: Scope, exclude_session: str | None) -> datetime | None:
         with self._lock:
