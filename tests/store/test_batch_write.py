@@ -161,11 +161,11 @@ def test_a_writer_racing_into_the_same_session_is_not_read_as_before_the_batch(
         newest = PostgresStore._newest
         raced: list[bool] = []
 
-        def racing(conn: Any, group: Any, before: int, limit: int) -> Any:
+        def racing(conn: Any, wanted: Any, limit: int) -> Any:
             if not raced:
                 raced.append(True)
                 b.remember_many([{"content": c, "session_id": "s"} for c in ("B1", "B2")])
-            return newest(conn, group, before, limit)
+            return newest(conn, wanted, limit)
 
         monkeypatch.setattr(PostgresStore, "_newest", staticmethod(racing))
         first, second = a.remember_many(

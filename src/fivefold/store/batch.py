@@ -24,6 +24,7 @@ from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
 
 Named = list[tuple[str, str]]  # (spelling, key) of each name of a memory, in order
+Stored = tuple[int, SessionRow]  # a stored session row: id, row
 PairKey = tuple[str, str, str, int, int]  # namespace, user, agent, entity a < entity b
 
 
@@ -148,20 +149,22 @@ def session_context(
     ids: Sequence[int],
     vectors: Vectors,
     smoothing: context.Smoothing,
-    newest: Callable[[Group, int, int], list[tuple[int, SessionRow]]],
+    newest: Callable[[Sequence[tuple[Group, int]], int], dict[Group, list[Stored]]],
 ) -> context.BatchRows:
     """The session context of a batch not yet written: new session memories get their
-    neighbours' text and vectors, and become context of the ones before them. ``newest(group,
-    before, n)`` reads a session's ``n`` newest stored rows below id ``before``, in id order
-    (below: another writer's rows of the same session, committed since this batch took its
-    ids, come after it)."""
+    neighbours' text and vectors, and become context of the ones before them. ``newest(wanted,
+    n)`` reads, for each (session, id) wanted, the session's ``n`` newest stored rows below
+    that id, in id order (below: another writer's rows of the same session, committed since
+    this batch took its ids, come after it)."""
     rows = context.BatchRows()
     members = session_members(memories, ids)
     if smoothing.window == 0 or not members:
         return rows
     position = {memory_id: i for i, memory_id in enumerate(ids)}
+    wanted = [(group, new_ids[0]) for group, new_ids in members.items()]
+    stored = newest(wanted, 2 * smoothing.window)
     for group, new_ids in members.items():
-        before = newest(group, new_ids[0], 2 * smoothing.window)
+        before = stored.get(group, [])
         rows.add(group, before, whole=len(before) < 2 * smoothing.window)
         fresh = [memories[position[i]] for i in new_ids]
         rows.add(

@@ -231,10 +231,18 @@ INSERT INTO memories (id, namespace, user_id, agent_id, session_id, content, pre
     embedding, searched)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 """
-NEWEST_IN_SESSION = """
-SELECT id, content, embedding, context_near, context_far FROM memories
-WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s AND id < %s
-ORDER BY id DESC LIMIT %s
+# Per (session, id) wanted in one namespace, the session's newest rows below that id.
+NEWEST_IN_SESSIONS = """
+SELECT w.k, m.id, m.content, m.embedding, m.context_near, m.context_far
+FROM unnest(%(k)s::int[], %(usr)s::text[], %(agt)s::text[], %(ses)s::text[], %(below)s::bigint[])
+    AS w(k, usr, agt, ses, below)
+CROSS JOIN LATERAL (
+    SELECT id, content, embedding, context_near, context_far FROM memories
+    WHERE namespace = %(ns)s AND user_id = w.usr AND agent_id = w.agt AND session_id = w.ses
+      AND id < w.below
+    ORDER BY id DESC LIMIT %(limit)s
+) m
+ORDER BY w.k, m.id
 """
 UPDATE_CONTEXT_AND_SEARCHED = """
 UPDATE memories SET context_near = %s, context_far = %s,

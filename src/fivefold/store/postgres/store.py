@@ -252,7 +252,7 @@ class PostgresStore(PostgresReads):
         # older row its context changes in one update: every row version is an insertion into
         # the HNSW graph.
         rows = batch.session_context(
-            memories, ids, vectors, self._smoothing(), lambda g, b, n: self._newest(conn, g, b, n)
+            memories, ids, vectors, self._smoothing(), lambda w, n: self._newest(conn, w, n)
         )
         texts = rows.contexts
         near = self._tokenizer.count([texts.get(i, ("", "")) for i in ids])
@@ -272,13 +272,25 @@ class PostgresStore(PostgresReads):
 
     @staticmethod
     def _newest(
-        conn: psycopg.Connection, group: Group, before: int, limit: int
-    ) -> list[tuple[int, SessionRow]]:
-        rows = conn.execute(schema.NEWEST_IN_SESSION, (*group, before, limit)).fetchall()
-        return [
-            (int(i), SessionRow(str(c), as_array(v), (str(n), str(f))))
-            for i, c, v, n, f in reversed(rows)
-        ]
+        conn: psycopg.Connection, wanted: Sequence[tuple[Group, int]], limit: int
+    ) -> dict[Group, list[tuple[int, SessionRow]]]:
+        """One statement per namespace (a shard's), for all its sessions wanted."""
+        out: dict[Group, list[tuple[int, SessionRow]]] = {}
+        for namespace in dict.fromkeys(group[0] for group, _ in wanted):
+            mine = [(k, g, b) for k, (g, b) in enumerate(wanted) if g[0] == namespace]
+            params = {
+                "k": [k for k, _, _ in mine],
+                "usr": [g[1] for _, g, _ in mine],
+                "agt": [g[2] for _, g, _ in mine],
+                "ses": [g[3] for _, g, _ in mine],
+                "below": [b for _, _, b in mine],
+                "ns": namespace,
+                "limit": limit,
+            }
+            for k, i, c, v, n, f in conn.execute(schema.NEWEST_IN_SESSIONS, params):
+                row = (int(i), SessionRow(str(c), as_array(v), (str(n), str(f))))
+                out.setdefault(wanted[int(k)][0], []).append(row)
+        return out
 
     def _update_older(
         self, conn: psycopg.Connection, deltas: Deltas, rows: context.BatchRows, new: set[int]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -17,11 +19,24 @@ WHERE m.namespace = ? AND m.user_id = ? AND m.agent_id = ? AND m.session_id = ?
   AND m.id {op} ? ORDER BY m.id {order} LIMIT ?
 """
 _BEFORE = _SIDE.format(op="<", order="DESC")
+# Per (session, id) wanted, the session's newest rows below that id: one statement for a
+# batch's hundreds of sessions, each an index range read backwards (memories_session ends in
+# the rowid).
 _NEWEST = """
-SELECT m.id, m.content, v.embedding, m.context_near, m.context_far
-FROM memories m JOIN vectors v ON v.memory_id = m.id
-WHERE m.namespace = ? AND m.user_id = ? AND m.agent_id = ? AND m.session_id = ? AND m.id < ?
-ORDER BY m.id DESC LIMIT ?
+WITH wanted(k, ns, usr, agt, ses, below) AS (
+    SELECT key, json_extract(value, '$[0]'), json_extract(value, '$[1]'),
+           json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')
+    FROM json_each(:wanted)
+)
+SELECT w.k, m.id, m.content, v.embedding, m.context_near, m.context_far
+FROM wanted w
+JOIN memories m ON m.id IN (
+    SELECT id FROM memories
+    WHERE namespace = w.ns AND user_id = w.usr AND agent_id = w.agt AND session_id = w.ses
+      AND id < w.below
+    ORDER BY id DESC LIMIT :limit
+)
+JOIN vectors v ON v.memory_id = m.id
 """
 _AFTER = _SIDE.format(op=">", order="ASC")
 
@@ -46,13 +61,21 @@ class SQLiteContextRows:
             sides.append([(int(i), str(c), self._vector(v)) for i, c, v in rows])
         return sides[0], sides[1]
 
-    def newest(self, group: Group, before: int, limit: int) -> list[tuple[int, SessionRow]]:
-        """The session's ``limit`` newest rows below id ``before``, in id order."""
-        rows = self._conn.execute(_NEWEST, (*group, before, limit)).fetchall()
-        return [
-            (int(i), SessionRow(str(c), self._vector(v), (str(n), str(f))))
-            for i, c, v, n, f in reversed(rows)
-        ]
+    def newest(
+        self, wanted: Sequence[tuple[Group, int]], limit: int
+    ) -> dict[Group, list[tuple[int, SessionRow]]]:
+        """For each (session, id) wanted, the session's ``limit`` newest rows below that id, in
+        id order."""
+        out: dict[Group, list[tuple[int, SessionRow]]] = {}
+        if not wanted:
+            return out
+        spec = json.dumps([[*group, before] for group, before in wanted])
+        for k, i, c, v, n, f in self._conn.execute(_NEWEST, {"wanted": spec, "limit": limit}):
+            row = (int(i), SessionRow(str(c), self._vector(v), (str(n), str(f))))
+            out.setdefault(wanted[int(k)][0], []).append(row)
+        for rows in out.values():
+            rows.sort(key=lambda r: r[0])  # sorting a few rows here is cheaper than in SQL
+        return out
 
     def context_of(self, memory_id: int) -> tuple[str, str]:
         row = self._conn.execute(
