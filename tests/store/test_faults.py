@@ -8,6 +8,7 @@ import multiprocessing
 import random
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,6 +144,8 @@ def test_a_store_on_read_only_media_opens_for_recall(read_only_folder: Path) -> 
     ids = [int(i) for i in (read_only_folder / "ids.txt").read_text().split()]
     with _open(read_only_folder / "memory.db") as memory:
         assert memory.store.read_only  # type: ignore[attr-defined]
+        # Nothing to checkpoint: no WAL thread (store/sqlite/checkpoint.py) on read-only media.
+        assert not [t for t in threading.enumerate() if t.name == "fivefold-checkpoint"]
         assert memory.stats().memories == len(ids)
         hits = memory.recall("Note 7: the Kestrel review moved to week 7").hits
         assert hits[0].memory.id == ids[7]
