@@ -53,16 +53,18 @@ class WriteConfig:
 class ContextConfig:
     """Session context (``store/context.py``): a memory with a ``session_id`` is indexed with
     its neighbours in the session, up to ``window`` places away (0: no context, 1 or 2).
-    ``lexical_*``: BM25 column weights of the neighbours' text at distance 1 and 2 (read at
-    query time; 0 leaves it out). ``vector_*``: their weights in the searched embedding,
-    ``own + near x d1 + far x d2`` re-normalised. ``window`` and ``vector_*`` apply when a
-    memory is written: a store written with others is re-indexed when opened."""
+    ``lexical_weight``: the BM25 weight of a memory's window (its own text with its
+    neighbours', one field: BM25F with the neighbours' terms counted 1/2 at distance 1 and 1/4
+    at distance 2), read at query time; 0 scores the memory's own columns instead.
+    ``vector_*``: the neighbours' weights in the searched embedding, ``own + near x d1 + far x
+    d2`` re-normalised. ``window`` and ``vector_*`` apply when a memory is written: a store
+    written with others is re-indexed when opened."""
 
-    # Lexical weights chosen on four LoCoMo conversations, reported on the other three
-    # (BENCHMARKS); window and vector weights from the quality issue's held-out experiments.
+    # The window's term weights are the quality issue's held-out choice; scoring the window
+    # alone (no separate content column) beside the predicate was chosen on LoCoMo
+    # (BENCHMARKS); vector weights from the issue's held-out experiments.
     window: int = 2
-    lexical_near: float = 0.5
-    lexical_far: float = 0.5
+    lexical_weight: float = 1.0
     vector_near: float = 0.25
     vector_far: float = 0.25
 
@@ -291,14 +293,20 @@ class Config:
         return self.namespace_temporal.get(namespace, self.temporal)
 
     def bm25_weights(self) -> ColumnWeights:
-        """The lexical leg's column weights: predicate and content, and the session
-        neighbours' text where memories carry it (``context.window`` > 0)."""
-        near, far = (self.context.lexical_near, self.context.lexical_far)
-        if self.context.window <= 0:
-            near = far = 0.0
+        """The lexical leg's column weights: the predicate and the memory's window where
+        memories carry context (``context.window`` > 0: the window holds the memory's own
+        text, so its content column is not scored again), else predicate and content."""
+        if self.context.window > 0 and self.context.lexical_weight > 0.0:
+            return ColumnWeights(
+                predicate=self.lexical.predicate_weight,
+                content=0.0,
+                context=self.context.lexical_weight,
+            )
+        return self.own_text_weights()
+
+    def own_text_weights(self) -> ColumnWeights:
+        """A memory's own columns only: what it says, not what its session neighbours say
+        (negation, and whether a hit matched through its context)."""
         return ColumnWeights(
-            predicate=self.lexical.predicate_weight,
-            content=self.lexical.content_weight,
-            context_near=near,
-            context_far=far,
+            predicate=self.lexical.predicate_weight, content=self.lexical.content_weight
         )

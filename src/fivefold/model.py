@@ -7,7 +7,7 @@ renamed in one place is a type error everywhere else.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
@@ -447,19 +447,11 @@ class Finding:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ColumnWeights:
-    """BM25 weights of a memory's own columns and of its session neighbours' text at distance 1
-    and 2 (0 leaves that text out). The lexical retriever chooses them; every backend applies
-    them the same way."""
+    """BM25 weights of a memory's own columns and of its ``window``: its own text with its
+    session neighbours' (``store/context.py``, ``WINDOW_REPEATS``), scored as one field (0
+    leaves it out). The lexical retriever chooses them; every backend applies them the same
+    way."""
 
     predicate: float
     content: float
-    context_near: float = 0.0
-    context_far: float = 0.0
-
-    @property
-    def uses_context(self) -> bool:
-        return self.context_near > 0.0 or self.context_far > 0.0
-
-    def own_only(self) -> ColumnWeights:
-        """The memory's own text only: what it says, not what its neighbours say."""
-        return replace(self, context_near=0.0, context_far=0.0)
+    context: float = 0.0

@@ -389,7 +389,7 @@ class ReadPipeline:
                 state.query.terms,
                 ids,
                 max_term_share=self._config.lexical.max_term_share,
-                weights=self._config.bm25_weights(),
+                weights=self._config.own_text_weights(),
             )
         return candidate_features(
             state.runs,
@@ -467,7 +467,7 @@ class ReadPipeline:
                 phrase.split(),
                 ids,
                 max_term_share=self._config.lexical.max_term_share,
-                weights=self._config.bm25_weights(),
+                weights=self._config.own_text_weights(),
             ).items():
                 if value > threshold:
                     strikes[memory_id] = strikes.get(memory_id, 0) + 1

@@ -243,7 +243,7 @@ class Reader:
         found = [i for i in ids if i in lexical]
         if not found or not retrieval.query.terms:
             return set()
-        weights = self._config.bm25_weights().own_only()
+        weights = self._config.own_text_weights()
         own = self._store.lexical_search(
             scope, retrieval.query.terms, len(found), within=found, weights=weights
         )

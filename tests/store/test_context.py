@@ -15,6 +15,7 @@ import fivefold
 from fivefold.config import Config, ContextConfig, IndexConfig
 from fivefold.model import Scope
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
 from fivefold.store.sqlite import schema
 from fivefold.store.tokens import TOKENIZE
 
@@ -42,10 +43,7 @@ def _context(mem: fivefold.Memory, memory_id: int) -> tuple[str, str]:
 
 def _lexical(mem: fivefold.Memory, scope: Scope, word: str, *, context: bool = True) -> list[int]:
     return [
-        i
-        for i, _ in mem.store.lexical_search(
-            scope, [word], 50, weights=W if context else W.own_only()
-        )
+        i for i, _ in mem.store.lexical_search(scope, [word], 50, weights=W if context else OWN)
     ]
 
 

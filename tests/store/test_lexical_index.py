@@ -22,6 +22,7 @@ import pytest
 import fivefold
 from fivefold import Memory, Scope
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
 from fivefold.store.sqlite import lexical, schema
 
 
@@ -39,7 +40,7 @@ def _items(start: int, count: int, **extra: Any) -> list[dict[str, Any]]:
 
 
 def _found(memory: Memory, n: int, scope: Scope | None = None) -> list[int]:
-    own = W.own_only()  # a session neighbour would match through its context
+    own = OWN  # a session neighbour would match through its context
     hits = memory.store.lexical_search(scope or Scope(), [f"tok{n}x"], 5, weights=own)
     return [i for i, _ in hits]
 
@@ -100,7 +101,7 @@ def test_ties_at_the_cut_are_broken_by_id(tmp_path: Path) -> None:
         first = memory.remember_many(same[:3])
         _found(memory, 0)  # committed: the next write rewrites the last two's context
         memory.remember_many(same[3:])
-        own = W.own_only()
+        own = OWN
         hits = memory.store.lexical_search(Scope(), ["kestrel"], 2, weights=own)
         assert [i for i, _ in hits] == [first[0].id, first[1].id]
 

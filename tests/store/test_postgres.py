@@ -97,7 +97,7 @@ def test_the_schema_is_versioned_and_a_newer_one_refused(url: str) -> None:
         memory.remember("one memory")
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("SELECT value FROM fivefold_meta WHERE key = 'schema_version'")
-        assert row.fetchone() == ("3",)
+        assert row.fetchone() == ("4",)
         conn.execute("UPDATE fivefold_meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(fivefold.NotAFivefoldStore, match="schema version 99"):
         _open(url)
@@ -149,6 +149,27 @@ def test_a_version_1_store_is_reindexed_on_open(url: str) -> None:
         assert all(f.ok for f in memory.store.check())
     assert after == before
     assert len(before["default"]) == 13
+
+
+def test_a_version_3_store_gets_its_windows_on_open(url: str) -> None:
+    """Schema 4 keeps a memory's window (own text and session context, one column) where
+    schema 3 kept its context at distance 1 and 2: opening a schema 3 store derives the
+    postings again from the memories."""
+    terms = ["kestrel", "budget", "priya", "part"]
+    with _open(url) as memory:
+        _seed(memory, "default")
+        memory.remember_many(
+            [{"content": f"turn {i} about the Kestrel budget", "session_id": "s"} for i in range(5)]
+        )
+        before = memory.store.lexical_search(Scope("default"), terms, 20, weights=W)
+    with psycopg.connect(url, autocommit=True) as conn:
+        # What schema 3 held in field 1 is not a window: gone, and the version set back.
+        conn.execute("DELETE FROM postings WHERE field = 1")
+        conn.execute("DELETE FROM term_stats WHERE field = 1")
+        conn.execute("UPDATE fivefold_meta SET value = '3' WHERE key = 'schema_version'")
+    with _open(url) as memory:
+        assert memory.store.lexical_search(Scope("default"), terms, 20, weights=W) == before
+        assert all(f.ok for f in memory.store.check())
 
 
 def test_another_embedding_model_is_refused(url: str) -> None:

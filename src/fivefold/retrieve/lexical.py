@@ -1,16 +1,19 @@
-"""Lexical retriever: BM25 over predicate (weighted 4x), content and the session neighbours'
-text, stop words dropped.
+"""Lexical retriever: BM25 over the predicate (weighted 4x) and the memory's window (its
+content with its session neighbours' text, ``store/context.py``), or over predicate and content
+alone (context off; negation; the own-text match), stop words dropped.
 
 BM25 is unbounded, so fusion and negation see it through a documented monotone map:
 
     c = s / (s + 0.5 * S_q)        S_q = sum of the query terms' IDFs in ``content``
 
 ``S_q`` is what one memory of average length scores when it holds every query term once in
-its content (each field is scored on its own and BM25 gives tf 1 at average length exactly
-the IDF), so such a memory gets c ~ 0.67; a predicate hit (4x) ~ 0.89; a single term buried
-in a long text falls below 0.5. For one query the map is strictly increasing in
-``s``, so it never reorders the BM25 list; it only makes scores of different queries
-comparable enough for one threshold (negation's 0.6).
+its content, scored on its own columns (each field is scored on its own and BM25 gives tf 1 at
+average length exactly the IDF), so such a memory gets c ~ 0.67; a predicate hit (4x) ~ 0.89;
+a single term buried in a long text falls below 0.5. Through its window (each own term counted
+four times) the same memory scores about 1.7x its window IDFs, which are lower than its
+content IDFs (a window holds more memories' words). For one query the map is strictly
+increasing in ``s``, so it never reorders the BM25 list; it only makes scores of different
+queries comparable enough for one threshold (negation's 0.6, on own columns).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from fivefold.store.base import Store
 HALF_SATURATION = 0.5
 COMMON_TERM_MIN_DOCS = 1000
 DEFAULT_WEIGHTS = Config().bm25_weights()
+OWN_TEXT_WEIGHTS = Config().own_text_weights()
 
 
 def idf(total: int, frequency: int) -> float:
@@ -95,16 +99,18 @@ def match_confidence(
     within: Sequence[int],
     *,
     max_term_share: float = 1.0,
-    weights: ColumnWeights = DEFAULT_WEIGHTS,
+    weights: ColumnWeights = OWN_TEXT_WEIGHTS,
 ) -> dict[int, float]:
-    """Squashed BM25 of each memory in ``within`` against ``terms`` (for negation demotion).
+    """Squashed BM25 of each memory's own text in ``within`` against ``terms`` (negation
+    demotion; learned fusion's own-text match).
     As in ``lexical_search``, a common term is left out when a rarer one remains: "other than
     Project Taldra" rules out what names Taldra, and "project" would weigh in for half of a
     large store."""
     if not terms or not within:
         return {}
     terms = selective_terms(store, scope.namespace, terms, max_term_share)
-    # A memory is demoted for what it says, not for what its session neighbours say.
-    hits = store.lexical_search(scope, terms, len(within), (), within, weights=weights.own_only())
+    # A memory is demoted for what it says (``weights``: its own columns), not for what its
+    # session neighbours say.
+    hits = store.lexical_search(scope, terms, len(within), (), within, weights=weights)
     weight = query_weight(store, scope.namespace, terms)
     return {i: squash(s, weight) for i, s in hits}

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from fivefold.store.context import WINDOW_REPEATS
+
 # The SQLite backend's FTS5 tables are built with this tokenizer; the Postgres backend counts
 # its terms with ``Tokenizer`` below, which runs the same one.
 TOKENIZE = "porter unicode61 remove_diacritics 2"
@@ -72,6 +74,22 @@ class Tokenizer:
                     (counted.first if column == "a" else counted.second)[str(term)] += 1
             finally:
                 self._conn.execute("ROLLBACK")
+        return out
+
+    def windows(self, texts: Sequence[tuple[str, str, str]]) -> list[Counted]:
+        """Each memory's window from its (content, near, far) text, as one column: a term
+        counted ``context.WINDOW_REPEATS`` times by where it stands, as the embedded index
+        repeats it."""
+        counted = self.count([pair for c, n, f in texts for pair in ((c, n), (f, ""))])
+        own, near, far = WINDOW_REPEATS
+        out = []
+        for at in range(len(texts)):
+            first, second = counted[2 * at], counted[2 * at + 1]
+            window: Counter[str] = Counter()
+            for counter, repeats in ((first.first, own), (first.second, near), (second.first, far)):
+                for term, n in counter.items():
+                    window[term] += repeats * n
+            out.append(Counted(window, Counter()))
         return out
 
     def join_each(self, texts: Sequence[str]) -> list[str]:

@@ -144,13 +144,17 @@ class PostgresContextRows:
         self, group: Group, memory_id: int, old: tuple[str, str], new: tuple[str, str]
     ) -> None:
         namespace = group[0]
-        before, after = self._tokenizer.count([old, new])
-        if old != ("", ""):
-            drop_postings(self._conn, namespace, schema.CONTEXT, memory_id, before)
-            self._deltas.add(namespace, schema.CONTEXT, before, -1)
-        if new != ("", ""):
-            self._postings += postings(namespace, memory_id, after)
-            self._deltas.add(namespace, schema.CONTEXT, after, 1)
+        row = self._conn.execute(
+            "SELECT content FROM memories WHERE namespace = %s AND id = %s", (namespace, memory_id)
+        ).fetchone()
+        if row is None:
+            raise KeyError(memory_id)
+        # Its window (own text and context) changes with its context.
+        before, after = self._tokenizer.windows([(str(row[0]), *old), (str(row[0]), *new)])
+        drop_postings(self._conn, namespace, schema.CONTEXT, memory_id, before)
+        self._deltas.add(namespace, schema.CONTEXT, before, -1)
+        self._postings += postings(namespace, memory_id, after)
+        self._deltas.add(namespace, schema.CONTEXT, after, 1)
         lengths = (after.first_length, after.second_length)
         self._texts[memory_id] = (namespace, *new, *lengths)
 

@@ -285,7 +285,7 @@ class PostgresReads:
         # Each column is scored with its own statistics: field -> its two columns' weights.
         columns = {
             schema.OWN: (weights.predicate, weights.content),
-            schema.CONTEXT: (weights.context_near, weights.context_far),
+            schema.CONTEXT: (weights.context, 0.0),  # the window: one column
         }
         fields = [f for f, (w1, w2) in columns.items() if w1 > 0.0 or w2 > 0.0]
         if not fields:

@@ -12,8 +12,9 @@ inside the transaction that writes a session memory, until its context is comput
 HNSW graph takes each new memory once, with its final vector.
 
 BM25 is the embedded store's (tantivy's), computed from rows: ``postings`` holds each term's
-frequency in a memory's two columns of a ``field`` (0: predicate, content; 1: its session
-context at distance 1, 2) and each column's length as tantivy records it (``field_norm``);
+frequency in a memory's two columns of a ``field`` (0: predicate, content; 1: its window, its
+own text with its session context, each term counted as ``context.WINDOW_REPEATS`` says, and
+an unused second column) and each column's length as tantivy records it (``field_norm``);
 ``term_stats`` each term's document frequency per column, and ``namespaces`` the memory count
 and each column's token total, all per namespace. Every column is scored on its own.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 OWN, CONTEXT = 0, 1  # postings.field
 
@@ -211,9 +212,15 @@ CREATE TABLE models (
     PRIMARY KEY (namespace, version)
 );
 """,
+    # 4: field 1 of the postings holds a memory's window (its own text with its session
+    # context, one column) instead of its context at distance 1 and 2: rebuilt from the rows.
+    """
+TRUNCATE postings, term_stats;
+""",
 )
-# The order of a memory's (and a namespace's) ``tokens``: predicate, content, near, far.
-COLUMNS = ("predicate", "content", "near", "far")
+# The order of a memory's (and a namespace's) ``tokens``: predicate, content, window, and the
+# window field's unused second column.
+COLUMNS = ("predicate", "content", "window", "")
 
 META_DDL = "CREATE TABLE IF NOT EXISTS fivefold_meta (key text PRIMARY KEY, value text NOT NULL)"
 # Planner statistics are refreshed when a namespace crosses a power of two from this size on:

@@ -134,7 +134,7 @@ class PostgresStore(PostgresReads):
                 )
             for step in schema.MIGRATIONS[version:]:
                 conn.execute(step.format(dim=self._dim))
-            if 0 < version < 2:  # the posting rows of schema 2 come from the memories
+            if 0 < version < 4:  # the posting rows of schemas 2 and 4 come from the memories
                 self._reindex_lexical(conn)
             if not meta:
                 meta = {
@@ -255,7 +255,10 @@ class PostgresStore(PostgresReads):
             memories, ids, vectors, self._smoothing(), lambda w, n: self._newest(conn, w, n)
         )
         texts = rows.contexts
-        near = self._tokenizer.count([texts.get(i, ("", "")) for i in ids])
+        # Every memory has a window: its own text, and its neighbours' where it has some.
+        near = self._tokenizer.windows(
+            [(m.content, *texts.get(i, ("", ""))) for i, m in zip(ids, memories, strict=True)]
+        )
         with conn.cursor() as cur:
             cur.executemany(
                 schema.INSERT_MEMORY,
@@ -301,19 +304,23 @@ class PostgresStore(PostgresReads):
             (i, group[0]) for i in rows.searched if i not in new and (group := rows.group_of(i))
         ]
         texts = [(rows.was.get(i, rows.context_of(i)), rows.context_of(i)) for i, _ in older]
-        counted = self._tokenizer.count([text for pair in texts for text in pair])
+        counted = self._tokenizer.windows(
+            [
+                (rows.content_of(memory_id), *text)
+                for (memory_id, _), pair in zip(older, texts, strict=True)
+                for text in pair
+            ]
+        )
         fresh: list[Posting] = []
         gone: list[tuple[str, str, int]] = []
         updates = []
         for n, ((memory_id, namespace), (old, text)) in enumerate(zip(older, texts, strict=True)):
             before, after = counted[2 * n], counted[2 * n + 1]
-            if text != old:
-                if old != ("", ""):
-                    gone += [(namespace, term, memory_id) for term in sorted(before.terms)]
-                    deltas.add(namespace, schema.CONTEXT, before, -1)
-                if text != ("", ""):
-                    fresh += postings(namespace, memory_id, after)
-                    deltas.add(namespace, schema.CONTEXT, after, 1)
+            if text != old:  # its window changed with it
+                gone += [(namespace, term, memory_id) for term in sorted(before.terms)]
+                deltas.add(namespace, schema.CONTEXT, before, -1)
+                fresh += postings(namespace, memory_id, after)
+                deltas.add(namespace, schema.CONTEXT, after, 1)
             vector = rows.searched[memory_id]
             updates.append(
                 (
@@ -340,19 +347,18 @@ class PostgresStore(PostgresReads):
         memories: Sequence[NewMemory],
         ids: Sequence[int],
         counted: Sequence[Counted],
-        near: Sequence[Counted],
+        windows: Sequence[Counted],
     ) -> None:
-        """The postings of the new rows' own text and of their context."""
+        """The postings of the new rows' own text and of their window."""
         own: list[Posting] = []
         around: list[Posting] = []
-        for memory, memory_id, count, text in zip(memories, ids, counted, near, strict=True):
+        for memory, memory_id, count, window in zip(memories, ids, counted, windows, strict=True):
             namespace = memory.scope.namespace
             own += postings(namespace, memory_id, count)
             deltas.add(namespace, schema.OWN, count, 1)
             deltas.memories[namespace] += 1
-            if text.terms:
-                around += postings(namespace, memory_id, text)
-                deltas.add(namespace, schema.CONTEXT, text, 1)
+            around += postings(namespace, memory_id, window)
+            deltas.add(namespace, schema.CONTEXT, window, 1)
         for kind, flat in ((schema.OWN, own), (schema.CONTEXT, around)):
             if flat:
                 conn.execute(schema.INSERT_POSTINGS_MANY, (kind, *_columns(flat)))
@@ -460,13 +466,13 @@ class PostgresStore(PostgresReads):
             for b in joined[i + 1 :]:
                 conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
         conn.execute(schema.PRUNE_COMENTIONS, (ns,))
-        own, ctx = self._tokenizer.count([(predicate or "", content), (near, far)])
+        (own,) = self._tokenizer.count([(predicate or "", content)])
+        (window,) = self._tokenizer.windows([(content, near, far)])
         drop_postings(conn, ns, schema.OWN, memory_id, own)
         deltas.add(ns, schema.OWN, own, -1)
         deltas.memories[ns] -= 1
-        if near or far:
-            drop_postings(conn, ns, schema.CONTEXT, memory_id, ctx)
-            deltas.add(ns, schema.CONTEXT, ctx, -1)
+        drop_postings(conn, ns, schema.CONTEXT, memory_id, window)
+        deltas.add(ns, schema.CONTEXT, window, -1)
         conn.execute(
             "DELETE FROM mentions WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
         )
@@ -682,19 +688,16 @@ class PostgresStore(PostgresReads):
                 "context_far FROM memories ORDER BY namespace, id"
             )
             while batch := rows.fetchmany(2_000):
-                counted = self._tokenizer.count(
-                    [pair for r in batch for pair in ((r[2], r[3]), (r[4], r[5]))]
-                )
+                counted = self._tokenizer.count([(r[2], r[3]) for r in batch])
+                windows = self._tokenizer.windows([(r[3], r[4], r[5]) for r in batch])
                 flat: dict[int, list[Posting]] = {schema.OWN: [], schema.CONTEXT: []}
                 lengths = []
-                for n, row in enumerate(batch):
+                for row, own, ctx in zip(batch, counted, windows, strict=True):
                     namespace, memory_id = str(row[0]), int(row[1])
-                    own, ctx = counted[2 * n], counted[2 * n + 1]
                     flat[schema.OWN] += postings(namespace, memory_id, own)
                     deltas.add(namespace, schema.OWN, own, 1)
-                    if row[4] or row[5]:
-                        flat[schema.CONTEXT] += postings(namespace, memory_id, ctx)
-                        deltas.add(namespace, schema.CONTEXT, ctx, 1)
+                    flat[schema.CONTEXT] += postings(namespace, memory_id, ctx)
+                    deltas.add(namespace, schema.CONTEXT, ctx, 1)
                     columns = [own.first_length, own.second_length]
                     columns += [ctx.first_length, ctx.second_length]
                     lengths.append((columns, namespace, memory_id))

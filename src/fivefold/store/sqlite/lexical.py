@@ -6,9 +6,10 @@ keeps block-max scores and stops early at the top k (block-max WAND): on one 1M 
 lexical top 50 took p99 2.3 ms against FTS5's 415 (the issue's table; BENCHMARKS has ours).
 
 What a document holds: the memory's id (a fast field, read without loading documents), its
-own ``predicate`` and ``content`` and its session neighbours' text (``near``, ``far``) as four
-fields, so each has its own BM25 statistics and the caller's ``ColumnWeights`` boost each at
-query time; ``user``, ``agent`` and ``type`` as exact terms for the scope and type filters. The
+own ``predicate`` and ``content``, and its ``window``: its content with its session
+neighbours' text, each token repeated as ``context.WINDOW_REPEATS`` says (BM25F in one
+field); each field has its own BM25 statistics and the caller's ``ColumnWeights`` boost each
+at query time; ``user``, ``agent`` and ``type`` as exact terms for the scope and type filters. The
 text is tokenized by FTS5's tokenizer (``store/tokens.py``: Porter stemming, diacritics
 folded) and handed over as whitespace-separated tokens, so a term is the same thing here as in
 the PostgreSQL backend. Scoring is tantivy's BM25 (k1 1.2, b 0.75, idf ln(1 + (N - n + 0.5) /
@@ -50,14 +51,15 @@ import tantivy
 
 from fivefold.errors import StoreError
 from fivefold.model import ColumnWeights, Finding, MemoryType, Scope
+from fivefold.store.context import WINDOW_REPEATS
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.read import BY_ID
 from fivefold.store.tokens import Tokenizer
 
 __all__ = ["LexicalIndexes"]
 
-TEXT_FIELDS = ("predicate", "content", "near", "far")
-FORMAT = 2  # of an index folder and its sidecar: a folder of another format is rebuilt
+TEXT_FIELDS = ("predicate", "content", "window")
+FORMAT = 3  # of an index folder and its sidecar: a folder of another format is rebuilt
 # A writer brings a namespace's index up to date once this many log entries wait for it, so a
 # long ingest never leaves its first recall a large catch-up (10,000: about 0.5 s). Fewer
 # catch-ups are less work, not work put off: a turn re-indexed for context by several batches
@@ -138,9 +140,7 @@ class LexicalIndexes:
         boosts = [
             (field, weight)
             for field, weight in zip(
-                TEXT_FIELDS,
-                (weights.predicate, weights.content, weights.context_near, weights.context_far),
-                strict=True,
+                TEXT_FIELDS, (weights.predicate, weights.content, weights.context), strict=True
             )
             if weight > 0.0
         ]
@@ -430,9 +430,18 @@ class LexicalIndexes:
             for row in rows:
                 document = tantivy.Document()
                 document.add_unsigned("id", int(row[0]))
-                for field, text in zip(TEXT_FIELDS, row[4:8], strict=True):
-                    # Token order does not matter to BM25 (no positions are indexed).
-                    joined = " ".join(t for t in map(tokens.get, str(text).split("\n")) if t)
+                # Token order does not matter to BM25 (no positions are indexed).
+                predicate, content, near, far = (
+                    " ".join(t for t in map(tokens.get, str(text).split("\n")) if t)
+                    for text in row[4:8]
+                )
+                window = " ".join(
+                    part
+                    for part, repeats in zip((content, near, far), WINDOW_REPEATS, strict=True)
+                    for _ in range(repeats)
+                    if part
+                )
+                for field, joined in zip(TEXT_FIELDS, (predicate, content, window), strict=True):
                     if joined:
                         document.add_text(field, joined)
                 document.add_text("user", _exact(str(row[1])))
