@@ -39,8 +39,8 @@ FEATURES = (
 # the rules ranked, and for results learned fusion ranked (its scores are probabilities, so
 # ``relative_score`` means another thing there), fit on recalls ranked by models that never
 # saw the recall's conversation (`--optimizer learned`).
-COEFFICIENTS = (-7.6595, 1.0304, -0.8316, 5.1117, -0.5567, 0.1966, -1.7953, 6.1706)
-LEARNED_COEFFICIENTS = (-7.8409, 1.3204, -0.854, 1.3915, 0.2693, 0.271, 2.4096, 4.8525)
+COEFFICIENTS = (-9.1217, 1.908, -0.7058, 5.571, -0.0041, 0.1213, -0.0794, 5.0424)
+LEARNED_COEFFICIENTS = (-8.6988, 1.7029, -0.6656, 1.9713, 0.6555, 0.1856, 3.4866, 4.1844)
 
 
 def hit_features(

@@ -124,6 +124,7 @@ _RANGES: Mapping[str, _Range] = MappingProxyType(
         "fusion.temporal_speculative_weight": _NON_NEGATIVE,
         "fusion.importance_floor": _UNIT,
         "fusion.speaker_boost": _NON_NEGATIVE,
+        "fusion.window_boost": _NON_NEGATIVE,
         "retrieval.depth": _ONE_UP,
         "retrieval.type_widen_below": _NON_NEGATIVE,
         "retrieval.negation_threshold": _UNIT,

@@ -427,6 +427,7 @@ class ReadPipeline:
         importance = {i: a.importance for i, a in attributes.items()}
         ranked = apply_prior(fused, importance, fusion.importance_floor)
         ranked = boost(ranked, spoken_by_named(state.query, attributes), fusion.speaker_boost)
+        ranked = boost(ranked, dated_within(state.query, attributes), fusion.window_boost)
         state.clock.time("fuse", start)
         return ranked, attributes
 
@@ -538,6 +539,14 @@ def _timed(
     start = time.perf_counter()
     items = run()
     return RetrieverRun(name, items, clock.time(name.value, start))
+
+
+def dated_within(query: ParsedQuery, attributes: Mapping[int, MemoryAttributes]) -> set[int]:
+    """Candidates dated (or, undated, recorded) inside the query's time window."""
+    window = query.temporal_window
+    if window is None:
+        return set()
+    return {i for i, a in attributes.items() if window.start <= _when(a) <= window.end}
 
 
 def spoken_by_named(query: ParsedQuery, attributes: Mapping[int, MemoryAttributes]) -> set[int]:

@@ -176,10 +176,16 @@ def test_rrf_constant_k_is_the_one_asked_for() -> None:
 
 def test_settings_follow_the_engine_config() -> None:
     settings = FusionSettings.from_config(
-        FusionConfig(k=20, graph_multi_hop_weight=0.5, importance_floor=0.9, speaker_boost=0.4)
+        FusionConfig(
+            k=20,
+            graph_multi_hop_weight=0.5,
+            importance_floor=0.9,
+            speaker_boost=0.4,
+            window_boost=0.2,
+        )
     )
     assert settings == FusionSettings(
-        k=20, multi_hop_factor=0.5, importance_floor=0.9, speaker_boost=0.4
+        k=20, multi_hop_factor=0.5, importance_floor=0.9, speaker_boost=0.4, window_boost=0.2
     )
     # multi-hop factor 0.5 and floor 0.9: 4 -> .011244, 5 -> .006247 (was .008745 < .009995)
     assert engine_fusion(TRACE, settings)[-2:] == (4, 5)

@@ -136,3 +136,39 @@ def test_window_in_another_timezone_selects_the_same_instants(hashing_mem: fivef
         datetime(2026, 3, 17, 9, tzinfo=tokyo), datetime(2026, 3, 17, 13, tzinfo=tokyo), "x", 1.0
     )
     assert ids(hashing_mem, window) == [event]
+
+
+def test_the_window_boost_puts_what_is_dated_inside_the_window_first() -> None:
+    """Rules: a memory the lexical and semantic legs find inside the query's window outranks
+    a slightly better match from outside it (``fusion.window_boost``); 0 turns it off."""
+    from fivefold.config import Config, FusionConfig, OptimizerConfig
+    from fivefold.model import OptimizerMode
+
+    def top(window_boost: float) -> str:
+        config = Config(
+            optimizer=OptimizerConfig(mode=OptimizerMode.RULE),
+            fusion=FusionConfig(window_boost=window_boost),
+        )
+        with fivefold.Memory.open(
+            ":memory:", embedder=fivefold.HashingEmbedder(), config=config
+        ) as mem:
+            mem.remember_many(
+                [
+                    {
+                        "content": "Kestrel schema changes: a schema version field",
+                        "type": "fact",
+                        "created_at": NOW - timedelta(days=60),
+                    },
+                    {
+                        "content": "Kestrel schema changes reviewed with Noor",
+                        "type": "fact",
+                        "created_at": NOW - timedelta(days=3),
+                    },
+                ]
+            )
+            result = mem.recall("what Kestrel schema changes happened last week?", now=NOW)
+            assert result.plan.name.value == "temporal"
+            return result.hits[0].memory.content
+
+    assert top(0.0).startswith("Kestrel schema changes: a schema version")
+    assert top(0.5).startswith("Kestrel schema changes reviewed")

@@ -87,6 +87,7 @@ def to_json(result: BenchResult) -> dict[str, Any]:
                 "multi_hop_factor": setup.fusion.multi_hop_factor,
                 "importance_floor": setup.fusion.importance_floor,
                 "speaker_boost": setup.fusion.speaker_boost,
+                "window_boost": setup.fusion.window_boost,
             },
         },
         "notes": list(result.notes),
@@ -392,7 +393,8 @@ def _setup_line(result: BenchResult) -> str:
         f"{s.docs:,} docs, {s.questions:,} questions (categories: {cats}); embedder "
         f"`{s.embedder}`; one `explain(k={s.k_max}, budget={s.budget!r})` per question; fusion "
         f"k={s.fusion.k}, multi-hop factor {s.fusion.multi_hop_factor}, importance floor "
-        f"{s.fusion.importance_floor}, speaker boost {s.fusion.speaker_boost}. "
+        f"{s.fusion.importance_floor}, speaker boost {s.fusion.speaker_boost}, window boost "
+        f"{s.fusion.window_boost}. "
         f"Time: ingest {t['ingest_s']:.1f} s, questions "
         f"{t['queries_s']:.1f} s (explain p50 {t['query_p50_ms']:.1f} ms, p99 "
         f"{t['query_p99_ms']:.1f} ms), scoring {t['scoring_s']:.1f} s, total "

@@ -53,7 +53,7 @@ from fivefold.embed.base import Embedder
 from fivefold.errors import FivefoldError, InvalidInput
 from fivefold.memory import Memory
 from fivefold.model import Explanation, OptimizerMode, RetrieverName, RetrieverRun
-from fivefold.pipeline import spoken_by_named
+from fivefold.pipeline import dated_within, spoken_by_named
 
 __all__ = [
     "LOCOMO_CATEGORIES",
@@ -390,6 +390,7 @@ def _trace(mem: Memory, namespace: str, explanation: Explanation) -> Trace:
         importance=MappingProxyType({i: a.importance for i, a in attributes.items()}),
         engine=tuple(hit.id for hit in explanation.hits),
         spoken=frozenset(spoken_by_named(explanation.query, attributes)),
+        within=frozenset(dated_within(explanation.query, attributes)),
     )
 
 

@@ -83,8 +83,10 @@ class Trace:
     # The same question on a store that indexes every memory alone (no session context): the
     # plain baselines, as a generic hybrid search library would index the turns.
     plain: tuple[RetrieverRun, ...] = ()
-    # Candidates spoken by a person the question names (the engine's speaker boost).
+    # Candidates spoken by a person the question names (the engine's speaker boost), and
+    # those dated inside its time window (the window boost).
     spoken: frozenset[int] = frozenset()
+    within: frozenset[int] = frozenset()
 
     def run(self, name: RetrieverName) -> RetrieverRun | None:
         return next((run for run in self.runs if run.name is name), None)
@@ -98,6 +100,7 @@ class FusionSettings:
     multi_hop_factor: float = 0.8
     importance_floor: float = 0.7
     speaker_boost: float = 0.0
+    window_boost: float = 0.0
 
     @classmethod
     def from_config(cls, fusion: FusionConfig) -> FusionSettings:
@@ -106,6 +109,7 @@ class FusionSettings:
             multi_hop_factor=fusion.graph_multi_hop_weight,
             importance_floor=fusion.importance_floor,
             speaker_boost=fusion.speaker_boost,
+            window_boost=fusion.window_boost,
         )
 
 
@@ -324,11 +328,13 @@ def _graph_weight(trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
 
 def _prior(fused: Sequence[Fused], trace: Trace, settings: FusionSettings) -> tuple[int, ...]:
     """What the engine does after fusing: drop candidates with a fused score of 0 (no evidence
-    for them), then apply the importance prior and the speaker boost. Challengers replace the
-    fusion step only, so a difference from the engine is the fusion's."""
+    for them), then apply the importance prior, the speaker boost and the window boost.
+    Challengers replace the fusion step only, so a difference from the engine is the
+    fusion's."""
     evidenced = [f for f in fused if f.score > 0.0]
     prior = apply_prior(evidenced, trace.importance, settings.importance_floor)
-    return _ids(boost(prior, trace.spoken, settings.speaker_boost))
+    spoken = boost(prior, trace.spoken, settings.speaker_boost)
+    return _ids(boost(spoken, trace.within, settings.window_boost))
 
 
 def _ids(fused: Sequence[Fused]) -> tuple[int, ...]:
