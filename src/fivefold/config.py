@@ -27,7 +27,10 @@ class TemporalConfig:
 @dataclass(frozen=True, slots=True)
 class LexicalConfig:
     """BM25 column weights. Seed 000 states the intent that a predicate term counts 4x a
-    content term (its A/B letters say the opposite; DESIGN follows the intent)."""
+    content term (its A/B letters say the opposite; DESIGN follows the intent). With session
+    context on, the lexical leg scores the memory's window (which holds its content) in place
+    of its content column, so ``content_weight`` weighs own-text matches only: negation,
+    learned fusion's own-text feature, and the leg when ``context.window = 0``."""
 
     predicate_weight: float = 4.0
     content_weight: float = 1.0

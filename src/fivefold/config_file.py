@@ -172,11 +172,13 @@ _ANY = _Range()
 _COMMENTS: Mapping[str, str] = MappingProxyType(
     {
         "temporal": 'Fuzzy windows in days: "recently"/"lately", "a few months ago" (seed 000).',
-        "lexical": "BM25 column weights: a predicate term counts 4x a content term.",
+        "lexical": "BM25 column weights: a predicate term counts 4x a content term (content:"
+        " with context on, own-text matches only; the window stands for it in the leg).",
         "write": "Bounds on one write: names linked per memory, names joined by co-mentions.",
-        "context": "Session neighbours in BM25 (column weights) and in the searched embedding.",
+        "context": "Session neighbours in BM25 (the window's weight) and the searched embedding.",
         "graph": "Hop scores for 0..3 hops, edge priors, freshness of expired lifecycle edges.",
-        "fusion": "Score-weighted RRF: w * sqrt(c) / (k + rank), then the importance prior.",
+        "fusion": "Score-weighted RRF: w * sqrt(c) / (k + rank), then the importance prior and"
+        " the speaker and time-window boosts.",
         "retrieval": "Candidates per retriever by budget; the type filter widens below this.",
         "index": "Exact search below hnsw_threshold vectors per namespace, HNSW above.",
         "optimizer": 'mode: "rule" (plan per query), "cached" (rule + result cache), '

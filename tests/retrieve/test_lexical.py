@@ -1,4 +1,5 @@
-"""Lexical retriever: BM25 over predicate (weighted) and content, squashed to [0, 1]."""
+"""Lexical retriever: BM25 over predicate (weighted) and content, or the window where session
+context is on, squashed to [0, 1]."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import fivefold
-from fivefold.config import Config, LexicalConfig
-from fivefold.model import MemoryType, RetrieverName, Scope
+from fivefold.config import Config, ContextConfig, LexicalConfig
+from fivefold.model import ColumnWeights, MemoryType, RetrieverName, Scope
 from fivefold.retrieve import lexical_search, match_confidence
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.retrieve.lexical import HALF_SATURATION, idf, selective_terms, squash
@@ -300,3 +301,23 @@ def test_idf_survives_counts_read_across_a_concurrent_write() -> None:
     # df above N: a term count read after another process's write, the total before it.
     assert idf(10, 15) == idf(10, 10) == pytest.approx(math.log(1 + 0.5 / 10.5))
     assert idf(10, 10) > 0
+
+
+@pytest.mark.parametrize(
+    ("context", "full"),
+    [
+        # Context on: the window stands for the content column in the leg.
+        (ContextConfig(), ColumnWeights(predicate=4.0, content=0.0, context=1.0)),
+        (ContextConfig(lexical_weight=2.5), ColumnWeights(predicate=4.0, content=0.0, context=2.5)),
+        # No context, or no weight for it: the memory's own columns, as BM25 alone.
+        (ContextConfig(window=0), ColumnWeights(predicate=4.0, content=1.0)),
+        (ContextConfig(lexical_weight=0.0), ColumnWeights(predicate=4.0, content=1.0)),
+    ],
+)
+def test_the_leg_weights_follow_the_context_settings(
+    context: ContextConfig, full: ColumnWeights
+) -> None:
+    config = Config(context=context)
+    assert config.bm25_weights() == full
+    # Own-text matches (negation, learned fusion's feature) never read the window.
+    assert config.own_text_weights() == ColumnWeights(predicate=4.0, content=1.0)

@@ -4,12 +4,15 @@ lost when the process dies, and closing the store stops the thread."""
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 import fivefold
 from fivefold.store.sqlite import checkpoint
@@ -70,26 +73,23 @@ def test_a_store_in_memory_has_no_thread() -> None:
         assert _checkpoint_threads() == []
 
 
-def test_a_failed_checkpoint_is_tried_again_at_the_next_commit(tmp_path: Path) -> None:
+def test_a_failed_checkpoint_is_tried_again_at_the_next_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A checkpoint that fails (a full disk, say) leaves the pages in the WAL, where readers
     find them, and the thread goes on."""
     path = tmp_path / "m.db"
-    calls: list[str] = []
+    calls: list[int] = []
+    real = checkpoint._checkpoint
+
+    def failing_once(conn: sqlite3.Connection) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("database or disk is full")
+        real(conn)
+
+    monkeypatch.setattr(checkpoint, "_checkpoint", failing_once)
     with fivefold.Memory.open(path, embedder=HASHING) as mem:
-        checkpoints = mem.store._checkpoints  # type: ignore[attr-defined]
-        real = checkpoints._conn
-
-        class Failing:
-            def execute(self, sql: str) -> sqlite3.Cursor:
-                calls.append(sql)
-                if len(calls) == 1:
-                    raise sqlite3.OperationalError("database or disk is full")
-                return real.execute(sql)
-
-            def close(self) -> None:
-                real.close()
-
-        checkpoints._conn = Failing()
         mem.remember_many(_turns(0, 300))
         assert _wait_for(lambda: len(calls) >= 1)
         before = path.stat().st_size
@@ -97,6 +97,15 @@ def test_a_failed_checkpoint_is_tried_again_at_the_next_commit(tmp_path: Path) -
         mem.remember_many(_turns(300, 1200))
         assert _wait_for(lambda: len(calls) >= 2 and path.stat().st_size > before)
         assert mem.stats().memories == 1500
+
+
+def test_a_store_never_closed_leaves_no_thread_once_collected(tmp_path: Path) -> None:
+    mem = fivefold.Memory.open(tmp_path / "m.db", embedder=HASHING)
+    mem.remember("Caroline: hello", session_id="s")
+    assert len(_checkpoint_threads()) == 1
+    del mem
+    gc.collect()
+    assert _wait_for(lambda: not _checkpoint_threads())
 
 
 KILLED_WRITER = """

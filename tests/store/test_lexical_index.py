@@ -49,6 +49,36 @@ def _index(memory: Memory) -> lexical.LexicalIndexes:
     return memory.store._lexical  # type: ignore[attr-defined,no-any-return]
 
 
+@pytest.mark.parametrize(
+    ("content", "near", "far"),
+    [
+        ("Caroline: I went to the support group", "Melanie: How did it go?", ""),
+        ("Yes! Last Friday.", "Melanie: when was it?\nCaroline: the group", "Running, runs"),
+        ("alone, no neighbours", "", ""),
+        ("", "only context here", "and further"),
+    ],
+)
+def test_the_window_counts_the_same_on_both_backends(content: str, near: str, far: str) -> None:
+    """tantivy reads the window as repeated tokens; the Postgres rows count it with
+    ``Tokenizer.windows``: the same terms, frequencies and length (so the same BM25)."""
+    from collections import Counter
+
+    from fivefold.store.tokens import Tokenizer
+
+    tokenizer = Tokenizer()
+
+    def tokens(text: str) -> str:
+        return " ".join(t for t in tokenizer.join_each(text.split("\n")) if t)
+
+    indexed = Counter(lexical.window_tokens(tokens(content), tokens(near), tokens(far)).split())
+    (counted,) = tokenizer.windows([(content, near, far)])
+    assert counted.first == indexed
+    assert counted.first_length == sum(indexed.values())
+    assert not counted.second
+    own = Counter(tokens(content).split())
+    assert all(indexed[t] >= 4 * n for t, n in own.items())  # own text counts 4x
+
+
 def test_writes_are_caught_up_not_rebuilt(tmp_path: Path) -> None:
     with _open(tmp_path / "m.db") as memory:
         first = memory.remember_many(_items(0, 50, session_id="s"))

@@ -109,8 +109,9 @@ class PostgresContextRows:
         self._deltas = deltas
         self._dim = dim
         self.namespace = ""  # set by the caller: context never crosses a namespace
-        # id -> ns, near, far, their token counts
+        # id -> ns, near, far, the window's token count and its unused second column's (0)
         self._texts: dict[int, tuple[str, str, str, int, int]] = {}
+        self._contents: dict[int, str] = {}  # id -> content, read with its context
         self._searched: dict[int, tuple[str, Vectors | None]] = {}
         self._postings: list[Posting] = []
 
@@ -133,24 +134,30 @@ class PostgresContextRows:
         if memory_id in self._texts:
             return self._texts[memory_id][1:3]
         row = self._conn.execute(
-            "SELECT context_near, context_far FROM memories WHERE namespace = %s AND id = %s",
+            "SELECT context_near, context_far, content FROM memories "
+            "WHERE namespace = %s AND id = %s",
             (self.namespace, memory_id),
         ).fetchone()
         if row is None:
             raise KeyError(memory_id)
+        self._contents[memory_id] = str(row[2])  # its window holds it too (set_context)
         return (str(row[0]), str(row[1]))
 
     def set_context(
         self, group: Group, memory_id: int, old: tuple[str, str], new: tuple[str, str]
     ) -> None:
         namespace = group[0]
-        row = self._conn.execute(
-            "SELECT content FROM memories WHERE namespace = %s AND id = %s", (namespace, memory_id)
-        ).fetchone()
-        if row is None:
-            raise KeyError(memory_id)
+        content = self._contents.get(memory_id)
+        if content is None:
+            row = self._conn.execute(
+                "SELECT content FROM memories WHERE namespace = %s AND id = %s",
+                (namespace, memory_id),
+            ).fetchone()
+            if row is None:
+                raise KeyError(memory_id)
+            content = str(row[0])
         # Its window (own text and context) changes with its context.
-        before, after = self._tokenizer.windows([(str(row[0]), *old), (str(row[0]), *new)])
+        before, after = self._tokenizer.windows([(content, *old), (content, *new)])
         drop_postings(self._conn, namespace, schema.CONTEXT, memory_id, before)
         self._deltas.add(namespace, schema.CONTEXT, before, -1)
         self._postings += postings(namespace, memory_id, after)

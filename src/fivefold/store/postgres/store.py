@@ -256,18 +256,18 @@ class PostgresStore(PostgresReads):
         )
         texts = rows.contexts
         # Every memory has a window: its own text, and its neighbours' where it has some.
-        near = self._tokenizer.windows(
+        windows = self._tokenizer.windows(
             [(m.content, *texts.get(i, ("", ""))) for i, m in zip(ids, memories, strict=True)]
         )
         with conn.cursor() as cur:
             cur.executemany(
                 schema.INSERT_MEMORY,
                 [
-                    _memory_row(i, m, v, c, texts.get(i, ("", "")), n, rows.searched.get(i))
-                    for i, m, v, c, n in zip(ids, memories, vectors, counted, near, strict=True)
+                    _memory_row(i, m, v, c, texts.get(i, ("", "")), w, rows.searched.get(i))
+                    for i, m, v, c, w in zip(ids, memories, vectors, counted, windows, strict=True)
                 ],
             )
-        self._write_postings(conn, deltas, memories, ids, counted, near)
+        self._write_postings(conn, deltas, memories, ids, counted, windows)
         self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
         self._update_older(conn, deltas, rows, set(ids))
@@ -748,14 +748,14 @@ def _memory_row(
     vector: Vectors,
     counted: Counted,
     text: tuple[str, str],
-    near: Counted,
+    window: Counted,
     searched: Vectors | None,
 ) -> tuple[Any, ...]:
     embedding = np.asarray(vector, np.float32)
     return (
         memory_id,
         *batch.memory_values(memory),
-        [counted.first_length, counted.second_length, near.first_length, near.second_length],
+        [counted.first_length, counted.second_length, window.first_length, window.second_length],
         *text,
         embedding,
         embedding if searched is None else np.asarray(searched, np.float32),

@@ -56,7 +56,7 @@ from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.read import BY_ID
 from fivefold.store.tokens import Tokenizer
 
-__all__ = ["LexicalIndexes"]
+__all__ = ["LexicalIndexes", "window_tokens"]
 
 TEXT_FIELDS = ("predicate", "content", "window")
 FORMAT = 3  # of an index folder and its sidecar: a folder of another format is rebuilt
@@ -83,6 +83,13 @@ def _schema() -> tantivy.Schema:
     for field in ("user", "agent", "type"):
         builder.add_text_field(field, tokenizer_name="raw", index_option="basic")
     return builder.build()
+
+
+def window_tokens(content: str, near: str, far: str) -> str:
+    """A window's text from the tokens of its three parts (space-separated), each part
+    repeated as ``WINDOW_REPEATS`` says; ``Tokenizer.windows`` counts the same for Postgres."""
+    parts = zip((content, near, far), WINDOW_REPEATS, strict=True)
+    return " ".join(part for part, repeats in parts for _ in range(repeats) if part)
 
 
 def _exact(value: str) -> str:
@@ -435,12 +442,7 @@ class LexicalIndexes:
                     " ".join(t for t in map(tokens.get, str(text).split("\n")) if t)
                     for text in row[4:8]
                 )
-                window = " ".join(
-                    part
-                    for part, repeats in zip((content, near, far), WINDOW_REPEATS, strict=True)
-                    for _ in range(repeats)
-                    if part
-                )
+                window = window_tokens(content, near, far)
                 for field, joined in zip(TEXT_FIELDS, (predicate, content, window), strict=True):
                     if joined:
                         document.add_text(field, joined)

@@ -8,8 +8,9 @@ The lexical index lives beside the file, one tantivy index per namespace (``lexi
 kept in step through ``lexical_log``.
 
 Derived columns (``context.py``): ``memories.context_near`` / ``context_far`` hold the text
-of a session memory's neighbours at distance 1 and 2, indexed as fields of their own (so the
-memory's own BM25 keeps its statistics); ``vectors.context`` its embedding smoothed with
+of a session memory's neighbours at distance 1 and 2, which the lexical index scores with the
+memory's own text as its window (its own columns keep their statistics); ``vectors.context``
+its embedding smoothed with
 theirs, which the dense index searches (NULL without neighbours: ``embedding`` is searched).
 ``vectors.embedding`` stays the memory's own embedding.
 """
