@@ -10,29 +10,22 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 import fivefold
 from fivefold.bench.datasets import load_locomo
+from fivefold.bench.runner import INGEST_BATCH, item_of
 from fivefold.config import Config, ContextConfig
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / "../shared/data/locomo/locomo_public.json"
-BATCH = 256
+BATCH = INGEST_BATCH
 
 
 def main() -> None:
     dataset = load_locomo(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_DATA)
     embedder = fivefold.MiniLMEmbedder()
-    items: list[dict[str, Any]] = []
-    for doc in dataset.docs:
-        item: dict[str, Any] = {"content": doc.content, "namespace": doc.namespace}
-        if doc.event_at is not None:
-            item.update(event_at=doc.event_at, created_at=doc.event_at)
-        if doc.session is not None:
-            item["session_id"] = doc.session
-        items.append(item)
+    items = [item_of(doc) for doc in dataset.docs]
     start = time.perf_counter()
     vectors = embedder.embed([item["content"] for item in items])
     model = time.perf_counter() - start

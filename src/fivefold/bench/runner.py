@@ -56,6 +56,7 @@ from fivefold.model import Explanation, OptimizerMode, RetrieverName, RetrieverR
 from fivefold.pipeline import dated_within, spoken_by_named
 
 __all__ = [
+    "INGEST_BATCH",
     "LOCOMO_CATEGORIES",
     "BenchResult",
     "Comparison",
@@ -63,6 +64,7 @@ __all__ = [
     "Setup",
     "SystemResult",
     "ingest",
+    "item_of",
     "limit_dataset",
     "metric_specs",
     "run_benchmark",
@@ -345,18 +347,20 @@ def ingest(mem: Memory, dataset: Dataset, *, batch_size: int = INGEST_BATCH) -> 
     docs = dataset.docs
     for start in range(0, len(docs), batch_size):
         batch = docs[start : start + batch_size]
-        items: list[dict[str, Any]] = []
-        for doc in batch:
-            item: dict[str, Any] = {"content": doc.content, "namespace": doc.namespace}
-            if doc.event_at is not None:
-                # A turn was written when it was said: the sources give no other creation time.
-                item.update(event_at=doc.event_at, created_at=doc.event_at)
-            if doc.session is not None:
-                item["session_id"] = doc.session
-            items.append(item)
-        records = mem.remember_many(items)
+        records = mem.remember_many([item_of(doc) for doc in batch])
         doc_of.update((record.id, doc) for record, doc in zip(records, batch, strict=True))
     return doc_of
+
+
+def item_of(doc: Doc) -> dict[str, Any]:
+    """The ``remember_many`` item of a doc: content, dates, namespace and session."""
+    item: dict[str, Any] = {"content": doc.content, "namespace": doc.namespace}
+    if doc.event_at is not None:
+        # A turn was written when it was said: the sources give no other creation time.
+        item.update(event_at=doc.event_at, created_at=doc.event_at)
+    if doc.session is not None:
+        item["session_id"] = doc.session
+    return item
 
 
 def trace_queries(
