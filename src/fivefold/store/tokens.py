@@ -81,16 +81,10 @@ class Tokenizer:
         counted ``context.WINDOW_REPEATS`` times by where it stands, as the embedded index
         repeats it."""
         counted = self.count([pair for c, n, f in texts for pair in ((c, n), (f, ""))])
-        own, near, far = WINDOW_REPEATS
-        out = []
-        for at in range(len(texts)):
-            first, second = counted[2 * at], counted[2 * at + 1]
-            window: Counter[str] = Counter()
-            for counter, repeats in ((first.first, own), (first.second, near), (second.first, far)):
-                for term, n in counter.items():
-                    window[term] += repeats * n
-            out.append(Counted(window, Counter()))
-        return out
+        return [
+            window(counted[2 * at].first, counted[2 * at].second, counted[2 * at + 1].first)
+            for at in range(len(texts))
+        ]
 
     def join_each(self, texts: Sequence[str]) -> list[str]:
         """Each text's tokens, space-separated, grouped by term (an index that keeps no
@@ -115,6 +109,16 @@ class Tokenizer:
     def terms(self, text: str) -> tuple[str, ...]:
         """A query term's tokens, in order (usually one)."""
         return _query_tokens(self, text)
+
+
+def window(own: Counter[str], near: Counter[str], far: Counter[str]) -> Counted:
+    """A memory's window from the term counts of its content and of its context at distance 1
+    and 2, as one column (the second is empty)."""
+    out: Counter[str] = Counter()
+    for counter, repeats in zip((own, near, far), WINDOW_REPEATS, strict=True):
+        for term, n in counter.items():
+            out[term] += repeats * n
+    return Counted(out, Counter())
 
 
 def _norm_table() -> tuple[int, ...]:
@@ -144,4 +148,4 @@ def _query_tokens(tokenizer: Tokenizer, text: str) -> tuple[str, ...]:
     return tuple(sorted(counted.first))
 
 
-__all__ = ["NORMS", "TOKENIZE", "Counted", "Tokenizer", "field_norm"]
+__all__ = ["NORMS", "TOKENIZE", "Counted", "Tokenizer", "field_norm", "window"]

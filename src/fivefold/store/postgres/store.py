@@ -61,7 +61,7 @@ from fivefold.store.rows import (
     stored_edge,
 )
 from fivefold.store.timeconv import to_ts
-from fivefold.store.tokens import Counted, Tokenizer
+from fivefold.store.tokens import Counted, Tokenizer, window
 from fivefold.text import normalize_name
 
 T = TypeVar("T")
@@ -255,10 +255,13 @@ class PostgresStore(PostgresReads):
             memories, ids, vectors, self._smoothing(), lambda w, n: self._newest(conn, w, n)
         )
         texts = rows.contexts
-        # Every memory has a window: its own text, and its neighbours' where it has some.
-        windows = self._tokenizer.windows(
-            [(m.content, *texts.get(i, ("", ""))) for i, m in zip(ids, memories, strict=True)]
-        )
+        # Every memory has a window: its own text (counted above), and its neighbours' where
+        # it has some.
+        around = self._tokenizer.count([texts.get(i, ("", "")) for i in ids])
+        windows = [
+            window(own.second, ctx.first, ctx.second)
+            for own, ctx in zip(counted, around, strict=True)
+        ]
         with conn.cursor() as cur:
             cur.executemany(
                 schema.INSERT_MEMORY,
@@ -304,18 +307,15 @@ class PostgresStore(PostgresReads):
             (i, group[0]) for i in rows.searched if i not in new and (group := rows.group_of(i))
         ]
         texts = [(rows.was.get(i, rows.context_of(i)), rows.context_of(i)) for i, _ in older]
-        counted = self._tokenizer.windows(
-            [
-                (rows.content_of(memory_id), *text)
-                for (memory_id, _), pair in zip(older, texts, strict=True)
-                for text in pair
-            ]
-        )
+        own = self._tokenizer.count([(rows.content_of(i), "") for i, _ in older])
+        counted = self._tokenizer.count([text for pair in texts for text in pair])
         fresh: list[Posting] = []
         gone: list[tuple[str, str, int]] = []
         updates = []
         for n, ((memory_id, namespace), (old, text)) in enumerate(zip(older, texts, strict=True)):
-            before, after = counted[2 * n], counted[2 * n + 1]
+            was, now = counted[2 * n], counted[2 * n + 1]
+            before = window(own[n].first, was.first, was.second)
+            after = window(own[n].first, now.first, now.second)
             if text != old:  # its window changed with it
                 gone += [(namespace, term, memory_id) for term in sorted(before.terms)]
                 deltas.add(namespace, schema.CONTEXT, before, -1)
@@ -352,13 +352,13 @@ class PostgresStore(PostgresReads):
         """The postings of the new rows' own text and of their window."""
         own: list[Posting] = []
         around: list[Posting] = []
-        for memory, memory_id, count, window in zip(memories, ids, counted, windows, strict=True):
+        for memory, memory_id, count, text in zip(memories, ids, counted, windows, strict=True):
             namespace = memory.scope.namespace
             own += postings(namespace, memory_id, count)
             deltas.add(namespace, schema.OWN, count, 1)
             deltas.memories[namespace] += 1
-            around += postings(namespace, memory_id, window)
-            deltas.add(namespace, schema.CONTEXT, window, 1)
+            around += postings(namespace, memory_id, text)
+            deltas.add(namespace, schema.CONTEXT, text, 1)
         for kind, flat in ((schema.OWN, own), (schema.CONTEXT, around)):
             if flat:
                 conn.execute(schema.INSERT_POSTINGS_MANY, (kind, *_columns(flat)))
@@ -466,13 +466,13 @@ class PostgresStore(PostgresReads):
             for b in joined[i + 1 :]:
                 conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
         conn.execute(schema.PRUNE_COMENTIONS, (ns,))
-        (own,) = self._tokenizer.count([(predicate or "", content)])
-        (window,) = self._tokenizer.windows([(content, near, far)])
+        own, ctx = self._tokenizer.count([(predicate or "", content), (near, far)])
+        gone = window(own.second, ctx.first, ctx.second)
         drop_postings(conn, ns, schema.OWN, memory_id, own)
         deltas.add(ns, schema.OWN, own, -1)
         deltas.memories[ns] -= 1
-        drop_postings(conn, ns, schema.CONTEXT, memory_id, window)
-        deltas.add(ns, schema.CONTEXT, window, -1)
+        drop_postings(conn, ns, schema.CONTEXT, memory_id, gone)
+        deltas.add(ns, schema.CONTEXT, gone, -1)
         conn.execute(
             "DELETE FROM mentions WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
         )
@@ -689,7 +689,11 @@ class PostgresStore(PostgresReads):
             )
             while batch := rows.fetchmany(2_000):
                 counted = self._tokenizer.count([(r[2], r[3]) for r in batch])
-                windows = self._tokenizer.windows([(r[3], r[4], r[5]) for r in batch])
+                around = self._tokenizer.count([(r[4], r[5]) for r in batch])
+                windows = [
+                    window(own.second, ctx.first, ctx.second)
+                    for own, ctx in zip(counted, around, strict=True)
+                ]
                 flat: dict[int, list[Posting]] = {schema.OWN: [], schema.CONTEXT: []}
                 lengths = []
                 for row, own, ctx in zip(batch, counted, windows, strict=True):
