@@ -297,6 +297,54 @@ def test_several_processes_and_threads_write_and_read_at_once(url: str) -> None:
         }
 
 
+def _visibility(url: str, table: str) -> tuple[int, int]:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT relpages, relallvisible FROM pg_class WHERE oid = %s::regclass", (table,)
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def _filler(count: int) -> list[dict[str, Any]]:
+    return [
+        {"content": f"note {n} about the Kestrel budget", "session_id": f"s{n // 10}"}
+        for n in range(count)
+    ]
+
+
+def test_growth_steps_come_eight_times_a_doubling() -> None:
+    from fivefold.store.postgres.schema import ANALYZE_FROM, growth_step
+
+    steps = [growth_step(n) for n in range(4 * ANALYZE_FROM)]
+    assert set(steps[:ANALYZE_FROM]) == {0}
+    assert steps == sorted(steps)
+    assert len(set(steps[ANALYZE_FROM : 2 * ANALYZE_FROM])) == 8
+    assert len(set(steps[2 * ANALYZE_FROM :])) == 8
+
+
+def test_a_namespace_growing_a_step_has_its_postings_vacuumed(url: str) -> None:
+    # Index-only scans of the postings skip the heap only for pages the visibility map covers.
+    with _open(url) as memory:
+        memory.remember_many(_filler(300))  # 0 -> 300: past the first step (256)
+    pages, visible = _visibility(url, "postings")
+    assert pages > 0
+    assert visible == pages
+
+
+def test_a_failing_vacuum_neither_fails_nor_repeats_the_write(
+    url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from fivefold.store.postgres import schema
+
+    monkeypatch.setattr(schema, "VACUUM", "VACUUM no_such_table")
+    with _open(url) as memory:
+        records = memory.remember_many(_filler(300))
+        assert len(records) == 300
+        assert memory.stats().memories == 300
+    assert "refreshing statistics after a write failed" in caplog.text
+
+
 def test_text_with_a_nul_character_is_refused_before_writing(url: str) -> None:
     with _open(url) as memory:
         memory.remember("kept")

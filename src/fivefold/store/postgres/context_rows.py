@@ -48,8 +48,8 @@ class Deltas:
         totals[base + 1] += sign * counted.second_length
 
     def flush(self, conn: psycopg.Connection) -> bool:
-        """Apply the deltas; True when a namespace grew across a power of two (from
-        ``schema.ANALYZE_FROM``): time to refresh the planner's statistics."""
+        """Apply the deltas; True when a namespace grew into a new ``schema.growth_step``:
+        time to refresh the planner's statistics and the visibility map."""
         for (namespace, kind), table in sorted(self.terms.items()):
             changed = sorted((t, d[0], d[1]) for t, d in table.items() if d[0] or d[1])
             if not changed:
@@ -71,7 +71,7 @@ class Deltas:
             ).fetchone()
             now = int(row[0]) if row else 0
             before = now - self.memories[namespace]
-            grew |= now >= schema.ANALYZE_FROM and now.bit_length() > max(before, 0).bit_length()
+            grew |= schema.growth_step(now) > schema.growth_step(max(before, 0))
         return grew
 
 

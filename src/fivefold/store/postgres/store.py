@@ -10,6 +10,7 @@ namespace and pgvector's HNSW (iterative scans under the scope filter) above it.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -65,6 +66,7 @@ from fivefold.store.tokens import Counted, Tokenizer, window
 from fivefold.text import normalize_name
 
 T = TypeVar("T")
+log = logging.getLogger("fivefold.store")
 POOL_SIZE = 8
 WRITE_ATTEMPTS = 5
 _SMOOTHING_KEY = "context_smoothing"
@@ -199,14 +201,26 @@ class PostgresStore(PostgresReads):
                         deltas = Deltas()
                         result = work(conn, deltas)
                         grew = deltas.flush(conn)
-                    if grew:
-                        conn.execute(schema.ANALYZE)
-                    return result
+                break
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
                 if attempt == WRITE_ATTEMPTS - 1:
                     raise
                 time.sleep(0.01 * 2**attempt)
-        raise AssertionError("unreachable")
+        if grew:
+            self._maintain()
+        return result
+
+    def _maintain(self) -> None:
+        """The visibility map and planner statistics, after a write that grew a namespace by a
+        step (outside its transaction: VACUUM cannot run inside one). The write is committed
+        by then, so a failure here is logged, not raised: the caller must not retry it, and
+        autovacuum does the same work later."""
+        try:
+            with self._pool.connection() as conn:
+                conn.execute(schema.VACUUM)
+                conn.execute(schema.ANALYZE)
+        except psycopg.Error as exc:
+            log.warning("%s: refreshing statistics after a write failed: %s", self.location, exc)
 
     # -- writes ---------------------------------------------------------------------------------
     def insert_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
