@@ -97,7 +97,7 @@ def test_the_schema_is_versioned_and_a_newer_one_refused(url: str) -> None:
         memory.remember("one memory")
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("SELECT value FROM fivefold_meta WHERE key = 'schema_version'")
-        assert row.fetchone() == ("4",)
+        assert row.fetchone() == ("5",)
         conn.execute("UPDATE fivefold_meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(fivefold.NotAFivefoldStore, match="schema version 99"):
         _open(url)
@@ -170,6 +170,19 @@ def test_a_version_3_store_gets_its_windows_on_open(url: str) -> None:
     with _open(url) as memory:
         assert memory.store.lexical_search(Scope("default"), terms, 20, weights=W) == before
         assert all(f.ok for f in memory.store.check())
+
+
+def test_a_version_4_store_gets_its_impact_index_on_open(url: str) -> None:
+    with _open(url) as memory:
+        _seed(memory, "default")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP INDEX postings_impact")
+        conn.execute("UPDATE fivefold_meta SET value = '4' WHERE key = 'schema_version'")
+    with _open(url):
+        pass
+    with psycopg.connect(url) as conn:
+        found = conn.execute("SELECT to_regclass('postings_impact') IS NOT NULL").fetchone()
+    assert found == (True,)
 
 
 def test_another_embedding_model_is_refused(url: str) -> None:

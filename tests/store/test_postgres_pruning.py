@@ -1,5 +1,6 @@
-"""The Postgres lexical leg's pruning (MaxScore) returns exactly the unpruned top k: the same
-memories, scores and order, ties included, for every scope and filter."""
+"""The Postgres lexical leg's pruning (postings in impact order when only first columns are
+weighted, MaxScore otherwise) returns exactly the unpruned top k: the same memories, scores and
+order, ties included, for every scope and filter."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import random
 import pytest
 
 import fivefold
-from fivefold.model import MemoryType, Scope
-from fivefold.retrieve.lexical import DEFAULT_WEIGHTS
+from fivefold.model import ColumnWeights, MemoryType, Scope
+from fivefold.retrieve.lexical import DEFAULT_WEIGHTS, OWN_TEXT_WEIGHTS
 from fivefold.store.postgres import read
 
 # A Zipfian vocabulary: a few tokens in most memories, most in a few.
@@ -21,7 +22,25 @@ def _text(rng: random.Random) -> str:
     return " ".join(rng.choices(VOCAB, weights=ZIPF, k=rng.randint(3, 14)))
 
 
-def test_pruned_top_k_is_the_exact_top_k(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_impact_bounds_the_score_under_any_average() -> None:
+    rng = random.Random(3)
+    for _ in range(20_000):
+        tf, length = rng.uniform(0.0, 12.0), rng.randint(0, 400)
+        reference, average = rng.choice([4, 32]), rng.uniform(0.5, 300.0)
+        stored = tf / (tf + 0.3 + 0.9 * length / reference)
+        now = tf / (tf + 0.3 + 0.9 * length / average)
+        assert now <= read._saturation_bound(stored, reference / average) + 1e-12
+
+
+# Context on: first columns only (the impact order); context off: content too (MaxScore).
+WINDOW_ONLY = ColumnWeights(predicate=0.0, content=0.0, context=1.0)
+WEIGHTS = [DEFAULT_WEIGHTS, OWN_TEXT_WEIGHTS, WINDOW_ONLY]
+
+
+@pytest.mark.parametrize("weights", WEIGHTS)
+def test_pruned_top_k_is_the_exact_top_k(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, weights: ColumnWeights
+) -> None:
     rng = random.Random(11)
     items = []
     for i in range(400):
@@ -41,7 +60,7 @@ def test_pruned_top_k_is_the_exact_top_k(pg_url: str, monkeypatch: pytest.Monkey
         store = mem.store
 
         def search(scope: Scope, query: str, types: tuple[MemoryType, ...] = ()) -> object:
-            return store.lexical_search(scope, query.split(), 10, types, weights=DEFAULT_WEIGHTS)
+            return store.lexical_search(scope, query.split(), 10, types, weights=weights)
 
         cases = [
             (Scope("default"), ()),
@@ -52,6 +71,13 @@ def test_pruned_top_k_is_the_exact_top_k(pg_url: str, monkeypatch: pytest.Monkey
         exact = [search(scope, q, types) for scope, types in cases for q in queries]
         assert store.lexical_pruned == 0
         monkeypatch.setattr(read, "PRUNE_POSTINGS", 60)
+        monkeypatch.setattr(read, "IMPACT_DEPTH", 4)  # several rounds, not one that reads all
+        monkeypatch.setattr(read, "IMPACT_LONG_LISTS", len(VOCAB))  # never left to MaxScore
         pruned = [search(scope, q, types) for scope, types in cases for q in queries]
         assert pruned == exact
         assert store.lexical_pruned > len(exact) // 4  # the pruning answered, not the fallback
+        if weights.content == 0.0:  # first columns only: mostly in impact order
+            assert store.lexical_by_impact > len(exact) // 4
+            assert store.lexical_stopped_early > len(exact) // 8  # the bound decided
+        else:
+            assert store.lexical_by_impact == 0

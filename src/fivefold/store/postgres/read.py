@@ -81,6 +81,8 @@ class PostgresReads:
     _model: str
     _location: str
     lexical_pruned = 0  # searches the pruning answered (tests)
+    lexical_by_impact = 0  # of which in impact order
+    lexical_stopped_early = 0  # of which before reading every list to its end
 
     @property
     def location(self) -> str:
@@ -307,15 +309,108 @@ class PostgresReads:
                     f"w2_{field}": columns[field][1],
                 }
             if within is None:
-                pruned = self._pruned(conn, fields, columns, tokens, params, join, k)
-                if pruned is not None:
-                    return pruned
+                stats = conn.execute(
+                    schema.BM25_TERM_STATS, {**params, "fields": list(fields)}
+                ).fetchall()
+                found = None
+                if all(columns[f][1] == 0.0 for f in fields):  # first columns only
+                    scope_filter = where if join else None
+                    found = self._by_impact(
+                        conn, stats, fields, columns, tokens, params, scope_filter, k
+                    )
+                if found is None:
+                    found = self._pruned(conn, stats, fields, columns, tokens, params, join, k)
+                if found is not None:
+                    return found
             rows = conn.execute(_bm25_sql(fields, join, among=False), params).fetchall()
+        return [(int(i), float(s)) for i, s in rows]
+
+    def _by_impact(
+        self,
+        conn: psycopg.Connection,
+        stats: Sequence[tuple[Any, ...]],
+        fields: Sequence[int],
+        columns: Mapping[int, tuple[float, float]],
+        tokens: Mapping[str, int],
+        params: dict[str, Any],
+        scope_filter: str | None,
+        k: int,
+    ) -> list[tuple[int, float]] | None:
+        """The exact top k from each (field, term) list's best postings (Fagin's threshold
+        algorithm over the index ``postings_impact``), when only first columns are weighted.
+        Each round reads every list's ``depth`` postings of highest impact (in the scope) and
+        scores the memories read in full; a memory not read in any list scores less than the
+        sum of the lists' bounds at their depth, so once that sum is below the k-th score, the
+        top k is final. Otherwise the lists that could still matter go deeper. None: nothing
+        is common enough to prune, more than ``IMPACT_LONG_LISTS`` lists are long (their
+        impacts are too even to stop early: MaxScore does better), or the lists grew to half
+        the postings."""
+        docs = int(params["docs"])
+        lists: list[tuple[int, str, float, float, int]] = []  # field, term, top, ratio, length
+        total = 0  # postings scoring everything would read
+        for field, term, df1, df2 in stats:
+            total += int(df1) + int(df2)
+            if int(df1) > 0:  # a list holds the postings with the term in the first column
+                average = float(params[f"avg1_{field}"])
+                top = tokens[term] * columns[int(field)][0] * _idf(docs, int(df1)) * 2.2
+                ratio = schema.IMPACT_LENGTH[int(field)] / average
+                lists.append((int(field), str(term), top, ratio, int(df1)))
+        if total <= PRUNE_POSTINGS or not lists:
+            return None  # every posting is cheap to score
+        if sum(entry[4] > 4 * IMPACT_DEPTH for entry in lists) > IMPACT_LONG_LISTS:
+            return None
+        depths = [min(IMPACT_DEPTH, entry[4]) for entry in lists]
+        join = "" if scope_filter is None else schema.BM25_IMPACT_JOIN
+        filters = "" if scope_filter is None else f" AND {scope_filter}"
+        scored = schema.BM25_FILTER_JOIN.format(filters=scope_filter) if scope_filter else ""
+        scoring = _bm25_sql(fields, scored, among=True)
+        while True:
+            statement = " UNION ALL ".join(
+                schema.BM25_BY_IMPACT.format(
+                    n=n, field=int(entry[0]), depth=int(depth), join=join, filters=filters
+                )
+                for n, (entry, depth) in enumerate(zip(lists, depths, strict=True))
+                if depth > 0
+            )
+            terms = {f"term_{n}": entry[1] for n, entry in enumerate(lists)}
+            read_rows = conn.execute(statement, {**params, **terms}).fetchall() if statement else []
+            counts: Counter[int] = Counter()
+            lowest: dict[int, float] = {}
+            for n, _, value in read_rows:
+                counts[int(n)] += 1
+                lowest[int(n)] = min(lowest.get(int(n), math.inf), float(value))
+            among = list(dict.fromkeys(int(r[1]) for r in read_rows))
+            rows = conn.execute(scoring, {**params, "among": among}).fetchall() if among else []
+            read_out = [
+                counts[i] < depths[i] or depths[i] >= entry[4] for i, entry in enumerate(lists)
+            ]
+            if all(read_out):
+                break  # every posting that scores in the scope was read
+            bounds = [
+                0.0 if done else entry[2] * _saturation_bound(lowest[i], entry[3])
+                for i, (entry, done) in enumerate(zip(lists, read_out, strict=True))
+            ]
+            # Strictly below the k-th score (room left for the 12-place rounding): a memory not
+            # read cannot tie with it either.
+            theta = float(rows[-1][1]) - 1e-9 if len(rows) >= k else -math.inf
+            if sum(bounds) < theta:
+                self.lexical_stopped_early += 1
+                break
+            settled = len(rows) >= k and theta > 0.0
+            depths = [
+                d if done or (settled and bound == 0.0) else d * 4
+                for d, done, bound in zip(depths, read_out, bounds, strict=True)
+            ]
+            if sum(depths) > total // 2:
+                return None  # as dear as scoring everything
+        self.lexical_pruned += 1
+        self.lexical_by_impact += 1
         return [(int(i), float(s)) for i, s in rows]
 
     def _pruned(
         self,
         conn: psycopg.Connection,
+        stats: Sequence[tuple[Any, ...]],
         fields: Sequence[int],
         columns: Mapping[int, tuple[float, float]],
         tokens: Mapping[str, int],
@@ -332,7 +427,6 @@ class PostgresReads:
         repeats. None: nothing is common enough to prune, or the rare tokens grew to half the
         postings (score everything)."""
         docs = int(params["docs"])
-        stats = conn.execute(schema.BM25_TERM_STATS, {**params, "fields": list(fields)}).fetchall()
         pairs: list[tuple[int, float, int, str]] = []  # (postings at most, bound, field, term)
         for field, term, df1, df2 in stats:
             w1, w2 = columns[int(field)]
@@ -554,6 +648,21 @@ class PostgresReads:
 
 
 PRUNE_POSTINGS = 4_000  # postings the rarest tokens may hold between them to be scored first
+IMPACT_DEPTH = 256  # postings read from each list in the first round of ``_by_impact``
+# At most this many lists longer than four rounds' depth for ``_by_impact``: measured on the
+# 100k synthetic store (322 searches), impact order beat MaxScore at one or two (median 6 ms
+# against 12, 19 against 22), lost from four (71 against 45).
+IMPACT_LONG_LISTS = 2
+
+
+def _saturation_bound(impact: float, ratio: float) -> float:
+    """The most ``tf / (tf + 0.3 + 0.9 D / avg)`` can be for a posting whose impact (the same
+    with ``L`` for ``avg``, ``schema.impact``) is at most ``impact``, given ``ratio`` = L / avg.
+    With avg <= L the impact is itself a bound; with a longer average, D / avg = ratio D / L and
+    0.3 >= ratio 0.3 give tf / (tf + ratio (0.3 + 0.9 D / L)) = s / (s + ratio (1 - s))."""
+    if ratio >= 1.0 or impact <= 0.0:
+        return max(impact, 0.0)
+    return impact / (impact + ratio * (1.0 - impact))
 
 
 def _idf(docs: int, df: int) -> float:
@@ -564,7 +673,9 @@ def _idf(docs: int, df: int) -> float:
 
 def _bm25_sql(fields: Sequence[int], join: str, *, among: bool) -> str:
     """Rounded to 12 places: a sum's order varies between rows, and two memories with the
-    same text must tie exactly (and fall back to id order), as they do in tantivy."""
+    same text must tie exactly (and fall back to id order), as they do in tantivy. A memory
+    holding the tokens only in columns weighted 0 scores 0 and is not a match (tantivy leaves
+    a field weighted 0 out of the query)."""
     parts = [
         schema.BM25_FIELD.format(
             docs="%(docs)s::float8",
@@ -581,7 +692,7 @@ def _bm25_sql(fields: Sequence[int], join: str, *, among: bool) -> str:
     return (
         "SELECT id, round(sum(s)::numeric, 12)::float8 AS score "
         f"FROM ({' UNION ALL '.join(parts)}) AS x "
-        "GROUP BY id ORDER BY score DESC, id LIMIT %(k)s"
+        "GROUP BY id HAVING sum(s) > 0 ORDER BY score DESC, id LIMIT %(k)s"
     )
 
 

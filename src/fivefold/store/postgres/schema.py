@@ -23,9 +23,29 @@ from __future__ import annotations
 
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 OWN, CONTEXT = 0, 1  # postings.field
+
+# A posting's impact: its first column's share of BM25's saturation, tf / (tf + k1 (1 - b + b
+# D / L)), with a fixed reference length L per field instead of the namespace's average (which
+# moves with every write), so an index can keep each term's postings in impact order. Scoring
+# reads them best first and stops once no unread posting can reach the top k
+# (``PostgresReads._by_impact`` turns an impact into a bound on the score under the current
+# average). L is at or below the average a store is likely to have (a few tokens of predicate; a
+# window repeats its own tokens four times): the bound is tightest there.
+IMPACT_LENGTH = {OWN: 4, CONTEXT: 32}
+
+
+def impact(alias: str = "") -> str:
+    """The impact of a posting (of table ``alias``), as SQL: the expression the index
+    ``postings_impact`` orders by."""
+    return (
+        f"({alias}first::float8 / ({alias}first::float8 + 0.3::float8 + 0.9::float8 * "
+        f"{alias}norm1::float8 / CASE {alias}field WHEN {OWN} THEN {IMPACT_LENGTH[OWN]}::float8 "
+        f"ELSE {IMPACT_LENGTH[CONTEXT]}::float8 END))"
+    )
+
 
 # Each entry migrates from the version before it; entry 0 creates version 1. ``{dim}`` is the
 # store's embedding dimension.
@@ -217,6 +237,13 @@ CREATE TABLE models (
     """
 TRUNCATE postings, term_stats;
 """,
+    # 5: each term's postings in impact order (see IMPACT), for scoring that stops early.
+    # Partial: a posting without the term in its first column adds nothing there, and scoring
+    # a given memory's postings (no ``first > 0``) must keep using the primary key.
+    f"""
+CREATE INDEX IF NOT EXISTS postings_impact ON postings (namespace, field, term, {impact()} DESC)
+    INCLUDE (memory_id, first, norm1) WHERE first > 0;
+""",
 )
 # The order of a memory's (and a namespace's) ``tokens``: predicate, content, window, and the
 # window field's unused second column.
@@ -244,6 +271,8 @@ def growth_step(memories: int) -> int:
         return 0
     bits = memories.bit_length()
     return bits * 8 + ((memories >> (bits - 4)) & 7)
+
+
 # One opener at a time creates or migrates the schema (any 64-bit constant would do).
 SCHEMA_LOCK = 0x0F1FE_F01D
 MODEL_LOCK = 0x0F1F  # with the namespace's hash: one model version numbered at a time
@@ -434,6 +463,17 @@ BM25_TERM_STATS = """
 SELECT field, term, df1, df2 FROM term_stats
 WHERE namespace = %(ns)s AND field = ANY(%(fields)s::smallint[]) AND term = ANY(%(terms)s::text[])
 """
+# One (field, term) list's ``depth`` postings of highest impact (in the scope, through
+# ``{join}``), best first: the index ``postings_impact`` answers it without sorting, by index
+# alone (it holds the columns the impact is computed from). A statement per list, the depth
+# and field written in: with a parameter for either, the planner sorts the whole list instead.
+BM25_BY_IMPACT = f"""
+(SELECT {{n}} AS n, p.memory_id, {impact("p.")} AS impact
+FROM postings p {{join}}
+WHERE p.namespace = %(ns)s AND p.field = {{field}} AND p.term = %(term_{{n}})s
+  AND p.first > 0{{filters}}
+ORDER BY 3 DESC LIMIT {{depth}})
+"""
 BM25_CANDIDATES = """
 SELECT DISTINCT p.memory_id
 FROM unnest(%(rare_fields)s::smallint[], %(rare_terms)s::text[]) AS e(field, term)
@@ -445,6 +485,7 @@ CROSS JOIN LATERAL (SELECT memory_id FROM postings
 # memories row; the posting carries the lengths BM25 needs, so the common case reads postings
 # alone (index-only: the key INCLUDEs them).
 BM25_FILTER_JOIN = "JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id WHERE {filters}"
+BM25_IMPACT_JOIN = "JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id"
 
 # Explicit edges and declared aliases, for export (``fivefold migrate``), in write order.
 SELECT_RELATIONS = f"""

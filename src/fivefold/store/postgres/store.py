@@ -196,11 +196,10 @@ class PostgresStore(PostgresReads):
         writers deadlock (Postgres aborts one of them)."""
         for attempt in range(WRITE_ATTEMPTS):
             try:
-                with self._pool.connection() as conn:
-                    with conn.transaction():
-                        deltas = Deltas()
-                        result = work(conn, deltas)
-                        grew = deltas.flush(conn)
+                with self._pool.connection() as conn, conn.transaction():
+                    deltas = Deltas()
+                    result = work(conn, deltas)
+                    grew = deltas.flush(conn)
                 break
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
                 if attempt == WRITE_ATTEMPTS - 1:
