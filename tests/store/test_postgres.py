@@ -172,17 +172,49 @@ def test_a_version_3_store_gets_its_windows_on_open(url: str) -> None:
         assert all(f.ok for f in memory.store.check())
 
 
-def test_a_version_4_store_gets_its_impact_index_on_open(url: str) -> None:
+AS_VERSION_4 = """
+DROP INDEX postings_impact;
+DROP INDEX mentions_type;
+ALTER TABLE mentions DROP COLUMN type;
+ALTER TABLE postings DROP CONSTRAINT postings_pkey;
+ALTER TABLE postings DROP COLUMN type;
+ALTER TABLE postings ADD PRIMARY KEY (namespace, field, term, memory_id)
+    INCLUDE (first, second, norm1, norm2);
+UPDATE fivefold_meta SET value = '4' WHERE key = 'schema_version';
+"""
+
+
+def test_a_version_4_store_gets_types_and_impact_order_on_open(url: str) -> None:
+    """Schema 5 keeps each memory's type on its postings and mentions and each term's postings
+    in impact order: opening a schema 4 store adds them, and it ranks as before."""
+    terms = ["kestrel", "budget", "priya", "part"]
+    events = (MemoryType.EVENT,)
+
+    def searches(memory: Memory) -> list[object]:
+        found: list[object] = []
+        for types in ((), events, (MemoryType.FACT,)):
+            found.append(memory.store.lexical_search(Scope("default"), terms, 20, types, weights=W))
+            hits = memory.recall("Kestrel budget review", k=20, now=NOW, types=list(types) or None)
+            found.append([h.memory.id for h in hits.hits])
+        return found
+
     with _open(url) as memory:
         _seed(memory, "default")
+        before = searches(memory)
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("DROP INDEX postings_impact")
-        conn.execute("UPDATE fivefold_meta SET value = '4' WHERE key = 'schema_version'")
-    with _open(url):
-        pass
+        conn.execute(AS_VERSION_4)
+    with _open(url) as memory:
+        assert searches(memory) == before
+        assert all(f.ok for f in memory.store.check())
     with psycopg.connect(url) as conn:
-        found = conn.execute("SELECT to_regclass('postings_impact') IS NOT NULL").fetchone()
-    assert found == (True,)
+        untyped = conn.execute(
+            "SELECT (SELECT count(*) FROM postings p JOIN memories m ON m.id = p.memory_id "
+            "WHERE p.type <> m.type) + (SELECT count(*) FROM mentions mn "
+            "JOIN memories m ON m.id = mn.memory_id WHERE mn.type <> m.type)"
+        ).fetchone()
+        assert untyped == (0,)
+        assert conn.execute("SELECT count(*) FROM postings").fetchone() != (0,)
+    assert (len(before[2]), len(before[4])) == (12, 1)  # 12 events, the fact of relate()
 
 
 def test_another_embedding_model_is_refused(url: str) -> None:

@@ -9,6 +9,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -273,17 +274,21 @@ class PostgresReads:
         if not tokens or k <= 0 or (within is not None and not within):
             return []
         where, params = _scope_sql(scope)
+        # Conditions on a posting's own columns ({p}: its table's alias, where it needs one).
+        posting = []
         if types:
-            where += " AND m.type = ANY(%(types)s::text[])"
+            posting.append("{p}type = ANY(%(types)s::text[])")
             params["types"] = [t.value for t in types]
         if within is not None:
-            where += " AND m.id = ANY(%(within)s::bigint[])"
+            posting.append("{p}memory_id = ANY(%(within)s::bigint[])")
             params["within"] = [int(i) for i in within]
+        filters = _Filters(
+            inner="".join(f" AND {c.format(p='')}" for c in posting),
+            qualified="".join(f" AND {c.format(p='p.')}" for c in posting),
+            rows=where if scope.user_id is not None or scope.agent_id is not None else None,
+        )
         ordered = sorted(tokens.items())
         params |= {"terms": [t for t, _ in ordered], "counts": [n for _, n in ordered], "k": k}
-        narrower = scope.user_id is not None or scope.agent_id is not None
-        join = schema.BM25_FILTER_JOIN.format(filters=where)
-        join = join if narrower or types or within is not None else ""
         # Each column is scored with its own statistics: field -> its two columns' weights.
         columns = {
             schema.OWN: (weights.predicate, weights.content),
@@ -314,15 +319,14 @@ class PostgresReads:
                 ).fetchall()
                 found = None
                 if all(columns[f][1] == 0.0 for f in fields):  # first columns only
-                    scope_filter = where if join else None
                     found = self._by_impact(
-                        conn, stats, fields, columns, tokens, params, scope_filter, k
+                        conn, stats, fields, columns, tokens, params, filters, k
                     )
                 if found is None:
-                    found = self._pruned(conn, stats, fields, columns, tokens, params, join, k)
+                    found = self._pruned(conn, stats, fields, columns, tokens, params, filters, k)
                 if found is not None:
                     return found
-            rows = conn.execute(_bm25_sql(fields, join, among=False), params).fetchall()
+            rows = conn.execute(_bm25_sql(fields, filters, among=False), params).fetchall()
         return [(int(i), float(s)) for i, s in rows]
 
     def _by_impact(
@@ -333,7 +337,7 @@ class PostgresReads:
         columns: Mapping[int, tuple[float, float]],
         tokens: Mapping[str, int],
         params: dict[str, Any],
-        scope_filter: str | None,
+        filters: _Filters,
         k: int,
     ) -> list[tuple[int, float]] | None:
         """The exact top k from each (field, term) list's best postings (Fagin's threshold
@@ -360,14 +364,13 @@ class PostgresReads:
         if sum(entry[4] > 4 * IMPACT_DEPTH for entry in lists) > IMPACT_LONG_LISTS:
             return None
         depths = [min(IMPACT_DEPTH, entry[4]) for entry in lists]
-        join = "" if scope_filter is None else schema.BM25_IMPACT_JOIN
-        filters = "" if scope_filter is None else f" AND {scope_filter}"
-        scored = schema.BM25_FILTER_JOIN.format(filters=scope_filter) if scope_filter else ""
-        scoring = _bm25_sql(fields, scored, among=True)
+        join = "" if filters.rows is None else schema.BM25_IMPACT_JOIN
+        where = filters.qualified + ("" if filters.rows is None else f" AND {filters.rows}")
+        scoring = _bm25_sql(fields, filters, among=True)
         while True:
             statement = " UNION ALL ".join(
                 schema.BM25_BY_IMPACT.format(
-                    n=n, field=int(entry[0]), depth=int(depth), join=join, filters=filters
+                    n=n, field=int(entry[0]), depth=int(depth), join=join, filters=where
                 )
                 for n, (entry, depth) in enumerate(zip(lists, depths, strict=True))
                 if depth > 0
@@ -415,7 +418,7 @@ class PostgresReads:
         columns: Mapping[int, tuple[float, float]],
         tokens: Mapping[str, int],
         params: dict[str, Any],
-        join: str,
+        filters: _Filters,
         k: int,
     ) -> list[tuple[int, float]] | None:
         """The exact top k without scoring every memory a common token is in (MaxScore). The
@@ -445,11 +448,11 @@ class PostgresReads:
         by_bound = sorted(pairs, key=lambda p: p[1])
         while True:
             found = conn.execute(
-                schema.BM25_CANDIDATES.format(join=join),
+                schema.BM25_CANDIDATES.format(join=filters.join, inner=filters.inner),
                 {**params, "rare_fields": [p[2] for p in rare], "rare_terms": [p[3] for p in rare]},
             ).fetchall()
             among = {**params, "among": [int(r[0]) for r in found]}
-            rows = conn.execute(_bm25_sql(fields, join, among=True), among).fetchall()
+            rows = conn.execute(_bm25_sql(fields, filters, among=True), among).fetchall()
             # The tokens that together stay strictly below the k-th score (room left for the
             # 12-place rounding) cannot lift a memory without any other token into the top k.
             theta = float(rows[-1][1]) - 1e-9 if len(rows) >= k else 0.0
@@ -536,8 +539,14 @@ class PostgresReads:
         if not entities or k <= 0:
             return []
         where, params = _scope_sql(scope)
+        # A mention carries its memory's type: only a user or agent scope joins the row.
+        join = ""
+        if scope.user_id is not None or scope.agent_id is not None:
+            join = "JOIN memories m ON m.namespace = mn.namespace AND m.id = mn.memory_id "
+            join += f"AND {where} "
+        typed = ""
         if types:
-            where += " AND m.type = ANY(%(types)s::text[])"
+            typed = "AND mn.type = ANY(%(types)s::text[]) "
             params["types"] = [t.value for t in types]
         direct_cap = max(MENTIONS_PER_RESULT * k, MIN_MENTIONS_PER_ENTITY)
         reached_cap = max(1, k // REACHED_MENTIONS_DIVISOR)
@@ -551,9 +560,8 @@ class PostgresReads:
             "%(hops)s::int[], %(rarity)s::float8[], %(caps)s::int[]) "
             "AS e(entity_id, score, hops, rarity, cap)), "
             "s AS (SELECT x.memory_id, e.score, e.hops, e.rarity FROM e CROSS JOIN LATERAL ("
-            "SELECT mn.memory_id FROM mentions mn "
-            "JOIN memories m ON m.namespace = mn.namespace AND m.id = mn.memory_id "
-            f"WHERE mn.namespace = %(ns)s AND mn.entity_id = e.entity_id AND {where} "
+            f"SELECT mn.memory_id FROM mentions mn {join}"
+            f"WHERE mn.namespace = %(ns)s AND mn.entity_id = e.entity_id {typed}"
             "ORDER BY mn.memory_id DESC LIMIT e.cap) AS x) "
             "SELECT memory_id, round((CASE WHEN count(*) = 1 OR max(score) >= 1.0 "
             "THEN least(1.0, max(score)) "
@@ -671,7 +679,22 @@ def _idf(docs: int, df: int) -> float:
     return math.log(1 + (docs - min(df, docs) + 0.5) / (df + 0.5))
 
 
-def _bm25_sql(fields: Sequence[int], join: str, *, among: bool) -> str:
+@dataclass(frozen=True, slots=True)
+class _Filters:
+    """A lexical search's scope beyond its namespace: conditions on a posting's own columns
+    (``inner``; ``qualified`` with the alias ``p``), and on its memory's row (``rows``, or
+    None: no join)."""
+
+    inner: str
+    qualified: str
+    rows: str | None
+
+    @property
+    def join(self) -> str:
+        return "" if self.rows is None else schema.BM25_FILTER_JOIN.format(filters=self.rows)
+
+
+def _bm25_sql(fields: Sequence[int], filters: _Filters, *, among: bool) -> str:
     """Rounded to 12 places: a sum's order varies between rows, and two memories with the
     same text must tie exactly (and fall back to id order), as they do in tantivy. A memory
     holding the tokens only in columns weighted 0 scores 0 and is not a match (tantivy leaves
@@ -684,8 +707,8 @@ def _bm25_sql(fields: Sequence[int], join: str, *, among: bool) -> str:
             w1=f"%(w1_{field})s::float8",
             w2=f"%(w2_{field})s::float8",
             field=field,
-            join=join,
-            among=" AND memory_id = ANY(%(among)s::bigint[])" if among else "",
+            join=filters.join,
+            inner=filters.inner + (" AND memory_id = ANY(%(among)s::bigint[])" if among else ""),
         )
         for field in fields
     ]

@@ -237,12 +237,25 @@ CREATE TABLE models (
     """
 TRUNCATE postings, term_stats;
 """,
-    # 5: each term's postings in impact order (see IMPACT), for scoring that stops early.
-    # Partial: a posting without the term in its first column adds nothing there, and scoring
-    # a given memory's postings (no ``first > 0``) must keep using the primary key.
+    # 5: (a) each term's postings in impact order (see ``impact``), for scoring that stops
+    # early; partial: a posting without the term in its first column adds nothing there, and
+    # scoring given memories (no ``first > 0``) must keep using the primary key. (b) A memory's
+    # type (which never changes) on its postings and mentions, so that a type filter is read
+    # from the index instead of joining each posting's or mention's memory row. The postings
+    # are rebuilt from the rows (``PostgresStore._reindex_lexical``). Each step can run again.
     f"""
+TRUNCATE postings, term_stats;
+ALTER TABLE postings ADD COLUMN IF NOT EXISTS type text NOT NULL;
+ALTER TABLE postings DROP CONSTRAINT IF EXISTS postings_pkey;
+ALTER TABLE postings ADD PRIMARY KEY (namespace, field, term, memory_id)
+    INCLUDE (first, second, norm1, norm2, type);
 CREATE INDEX IF NOT EXISTS postings_impact ON postings (namespace, field, term, {impact()} DESC)
-    INCLUDE (memory_id, first, norm1) WHERE first > 0;
+    INCLUDE (memory_id, first, norm1, type) WHERE first > 0;
+ALTER TABLE mentions ADD COLUMN IF NOT EXISTS type text;
+UPDATE mentions mn SET type = m.type FROM memories m
+WHERE m.namespace = mn.namespace AND m.id = mn.memory_id AND mn.type IS NULL;
+ALTER TABLE mentions ALTER COLUMN type SET NOT NULL;
+CREATE INDEX IF NOT EXISTS mentions_type ON mentions (namespace, entity_id, type, memory_id);
 """,
 )
 # The order of a memory's (and a namespace's) ``tokens``: predicate, content, window, and the
@@ -302,11 +315,13 @@ UPDATE memories SET context_near = %s, context_far = %s,
 WHERE namespace = %s AND id = %s
 """
 # The batch forms of the write statements: one statement per batch, its rows as arrays.
+# Postings and mentions carry their memory's type, read from its row (written first).
 INSERT_POSTINGS_MANY = """
-INSERT INTO postings (namespace, field, term, memory_id, first, second, norm1, norm2)
-SELECT t.namespace, %s, t.term, t.memory_id, t.first, t.second, t.norm1, t.norm2
+INSERT INTO postings (namespace, field, term, memory_id, first, second, norm1, norm2, type)
+SELECT t.namespace, %s, t.term, t.memory_id, t.first, t.second, t.norm1, t.norm2, m.type
 FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::real[], %s::real[], %s::int[],
             %s::int[]) AS t(namespace, term, memory_id, first, second, norm1, norm2)
+JOIN memories m ON m.namespace = t.namespace AND m.id = t.memory_id
 """
 FIND_ALIASES = """
 SELECT norm, min(entity_id) FROM aliases
@@ -327,8 +342,11 @@ ON CONFLICT (namespace, norm) DO UPDATE SET mentions = e.mentions
 RETURNING id, namespace, norm
 """
 INSERT_MENTIONS = """
-INSERT INTO mentions (namespace, entity_id, memory_id, joined)
-SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::boolean[])
+INSERT INTO mentions (namespace, entity_id, memory_id, joined, type)
+SELECT t.namespace, t.entity_id, t.memory_id, t.joined, m.type
+FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::boolean[])
+    AS t(namespace, entity_id, memory_id, joined)
+JOIN memories m ON m.namespace = t.namespace AND m.id = t.memory_id
 ON CONFLICT DO NOTHING
 """
 BUMP_ENTITIES_MENTIONS = """
@@ -453,7 +471,7 @@ FROM unnest(%(terms)s::text[], %(counts)s::int[]) AS q(term, n)
 CROSS JOIN LATERAL (SELECT df1, df2 FROM term_stats
                     WHERE namespace = %(ns)s AND field = {field} AND term = q.term) AS t
 CROSS JOIN LATERAL (SELECT memory_id, first, second, norm1, norm2 FROM postings
-                    WHERE namespace = %(ns)s AND field = {field} AND term = q.term{among}) AS p
+                    WHERE namespace = %(ns)s AND field = {field} AND term = q.term{inner}) AS p
 {join}
 GROUP BY p.memory_id
 """
@@ -478,12 +496,12 @@ BM25_CANDIDATES = """
 SELECT DISTINCT p.memory_id
 FROM unnest(%(rare_fields)s::smallint[], %(rare_terms)s::text[]) AS e(field, term)
 CROSS JOIN LATERAL (SELECT memory_id FROM postings
-                    WHERE namespace = %(ns)s AND field = e.field AND term = e.term) AS p
+                    WHERE namespace = %(ns)s AND field = e.field AND term = e.term{inner}) AS p
 {join}
 """
-# Only a scope narrower than the namespace (user, agent, types, a given id list) needs the
-# memories row; the posting carries the lengths BM25 needs, so the common case reads postings
-# alone (index-only: the key INCLUDEs them).
+# Only a scope narrower than the namespace (a user, an agent) needs the memories row; the
+# posting carries the lengths BM25 needs and its memory's type (``{inner}``: a type filter, a
+# given id list), so the other searches read postings alone (index-only: the keys INCLUDE them).
 BM25_FILTER_JOIN = "JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id WHERE {filters}"
 BM25_IMPACT_JOIN = "JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id"
 

@@ -136,7 +136,7 @@ class PostgresStore(PostgresReads):
                 )
             for step in schema.MIGRATIONS[version:]:
                 conn.execute(step.format(dim=self._dim))
-            if 0 < version < 4:  # the posting rows of schemas 2 and 4 come from the memories
+            if 0 < version < 5:  # the posting rows of schemas 2, 4 and 5 come from the memories
                 self._reindex_lexical(conn)
             if not meta:
                 meta = {
