@@ -206,6 +206,8 @@ def test_a_version_4_store_gets_types_and_impact_order_on_open(url: str) -> None
     with _open(url) as memory:
         assert searches(memory) == before
         assert all(f.ok for f in memory.store.check())
+    pages, visible = _visibility(url, "postings")  # rebuilt, then vacuumed
+    assert visible == pages > 0
     with psycopg.connect(url) as conn:
         untyped = conn.execute(
             "SELECT (SELECT count(*) FROM postings p JOIN memories m ON m.id = p.memory_id "

@@ -37,9 +37,10 @@ WINDOW_ONLY = ColumnWeights(predicate=0.0, content=0.0, context=1.0)
 WEIGHTS = [DEFAULT_WEIGHTS, OWN_TEXT_WEIGHTS, WINDOW_ONLY]
 
 
+@pytest.mark.parametrize("in_impact_order", [True, False], ids=["impact", "maxscore"])
 @pytest.mark.parametrize("weights", WEIGHTS)
 def test_pruned_top_k_is_the_exact_top_k(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch, weights: ColumnWeights
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, weights: ColumnWeights, in_impact_order: bool
 ) -> None:
     rng = random.Random(11)
     items = []
@@ -72,11 +73,12 @@ def test_pruned_top_k_is_the_exact_top_k(
         assert store.lexical_pruned == 0
         monkeypatch.setattr(read, "PRUNE_POSTINGS", 60)
         monkeypatch.setattr(read, "IMPACT_DEPTH", 4)  # several rounds, not one that reads all
-        monkeypatch.setattr(read, "IMPACT_LONG_LISTS", len(VOCAB))  # never left to MaxScore
+        # Every search in impact order where it applies, or none (MaxScore).
+        monkeypatch.setattr(read, "IMPACT_LONG_LISTS", len(VOCAB) if in_impact_order else -1)
         pruned = [search(scope, q, types) for scope, types in cases for q in queries]
         assert pruned == exact
         assert store.lexical_pruned > len(exact) // 4  # the pruning answered, not the fallback
-        if weights.content == 0.0:  # first columns only: mostly in impact order
+        if weights.content == 0.0 and in_impact_order:  # first columns only: mostly so
             assert store.lexical_by_impact > len(exact) // 4
             assert store.lexical_stopped_early > len(exact) // 8  # the bound decided
         else:

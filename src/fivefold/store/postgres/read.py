@@ -410,6 +410,28 @@ class PostgresReads:
         self.lexical_by_impact += 1
         return [(int(i), float(s)) for i, s in rows]
 
+    def _highest_impacts(
+        self,
+        conn: psycopg.Connection,
+        stats: Sequence[tuple[Any, ...]],
+        params: dict[str, Any],
+        filters: _Filters,
+    ) -> dict[tuple[int, str], float]:
+        """Per (field, term) with the term in a first column, the highest impact of its
+        postings in the scope (a read of one index entry each)."""
+        held = [(int(f), str(t)) for f, t, df1, _ in stats if int(df1) > 0]
+        if not held:
+            return {}
+        join = "" if filters.rows is None else schema.BM25_IMPACT_JOIN
+        where = filters.qualified + ("" if filters.rows is None else f" AND {filters.rows}")
+        statement = " UNION ALL ".join(
+            schema.BM25_BY_IMPACT.format(n=n, field=field, depth=1, join=join, filters=where)
+            for n, (field, _) in enumerate(held)
+        )
+        terms = {f"term_{n}": term for n, (_, term) in enumerate(held)}
+        rows = conn.execute(statement, {**params, **terms}).fetchall()
+        return {held[int(n)]: float(value) for n, _, value in rows}
+
     def _pruned(
         self,
         conn: psycopg.Connection,
@@ -424,22 +446,27 @@ class PostgresReads:
         """The exact top k without scoring every memory a common token is in (MaxScore). The
         memories holding the rarest tokens (up to ``PRUNE_POSTINGS`` postings between them) are
         scored in full, each token of each field looked up for them alone; a token adds less
-        than its weight x idf x (k1 + 1) to any memory, so the tokens whose bounds sum below
-        the k-th score cannot lift a memory holding none of the others into the top k. If a
-        token outside those is not among the rare ones yet, it joins them and the round
-        repeats. None: nothing is common enough to prune, or the rare tokens grew to half the
-        postings (score everything)."""
+        than its weight x idf x (k1 + 1) x the largest saturation its postings reach (the
+        impact of its first posting in ``postings_impact``, as a bound; 1 in a second column)
+        to any memory, so the tokens whose bounds sum below the k-th score cannot lift a
+        memory holding none of the others into the top k. If a token outside those is not
+        among the rare ones yet, it joins them and the round repeats. None: nothing is common
+        enough to prune, or the rare tokens grew to half the postings (score everything)."""
         docs = int(params["docs"])
+        total = sum(int(row[2]) + int(row[3]) for row in stats)
+        if total <= PRUNE_POSTINGS:
+            return None  # every posting is cheap to score
+        highest = self._highest_impacts(conn, stats, params, filters)
         pairs: list[tuple[int, float, int, str]] = []  # (postings at most, bound, field, term)
         for field, term, df1, df2 in stats:
             w1, w2 = columns[int(field)]
+            ratio = schema.IMPACT_LENGTH[int(field)] / float(params[f"avg1_{field}"])
+            first = _saturation_bound(highest.get((int(field), str(term)), 0.0), ratio)
             # A column no memory has the token in adds nothing (its idf would be the largest).
-            bound = tokens[term] * 2.2 * (w1 * _idf(docs, int(df1)) + w2 * _idf(docs, int(df2)))
+            bound = tokens[term] * 2.2 * (w1 * _idf(docs, int(df1)) * first)
+            bound += tokens[term] * 2.2 * w2 * _idf(docs, int(df2))
             pairs.append((int(df1) + int(df2), bound, int(field), str(term)))
         pairs.sort()
-        total = sum(p[0] for p in pairs)
-        if total <= PRUNE_POSTINGS:
-            return None  # every posting is cheap to score
         rare: list[tuple[int, float, int, str]] = []
         for pair in pairs:
             if rare and sum(p[0] for p in rare) + pair[0] > PRUNE_POSTINGS:

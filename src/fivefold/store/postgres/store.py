@@ -87,7 +87,7 @@ class PostgresStore(PostgresReads):
         self._tokenizer = Tokenizer()
         self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
         try:
-            rebuild = self._init_schema()
+            rebuild, reindexed = self._init_schema()
             self._pool = ConnectionPool(
                 url,
                 min_size=1,
@@ -103,6 +103,8 @@ class PostgresStore(PostgresReads):
             raise StoreError(f"cannot open the store at {self._location}: {exc}") from exc
         if rebuild:
             self._rebuild_context()
+        if reindexed:  # every posting row is new: no page of them is marked all-visible yet
+            self._maintain()
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -112,9 +114,10 @@ class PostgresStore(PostgresReads):
     def close(self) -> None:
         self._pool.close()
 
-    def _init_schema(self) -> bool:
-        """Create or migrate the schema (one opener at a time); True when the stored context
-        was made with other smoothing settings and must be rebuilt."""
+    def _init_schema(self) -> tuple[bool, bool]:
+        """Create or migrate the schema (one opener at a time). Returns whether the stored
+        context was made with other smoothing settings and must be rebuilt, and whether the
+        postings were rebuilt from the memories by a migration."""
         with psycopg.connect(self._url, autocommit=True) as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.SCHEMA_LOCK,))
             exists = conn.execute("SELECT to_regclass('fivefold_meta') IS NOT NULL").fetchone()
@@ -136,7 +139,8 @@ class PostgresStore(PostgresReads):
                 )
             for step in schema.MIGRATIONS[version:]:
                 conn.execute(step.format(dim=self._dim))
-            if 0 < version < 5:  # the posting rows of schemas 2, 4 and 5 come from the memories
+            reindexed = 0 < version < 5  # the posting rows of schemas 2, 4 and 5 are derived
+            if reindexed:
                 self._reindex_lexical(conn)
             if not meta:
                 meta = {
@@ -162,7 +166,7 @@ class PostgresStore(PostgresReads):
                 f"({self._dim}-d); open it with the model it was built with, or migrate into a "
                 "new store"
             )
-        return meta.get(_SMOOTHING_KEY) != self._smoothing().tag
+        return meta.get(_SMOOTHING_KEY) != self._smoothing().tag, reindexed
 
     def _smoothing(self) -> context.Smoothing:
         cfg = self._settings.context
