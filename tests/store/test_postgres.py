@@ -392,6 +392,38 @@ def test_a_failing_vacuum_neither_fails_nor_repeats_the_write(
     assert "refreshing statistics after a write failed" in caplog.text
 
 
+def test_a_posting_whose_memory_is_gone_is_not_dropped_silently(url: str) -> None:
+    from fivefold.store.postgres import context_rows, schema
+
+    with _open(url) as memory:
+        memory.remember("one memory")
+    posting = ("default", "kestrel", 10**9, 1, 0, 1, 0)  # no memory has this id
+    with psycopg.connect(url) as conn, pytest.raises(context_rows.MemoryGone):
+        context_rows.insert_postings(conn, schema.CONTEXT, [posting])
+
+
+def test_a_write_that_lost_a_neighbour_is_retried_whole(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fivefold.store.postgres import context_rows, store
+
+    real = context_rows.insert_postings
+    calls = {"n": 0}
+
+    def once_gone(*args: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise context_rows.MemoryGone("a neighbour was deleted meanwhile")
+        real(*args)
+
+    monkeypatch.setattr(store, "insert_postings", once_gone)
+    with _open(url) as memory:
+        records = memory.remember_many(_filler(5))
+        assert memory.stats().memories == 5  # the first attempt rolled back, the second wrote
+        assert [r.id for r in records] == sorted(r.id for r in records)
+        assert all(f.ok for f in memory.store.check())
+
+
 def test_text_with_a_nul_character_is_refused_before_writing(url: str) -> None:
     with _open(url) as memory:
         memory.remember("kept")

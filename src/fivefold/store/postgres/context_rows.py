@@ -5,6 +5,7 @@ sorted order (``Deltas.flush``), so concurrent writers lock shared rows in the s
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,6 +77,24 @@ class Deltas:
 
 
 Posting = tuple[str, str, int, int, int, int, int]
+
+
+class MemoryGone(Exception):
+    """A posting's memory row was not there to read its type from: another transaction deleted
+    it since this one read it (a neighbour whose context changes). The write is retried."""
+
+
+def insert_postings(conn: psycopg.Connection, kind: int, rows: Sequence[Posting]) -> None:
+    """Posting rows of field ``kind``, each with its memory's type, read from the memory's row:
+    every one is written, or ``MemoryGone`` (the statement's join would drop it silently, and
+    the document frequencies already count it)."""
+    if not rows:
+        return
+    cursor = conn.execute(
+        schema.INSERT_POSTINGS_MANY, (kind, *[list(c) for c in zip(*rows, strict=True)])
+    )
+    if cursor.rowcount != len(rows):
+        raise MemoryGone(f"{len(rows) - cursor.rowcount} postings lost their memory row")
 
 
 def postings(namespace: str, memory_id: int, counted: Counted) -> list[Posting]:
@@ -179,11 +198,7 @@ class PostgresContextRows:
 
     def flush(self) -> None:
         """Write what the refreshes decided, a statement per kind for the whole batch."""
-        if self._postings:
-            self._conn.execute(
-                schema.INSERT_POSTINGS_MANY,
-                (schema.CONTEXT, *[list(c) for c in zip(*self._postings, strict=True)]),
-            )
+        insert_postings(self._conn, schema.CONTEXT, self._postings)
         with self._conn.cursor() as cur:
             if self._texts:
                 cur.executemany(

@@ -363,7 +363,9 @@ class PostgresReads:
             return None  # every posting is cheap to score
         if sum(entry[4] > 4 * IMPACT_DEPTH for entry in lists) > IMPACT_LONG_LISTS:
             return None
-        depths = [min(IMPACT_DEPTH, entry[4]) for entry in lists]
+        # One more than a list's document frequency: reading fewer than asked is what says a
+        # list was read to its end (the frequency is a statistic, and may have drifted).
+        depths = [min(IMPACT_DEPTH, entry[4] + 1) for entry in lists]
         join = "" if filters.rows is None else schema.BM25_IMPACT_JOIN
         where = filters.qualified + ("" if filters.rows is None else f" AND {filters.rows}")
         scoring = _bm25_sql(fields, filters, among=True)
@@ -384,9 +386,7 @@ class PostgresReads:
                 lowest[int(n)] = min(lowest.get(int(n), math.inf), float(value))
             among = list(dict.fromkeys(int(r[1]) for r in read_rows))
             rows = conn.execute(scoring, {**params, "among": among}).fetchall() if among else []
-            read_out = [
-                counts[i] < depths[i] or depths[i] >= entry[4] for i, entry in enumerate(lists)
-            ]
+            read_out = [counts[i] < depth for i, depth in enumerate(depths)]
             if all(read_out):
                 break  # every posting that scores in the scope was read
             bounds = [

@@ -48,10 +48,12 @@ from fivefold.store.context import Group, SessionRow
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import (
     Deltas,
+    MemoryGone,
     PostgresContextRows,
     Posting,
     as_array,
     drop_postings,
+    insert_postings,
     postings,
 )
 from fivefold.store.postgres.read import PostgresReads
@@ -205,7 +207,7 @@ class PostgresStore(PostgresReads):
                     result = work(conn, deltas)
                     grew = deltas.flush(conn)
                 break
-            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
+            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, MemoryGone):
                 if attempt == WRITE_ATTEMPTS - 1:
                     raise
                 time.sleep(0.01 * 2**attempt)
@@ -351,8 +353,7 @@ class PostgresStore(PostgresReads):
             )
         if gone:
             conn.execute(schema.DELETE_POSTINGS_MANY, (*_columns(gone), schema.CONTEXT))
-        if fresh:
-            conn.execute(schema.INSERT_POSTINGS_MANY, (schema.CONTEXT, *_columns(fresh)))
+        insert_postings(conn, schema.CONTEXT, fresh)
         if updates:
             with conn.cursor() as cur:
                 cur.executemany(schema.UPDATE_CONTEXT_AND_SEARCHED, updates)
@@ -377,8 +378,7 @@ class PostgresStore(PostgresReads):
             around += postings(namespace, memory_id, text)
             deltas.add(namespace, schema.CONTEXT, text, 1)
         for kind, flat in ((schema.OWN, own), (schema.CONTEXT, around)):
-            if flat:
-                conn.execute(schema.INSERT_POSTINGS_MANY, (kind, *_columns(flat)))
+            insert_postings(conn, kind, flat)
 
     def _write_entities(
         self,
@@ -723,8 +723,7 @@ class PostgresStore(PostgresReads):
                     columns += [ctx.first_length, ctx.second_length]
                     lengths.append((columns, namespace, memory_id))
                 for kind, rows_of in flat.items():
-                    if rows_of:
-                        conn.execute(schema.INSERT_POSTINGS_MANY, (kind, *_columns(rows_of)))
+                    insert_postings(conn, kind, rows_of)
                 with conn.cursor() as cur:
                     cur.executemany(
                         "UPDATE memories SET tokens = %s WHERE namespace = %s AND id = %s",
