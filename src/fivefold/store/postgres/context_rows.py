@@ -48,9 +48,10 @@ class Deltas:
         totals[base] += sign * counted.first_length
         totals[base + 1] += sign * counted.second_length
 
-    def flush(self, conn: psycopg.Connection) -> bool:
-        """Apply the deltas; True when a namespace grew into a new ``schema.growth_step``:
-        time to refresh the planner's statistics and the visibility map."""
+    def flush(self, conn: psycopg.Connection) -> int:
+        """Apply the deltas. Returns the size of the largest namespace that grew into a new
+        ``schema.growth_step`` (0: none): time to refresh the planner's statistics (and, from
+        ``schema.VACUUM_FROM``, the visibility map)."""
         for (namespace, kind), table in sorted(self.terms.items()):
             changed = sorted((t, d[0], d[1]) for t, d in table.items() if d[0] or d[1])
             if not changed:
@@ -64,7 +65,7 @@ class Deltas:
                     "AND term = ANY(%s::text[]) AND df1 <= 0 AND df2 <= 0",
                     (namespace, kind, gone),
                 )
-        grew = False
+        grown = 0
         for namespace in sorted(set(self.memories) | set(self.tokens)):
             tokens = self.tokens.get(namespace, [0, 0, 0, 0])
             row = conn.execute(
@@ -72,8 +73,9 @@ class Deltas:
             ).fetchone()
             now = int(row[0]) if row else 0
             before = now - self.memories[namespace]
-            grew |= schema.growth_step(now) > schema.growth_step(max(before, 0))
-        return grew
+            if schema.growth_step(now) > schema.growth_step(max(before, 0)):
+                grown = max(grown, now)
+        return grown
 
 
 Posting = tuple[str, str, int, int, int, int, int]

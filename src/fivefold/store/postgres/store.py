@@ -106,7 +106,7 @@ class PostgresStore(PostgresReads):
         if rebuild:
             self._rebuild_context()
         if reindexed:  # every posting row is new: no page of them is marked all-visible yet
-            self._maintain()
+            self._maintain(vacuum=True)
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -205,24 +205,25 @@ class PostgresStore(PostgresReads):
                 with self._pool.connection() as conn, conn.transaction():
                     deltas = Deltas()
                     result = work(conn, deltas)
-                    grew = deltas.flush(conn)
+                    grown = deltas.flush(conn)
                 break
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, MemoryGone):
                 if attempt == WRITE_ATTEMPTS - 1:
                     raise
                 time.sleep(0.01 * 2**attempt)
-        if grew:
-            self._maintain()
+        if grown:
+            self._maintain(vacuum=grown >= schema.VACUUM_FROM)
         return result
 
-    def _maintain(self) -> None:
-        """The visibility map and planner statistics, after a write that grew a namespace by a
-        step (outside its transaction: VACUUM cannot run inside one). The write is committed
-        by then, so a failure here is logged, not raised: the caller must not retry it, and
-        autovacuum does the same work later."""
+    def _maintain(self, *, vacuum: bool) -> None:
+        """Planner statistics, and with ``vacuum`` the visibility map, after a write that grew
+        a namespace by a step (outside its transaction: VACUUM cannot run inside one). The
+        write is committed by then, so a failure here is logged, not raised: the caller must
+        not retry it, and autovacuum does the same work later."""
         try:
             with self._pool.connection() as conn:
-                conn.execute(schema.VACUUM)
+                if vacuum:
+                    conn.execute(schema.VACUUM)
                 conn.execute(schema.ANALYZE)
         except psycopg.Error as exc:
             log.warning("%s: refreshing statistics after a write failed: %s", self.location, exc)
