@@ -317,28 +317,19 @@ class PostgresReads:
                 stats = conn.execute(
                     schema.BM25_TERM_STATS, {**params, "fields": list(fields)}
                 ).fetchall()
+                search = _Search(stats, fields, columns, tokens, params, filters, k)
                 found = None
                 if all(columns[f][1] == 0.0 for f in fields):  # first columns only
-                    found = self._by_impact(
-                        conn, stats, fields, columns, tokens, params, filters, k
-                    )
+                    found = self._by_impact(conn, search)
                 if found is None:
-                    found = self._pruned(conn, stats, fields, columns, tokens, params, filters, k)
+                    found = self._pruned(conn, search)
                 if found is not None:
                     return found
             rows = conn.execute(_bm25_sql(fields, filters, among=False), params).fetchall()
         return [(int(i), float(s)) for i, s in rows]
 
     def _by_impact(
-        self,
-        conn: psycopg.Connection,
-        stats: Sequence[tuple[Any, ...]],
-        fields: Sequence[int],
-        columns: Mapping[int, tuple[float, float]],
-        tokens: Mapping[str, int],
-        params: dict[str, Any],
-        filters: _Filters,
-        k: int,
+        self, conn: psycopg.Connection, search: _Search
     ) -> list[tuple[int, float]] | None:
         """The exact top k from each (field, term) list's best postings (Fagin's threshold
         algorithm over the index ``postings_impact``), when only first columns are weighted.
@@ -349,6 +340,8 @@ class PostgresReads:
         is common enough to prune, more than ``IMPACT_LONG_LISTS`` lists are long (their
         impacts are too even to stop early: MaxScore does better), or the lists grew to half
         the postings."""
+        stats, fields, columns, tokens = search.stats, search.fields, search.columns, search.tokens
+        params, filters, k = search.params, search.filters, search.k
         docs = int(params["docs"])
         lists: list[tuple[int, str, float, float, int]] = []  # field, term, top, ratio, length
         total = 0  # postings scoring everything would read
@@ -366,19 +359,14 @@ class PostgresReads:
         # One more than a list's document frequency: reading fewer than asked is what says a
         # list was read to its end (the frequency is a statistic, and may have drifted).
         depths = [min(IMPACT_DEPTH, entry[4] + 1) for entry in lists]
-        join = "" if filters.rows is None else schema.BM25_IMPACT_JOIN
-        where = filters.qualified + ("" if filters.rows is None else f" AND {filters.rows}")
         scoring = _bm25_sql(fields, filters, among=True)
         while True:
-            statement = " UNION ALL ".join(
-                schema.BM25_BY_IMPACT.format(
-                    n=n, field=int(entry[0]), depth=int(depth), join=join, filters=where
-                )
-                for n, (entry, depth) in enumerate(zip(lists, depths, strict=True))
-                if depth > 0
+            read_rows = _best_postings(
+                conn,
+                [(e[0], e[1], d) for e, d in zip(lists, depths, strict=True)],
+                params,
+                filters,
             )
-            terms = {f"term_{n}": entry[1] for n, entry in enumerate(lists)}
-            read_rows = conn.execute(statement, {**params, **terms}).fetchall() if statement else []
             counts: Counter[int] = Counter()
             lowest: dict[int, float] = {}
             for n, _, value in read_rows:
@@ -420,29 +408,10 @@ class PostgresReads:
         """Per (field, term) with the term in a first column, the highest impact of its
         postings in the scope (a read of one index entry each)."""
         held = [(int(f), str(t)) for f, t, df1, _ in stats if int(df1) > 0]
-        if not held:
-            return {}
-        join = "" if filters.rows is None else schema.BM25_IMPACT_JOIN
-        where = filters.qualified + ("" if filters.rows is None else f" AND {filters.rows}")
-        statement = " UNION ALL ".join(
-            schema.BM25_BY_IMPACT.format(n=n, field=field, depth=1, join=join, filters=where)
-            for n, (field, _) in enumerate(held)
-        )
-        terms = {f"term_{n}": term for n, (_, term) in enumerate(held)}
-        rows = conn.execute(statement, {**params, **terms}).fetchall()
+        rows = _best_postings(conn, [(f, t, 1) for f, t in held], params, filters)
         return {held[int(n)]: float(value) for n, _, value in rows}
 
-    def _pruned(
-        self,
-        conn: psycopg.Connection,
-        stats: Sequence[tuple[Any, ...]],
-        fields: Sequence[int],
-        columns: Mapping[int, tuple[float, float]],
-        tokens: Mapping[str, int],
-        params: dict[str, Any],
-        filters: _Filters,
-        k: int,
-    ) -> list[tuple[int, float]] | None:
+    def _pruned(self, conn: psycopg.Connection, search: _Search) -> list[tuple[int, float]] | None:
         """The exact top k without scoring every memory a common token is in (MaxScore). The
         memories holding the rarest tokens (up to ``PRUNE_POSTINGS`` postings between them) are
         scored in full, each token of each field looked up for them alone; a token adds less
@@ -452,6 +421,8 @@ class PostgresReads:
         memory holding none of the others into the top k. If a token outside those is not
         among the rare ones yet, it joins them and the round repeats. None: nothing is common
         enough to prune, or the rare tokens grew to half the postings (score everything)."""
+        stats, fields, columns, tokens = search.stats, search.fields, search.columns, search.tokens
+        params, filters, k = search.params, search.filters, search.k
         docs = int(params["docs"])
         total = sum(int(row[2]) + int(row[3]) for row in stats)
         if total <= PRUNE_POSTINGS:
@@ -719,6 +690,44 @@ class _Filters:
     @property
     def join(self) -> str:
         return "" if self.rows is None else schema.BM25_FILTER_JOIN.format(filters=self.rows)
+
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """One lexical search, as its pruned strategies read it: each (field, term)'s document
+    frequencies (``stats``), the fields and their columns' weights, the query's token counts,
+    the statement parameters (statistics included), the scope and k."""
+
+    stats: Sequence[tuple[Any, ...]]
+    fields: Sequence[int]
+    columns: Mapping[int, tuple[float, float]]
+    tokens: Mapping[str, int]
+    params: dict[str, Any]
+    filters: _Filters
+    k: int
+
+
+def _best_postings(
+    conn: psycopg.Connection,
+    lists: Sequence[tuple[int, str, int]],
+    params: Mapping[str, Any],
+    filters: _Filters,
+) -> list[tuple[Any, ...]]:
+    """Per (field, term, depth), its ``depth`` postings of highest impact in the scope, as
+    (position in ``lists``, memory id, impact) rows; a depth of 0 reads nothing."""
+    join = "" if filters.rows is None else schema.BM25_IMPACT_JOIN
+    where = filters.qualified + ("" if filters.rows is None else f" AND {filters.rows}")
+    statement = " UNION ALL ".join(
+        schema.BM25_BY_IMPACT.format(
+            n=n, field=int(field), depth=int(depth), join=join, filters=where
+        )
+        for n, (field, _, depth) in enumerate(lists)
+        if depth > 0
+    )
+    if not statement:
+        return []
+    terms = {f"term_{n}": term for n, (_, term, _) in enumerate(lists)}
+    return conn.execute(statement, {**params, **terms}).fetchall()
 
 
 def _bm25_sql(fields: Sequence[int], filters: _Filters, *, among: bool) -> str:
