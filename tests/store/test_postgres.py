@@ -404,7 +404,7 @@ def test_a_posting_whose_memory_is_gone_is_not_dropped_silently(url: str) -> Non
     with _open(url) as memory:
         memory.remember("one memory")
     posting = ("default", "kestrel", 10**9, 1, 0, 1, 0)  # no memory has this id
-    with psycopg.connect(url) as conn, pytest.raises(context_rows.MemoryGone):
+    with psycopg.connect(url) as conn, pytest.raises(fivefold.StoreError, match="try again"):
         context_rows.insert_postings(conn, schema.CONTEXT, [posting])
 
 
@@ -428,6 +428,21 @@ def test_a_write_that_lost_a_neighbour_is_retried_whole(
         assert memory.stats().memories == 5  # the first attempt rolled back, the second wrote
         assert [r.id for r in records] == sorted(r.id for r in records)
         assert all(f.ok for f in memory.store.check())
+
+
+def test_a_write_that_keeps_losing_neighbours_fails_clearly_and_writes_nothing(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fivefold.store.postgres import context_rows, store
+
+    def always_gone(*args: Any) -> None:
+        raise context_rows.MemoryGone("a neighbour was deleted meanwhile; try again")
+
+    monkeypatch.setattr(store, "insert_postings", always_gone)
+    with _open(url) as memory:
+        with pytest.raises(fivefold.StoreError, match="try again"):
+            memory.remember_many(_filler(5))
+        assert memory.stats().memories == 0
 
 
 def test_text_with_a_nul_character_is_refused_before_writing(url: str) -> None:

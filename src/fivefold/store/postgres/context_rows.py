@@ -12,6 +12,7 @@ import numpy as np
 import psycopg
 
 from fivefold.embed.base import Vectors
+from fivefold.errors import StoreError
 from fivefold.store.context import Group, Neighbour
 from fivefold.store.postgres import schema
 from fivefold.store.tokens import Counted, Tokenizer, field_norm
@@ -81,9 +82,10 @@ class Deltas:
 Posting = tuple[str, str, int, int, int, int, int]
 
 
-class MemoryGone(Exception):
+class MemoryGone(StoreError):
     """A posting's memory row was not there to read its type from: another transaction deleted
-    it since this one read it (a neighbour whose context changes). The write is retried."""
+    it since this one read it (a neighbour whose context changes). The write is retried; what
+    reaches the caller after the last attempt is a ``StoreError`` that says so."""
 
 
 def insert_postings(conn: psycopg.Connection, kind: int, rows: Sequence[Posting]) -> None:
@@ -96,7 +98,10 @@ def insert_postings(conn: psycopg.Connection, kind: int, rows: Sequence[Posting]
         schema.INSERT_POSTINGS_MANY, (kind, *[list(c) for c in zip(*rows, strict=True)])
     )
     if cursor.rowcount != len(rows):
-        raise MemoryGone(f"{len(rows) - cursor.rowcount} postings lost their memory row")
+        raise MemoryGone(
+            f"{len(rows) - cursor.rowcount} postings lost their memory row to a concurrent "
+            "delete while this write ran; nothing was written: try again"
+        )
 
 
 def postings(namespace: str, memory_id: int, counted: Counted) -> list[Posting]:
