@@ -378,6 +378,25 @@ def test_growth_steps_come_eight_times_a_doubling() -> None:
     assert len(set(steps[2 * ANALYZE_FROM :])) == 8
 
 
+def test_statistics_at_each_doubling_and_a_vacuum_at_each_eighth_of_a_large_namespace() -> None:
+    from fivefold.store.postgres.context_rows import Growth
+    from fivefold.store.postgres.schema import ANALYZE_FROM, VACUUM_FROM
+
+    def growth(before: int, now: int) -> tuple[bool, bool]:
+        g = Growth()
+        g.add(before, now)
+        return g.analyze, g.vacuum
+
+    assert growth(0, ANALYZE_FROM - 1) == (False, False)
+    assert growth(ANALYZE_FROM - 1, ANALYZE_FROM) == (True, False)
+    assert growth(ANALYZE_FROM, ANALYZE_FROM + ANALYZE_FROM // 8) == (False, False)  # small
+    assert growth(VACUUM_FROM - 1, VACUUM_FROM) == (True, True)
+    step = VACUUM_FROM // 8
+    assert growth(VACUUM_FROM, VACUUM_FROM + step - 1) == (False, False)
+    assert growth(VACUUM_FROM + step - 1, VACUUM_FROM + step) == (False, True)
+    assert growth(2 * VACUUM_FROM - 1, 2 * VACUUM_FROM) == (True, True)
+
+
 def test_a_namespace_growing_a_step_has_its_postings_vacuumed(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

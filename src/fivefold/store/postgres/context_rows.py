@@ -30,6 +30,22 @@ _AFTER = _SIDE.format(op=">", order="ASC")
 
 
 @dataclass
+class Growth:
+    """What a write's growth asks of the tables after its transaction."""
+
+    analyze: bool = False
+    vacuum: bool = False
+
+    def add(self, before: int, now: int) -> None:
+        """A namespace that went from ``before`` to ``now`` memories."""
+        before = max(before, 0)
+        if now >= schema.ANALYZE_FROM and now.bit_length() > before.bit_length():
+            self.analyze = True
+        if now >= schema.VACUUM_FROM and schema.growth_step(now) > schema.growth_step(before):
+            self.vacuum = True
+
+
+@dataclass
 class Deltas:
     """Per namespace: document-frequency changes by (field, term) and column, the memory count
     and each column's token total (``schema.COLUMNS`` order)."""
@@ -49,10 +65,11 @@ class Deltas:
         totals[base] += sign * counted.first_length
         totals[base + 1] += sign * counted.second_length
 
-    def flush(self, conn: psycopg.Connection) -> int:
-        """Apply the deltas. Returns the size of the largest namespace that grew into a new
-        ``schema.growth_step`` (0: none): time to refresh the planner's statistics (and, from
-        ``schema.VACUUM_FROM``, the visibility map)."""
+    def flush(self, conn: psycopg.Connection) -> Growth:
+        """Apply the deltas. Returns what the namespaces' growth asks of the tables: planner
+        statistics when one crossed a power of two (from ``schema.ANALYZE_FROM``), a vacuum
+        when one of ``schema.VACUUM_FROM`` memories or more grew into a new
+        ``schema.growth_step``."""
         for (namespace, kind), table in sorted(self.terms.items()):
             changed = sorted((t, d[0], d[1]) for t, d in table.items() if d[0] or d[1])
             if not changed:
@@ -66,7 +83,7 @@ class Deltas:
                     "AND term = ANY(%s::text[]) AND df1 <= 0 AND df2 <= 0",
                     (namespace, kind, gone),
                 )
-        grown = 0
+        growth = Growth()
         for namespace in sorted(set(self.memories) | set(self.tokens)):
             tokens = self.tokens.get(namespace, [0, 0, 0, 0])
             row = conn.execute(
@@ -74,9 +91,8 @@ class Deltas:
             ).fetchone()
             now = int(row[0]) if row else 0
             before = now - self.memories[namespace]
-            if schema.growth_step(now) > schema.growth_step(max(before, 0)):
-                grown = max(grown, now)
-        return grown
+            growth.add(before, now)
+        return growth
 
 
 Posting = tuple[str, str, int, int, int, int, int]

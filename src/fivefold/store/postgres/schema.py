@@ -265,26 +265,28 @@ CREATE INDEX IF NOT EXISTS mentions_type ON mentions (namespace, entity_id, type
 COLUMNS = ("predicate", "content", "window", "")
 
 META_DDL = "CREATE TABLE IF NOT EXISTS fivefold_meta (key text PRIMARY KEY, value text NOT NULL)"
-# Planner statistics are refreshed when a namespace grows by an eighth of a power of two from
-# this size on (``growth_step``): a table loaded faster than autovacuum looks at it is otherwise
-# planned as if empty (lexical p50 31 ms instead of 2.5 ms on a fresh 2,000-memory store).
+# Planner statistics are refreshed when a namespace crosses a power of two from this size on: a
+# table loaded faster than autovacuum looks at it is otherwise planned as if empty (lexical p50
+# 31 ms instead of 2.5 ms on a fresh 2,000-memory store).
 ANALYZE_FROM = 256
 ANALYZE = "ANALYZE (SKIP_LOCKED) memories, postings, term_stats, entities, mentions, edges, aliases"
-# At the same steps of a namespace from ``VACUUM_FROM`` on, the tables read by index alone are
-# vacuumed, so their visibility map covers the new rows: an index-only scan otherwise visits the
-# heap for each posting written since the last vacuum (autovacuum waits for 20 % more rows of
-# the whole table). Measured on a 100k store just loaded: the postings of one common query 93 ->
-# 33 ms, recall p99 251 -> 178 ms. Not below ``VACUUM_FROM``: a small namespace's postings are
-# few, and a vacuum is of the whole table, so a store of many small tenants would vacuum it
-# every few writes. Not ``memories``: its HNSW index makes a vacuum costly, and recall reads its
-# heap anyway. SKIP_LOCKED: a writer does not wait for another's vacuum of the same table.
+# When a namespace of ``VACUUM_FROM`` memories or more grows an eighth (``growth_step``), the
+# tables read by index alone are vacuumed (and analyzed), so their visibility map covers the
+# new rows: an index-only scan otherwise visits the heap for each posting written since the
+# last vacuum (autovacuum waits for 20 % more rows of the whole table). Measured on a 100k
+# store just loaded: the postings of one common query 93 -> 33 ms, recall p99 251 -> 178 ms.
+# Not below ``VACUUM_FROM``: a small namespace's postings are few, and a vacuum is of the whole
+# table, so a store of many small tenants would vacuum it every few writes. Not ``memories``:
+# its HNSW index makes a vacuum costly, and recall reads its heap anyway. SKIP_LOCKED: a writer
+# does not wait for another's vacuum of the same table.
 VACUUM_FROM = 16_384
 VACUUM = "VACUUM (SKIP_LOCKED) postings, mentions, edges"
 
 
 def growth_step(memories: int) -> int:
     """Which eighth of which power of two a namespace of ``memories`` is in (0 below
-    ``ANALYZE_FROM``): statistics are refreshed when it moves to the next."""
+    ``ANALYZE_FROM``): from ``VACUUM_FROM``, the tables are vacuumed when it moves to the
+    next."""
     if memories < ANALYZE_FROM:
         return 0
     bits = memories.bit_length()

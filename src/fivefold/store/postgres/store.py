@@ -48,6 +48,7 @@ from fivefold.store.context import Group, SessionRow
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import (
     Deltas,
+    Growth,
     MemoryGone,
     PostgresContextRows,
     Posting,
@@ -106,7 +107,7 @@ class PostgresStore(PostgresReads):
         if rebuild:
             self._rebuild_context()
         if reindexed:  # every posting row is new: no page of them is marked all-visible yet
-            self._maintain(vacuum=True)
+            self._maintain(Growth(analyze=True, vacuum=True))
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -205,26 +206,27 @@ class PostgresStore(PostgresReads):
                 with self._pool.connection() as conn, conn.transaction():
                     deltas = Deltas()
                     result = work(conn, deltas)
-                    grown = deltas.flush(conn)
+                    growth = deltas.flush(conn)
                 break
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, MemoryGone):
                 if attempt == WRITE_ATTEMPTS - 1:
                     raise
                 time.sleep(0.01 * 2**attempt)
-        if grown:
-            self._maintain(vacuum=grown >= schema.VACUUM_FROM)
+        if growth.analyze or growth.vacuum:
+            self._maintain(growth)
         return result
 
-    def _maintain(self, *, vacuum: bool) -> None:
-        """Planner statistics, and with ``vacuum`` the visibility map, after a write that grew
-        a namespace by a step (outside its transaction: VACUUM cannot run inside one). The
-        write is committed by then, so a failure here is logged, not raised: the caller must
-        not retry it, and autovacuum does the same work later."""
+    def _maintain(self, growth: Growth) -> None:
+        """The visibility map and planner statistics, as a write's growth asks (outside its
+        transaction: VACUUM cannot run inside one). The write is committed by then, so a
+        failure here is logged, not raised: the caller must not retry it, and autovacuum does
+        the same work later."""
         try:
             with self._pool.connection() as conn:
-                if vacuum:
+                if growth.vacuum:
                     conn.execute(schema.VACUUM)
-                conn.execute(schema.ANALYZE)
+                if growth.analyze or growth.vacuum:  # a vacuum's new rows change statistics too
+                    conn.execute(schema.ANALYZE)
         except psycopg.Error as exc:
             log.warning("%s: refreshing statistics after a write failed: %s", self.location, exc)
 
