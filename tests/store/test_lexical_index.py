@@ -6,6 +6,8 @@ acknowledged memory from it."""
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import shutil
 import signal
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +236,106 @@ def test_an_index_behind_a_pruned_log_is_rebuilt(
         ).fetchone()[0]
         assert pruned == 0
         assert _found(memory, 11, Scope("quiet")) == [late[1].id]
+
+
+def _saved_seq(db: Path, namespace: str = "default") -> int:
+    folder = db.with_name(db.name + ".lexical") / lexical._folder_name(namespace)
+    try:
+        return int(json.loads(lexical._sidecar(folder).read_text())["seq"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status  # a zombie has exited
+
+
+def test_long_ingests_are_indexed_by_the_indexer_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a batch's worth of entries waits, the writer hands the catch-up to its indexer
+    process; a read adopts what the process committed instead of indexing anything itself."""
+    monkeypatch.setattr(lexical, "SYNC_PENDING", 100)
+    db = tmp_path / "m.db"
+    with _open(db) as memory:
+        ids = [r.id for start in range(0, 300, 60) for r in memory.remember_many(_items(start, 60))]
+        indexer = _index(memory)._indexer
+        assert indexer is not None
+        assert _alive(indexer.pid)
+        last = int(memory.store._conn.execute(schema.LEXICAL_LOG_NEWEST).fetchone()[0])  # type: ignore[attr-defined]
+        _wait_for(lambda: _saved_seq(db) >= last - 100)  # sent after the last 100 waited
+        assert _index(memory).rebuilds == 0
+        assert _index(memory).catch_ups == 0
+        assert _found(memory, 7) == [ids[7]]
+        assert _found(memory, 299) == [ids[299]]
+        assert _index(memory).rebuilds == 0  # adopted: the process built it
+    assert not _alive(indexer.pid)  # closing the store ended it
+
+
+def test_a_killed_indexer_process_leaves_the_writer_indexing_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(lexical, "SYNC_PENDING", 100)
+    db = tmp_path / "m.db"
+    with _open(db) as memory:
+        ids = [r.id for r in memory.remember_many(_items(0, 150))]
+        indexer = _index(memory)._indexer
+        assert indexer is not None
+        os.kill(indexer.pid, signal.SIGKILL)
+        _wait_for(lambda: not _alive(indexer.pid))
+        ids += [
+            r.id for start in range(150, 450, 50) for r in memory.remember_many(_items(start, 50))
+        ]
+        assert "exited: indexing here" in caplog.text
+        assert _index(memory).catch_ups >= 1  # the writer applied the log itself
+        for n in (3, 160, 449):
+            assert _found(memory, n) == [ids[n]]
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    sys.path[:0] = [{tests!r}]
+    from test_lexical_index import _open, _items
+    from fivefold.store.sqlite import lexical
+    lexical.SYNC_PENDING = 100
+    memory = _open(Path({db!r}))
+    memory.remember_many(_items(0, 300))
+    print(memory.store._lexical._indexer.pid, flush=True)
+    input()  # killed here
+    """
+)
+
+
+def test_the_indexer_process_ends_with_a_killed_writer(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    script = KILLED_WRITER.format(tests=str(Path(__file__).parent), db=str(db))
+    writer = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None
+    pid = int(writer.stdout.readline())
+    assert _alive(pid)
+    writer.send_signal(signal.SIGKILL)
+    writer.communicate(timeout=60)
+    _wait_for(lambda: not _alive(pid))  # its stdin closed with the writer: it ended
+    with _open(db) as memory:
+        index = _index(memory)
+        rows = {int(r[0]) for r in memory.store._conn.execute("SELECT id FROM memories")}  # type: ignore[attr-defined]
+        assert len(rows) == 300
+        assert index._ids(index.current("default")) == rows
 
 
 KILLED_INGEST = textwrap.dedent(

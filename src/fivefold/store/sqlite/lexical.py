@@ -19,7 +19,8 @@ How it stays in step: SQLite is the source of truth. Triggers append every memor
 context or filter columns changed to ``lexical_log`` in the writing transaction, so a write is
 acknowledged once SQLite commits. An index applies the entries after the last one it holds
 (its sequence number is saved beside it after each tantivy commit): before every read, after a
-writer's batch once enough are waiting, after a ``forget``, and on close. A crash between the
+``forget``, on close, and once enough are waiting after a writer's batch (then in the store's
+indexer process, ``indexer.py``, on the other core; in the writer when there is none). A crash between the
 two commits leaves entries to apply again (applying one re-reads the row: idempotent). An
 index whose log has been pruned past it, whose folder is missing, damaged, of another store or
 format, or whose document count disagrees with the rows after catching up, is rebuilt from the
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import sqlite3
@@ -53,18 +55,21 @@ from fivefold.errors import StoreError
 from fivefold.model import ColumnWeights, Finding, MemoryType, Scope
 from fivefold.store.context import WINDOW_REPEATS
 from fivefold.store.sqlite import schema
+from fivefold.store.sqlite.indexer import Indexer
 from fivefold.store.sqlite.read import BY_ID
 from fivefold.store.tokens import Tokenizer
 
 __all__ = ["LexicalIndexes", "window_tokens"]
 
+logger = logging.getLogger("fivefold.store")
+
 TEXT_FIELDS = ("predicate", "content", "window")
 FORMAT = 3  # of an index folder and its sidecar: a folder of another format is rebuilt
-# A writer brings a namespace's index up to date once this many log entries wait for it, so a
-# long ingest never leaves its first recall a large catch-up (10,000: about 0.5 s). Fewer
-# catch-ups are less work, not work put off: a turn re-indexed for context by several batches
-# is indexed once, and each tantivy commit costs ~40 ms. Bulk ingest at 40k, the final
-# catch-up included: 2,000 -> 3,650/s, 10,000 -> 3,945-4,105/s.
+# A namespace's index is brought up to date (by the indexer process) once this many log entries
+# wait for it, so a long ingest never leaves its first recall a large catch-up (10,000: about
+# 0.5 s). Fewer catch-ups are less work, not work put off: a turn re-indexed for context by
+# several batches is indexed once, and each tantivy commit costs ~40 ms. Bulk ingest at 40k,
+# the final catch-up included, in the writer: 2,000 -> 3,650/s, 10,000 -> 3,945-4,105/s.
 SYNC_PENDING = 10_000
 LOCK_WAIT_S = 30.0  # another process's tantivy writer holds the lock at most one batch
 SYNC_HEAP = 64_000_000
@@ -115,12 +120,28 @@ class LexicalIndexes:
     ``catch_ups`` and ``rebuilds`` count how indexes were brought up to date (tests, doctor)."""
 
     def __init__(
-        self, conn: sqlite3.Connection, location: str, *, store_id: str, read_only: bool
+        self,
+        conn: sqlite3.Connection,
+        location: str,
+        *,
+        store_id: str,
+        read_only: bool,
+        in_memory: bool = True,
     ) -> None:
+        """``in_memory``: whether an index that cannot be written to its folder may live in
+        memory instead (the indexer child's may not: one in its memory helps no reader)."""
         self._conn = conn
+        # The indexer process opens the store by this path: absolute, whatever its cwd.
+        self._location = location if location == ":memory:" else os.path.abspath(location)
         self._folder = None if location == ":memory:" else Path(location + ".lexical")
         self._store_id = store_id
         self._read_only = read_only
+        self._in_memory = in_memory
+        # Catch-ups during long ingests run in a child process (indexer.py), started on the
+        # first batch's worth of waiting entries; None until then, or when it failed.
+        self._indexer: Indexer | None = None
+        self._indexer_failed = not in_memory or self._folder is None or read_only
+        self._nudged: dict[str, int] = {}  # namespace -> its last log entry when last sent
         self._tokenizer = Tokenizer()
         self._schema = _schema()
         self._open: dict[str, _Index] = {}
@@ -226,21 +247,46 @@ class LexicalIndexes:
         return int(last), int(pruned)
 
     def written(self, namespaces: Iterable[str]) -> None:
-        """After a write transaction: apply what waits once it is a batch's worth."""
-        for namespace in set(namespaces):
+        """After a write transaction: once a batch's worth waits, have the indexer process
+        apply it (or apply it here, when there is none)."""
+        for namespace in sorted(set(namespaces)):
             index = self._open.get(namespace)
-            since = index.seq if index is not None else 0
+            since = max(index.seq if index is not None else 0, self._nudged.get(namespace, 0))
             waiting = self._conn.execute(
                 "SELECT count(*) FROM (SELECT 1 FROM lexical_log WHERE namespace = ? AND seq > ? "
                 "LIMIT ?)",
                 (namespace, since, SYNC_PENDING),
             ).fetchone()[0]
-            if waiting >= SYNC_PENDING:
+            if waiting < SYNC_PENDING:
+                continue
+            if self._nudge(namespace):
+                self._nudged[namespace] = self._log_state(namespace)[0]
+            else:
                 self.current(namespace)
 
+    def _nudge(self, namespace: str) -> bool:
+        if self._indexer_failed:
+            return False
+        if self._indexer is None:
+            try:
+                self._indexer = Indexer(self._location, self._store_id)
+            except OSError as exc:
+                logger.warning("lexical indexer process did not start (%s): indexing here", exc)
+                self._indexer_failed = True
+                return False
+        if self._indexer.nudge(namespace):
+            return True
+        logger.warning("lexical indexer process %d exited: indexing here", self._indexer.pid)
+        self._indexer_failed = True
+        self._indexer.close()
+        return False
+
     def close(self) -> None:
-        """Apply what waits for every namespace written (best effort: the indexes are
-        derived, and the next open catches up from the log)."""
+        """Stop the indexer process, then apply what waits for every namespace written (best
+        effort: the indexes are derived, and the next open catches up from the log)."""
+        if self._indexer is not None:
+            self._indexer.close()
+            self._indexer = None
         if self._read_only:
             return
         try:
@@ -279,7 +325,9 @@ class LexicalIndexes:
                 try:
                     return self._bring_up_on_disk(namespace, index, path)
                 except (OSError, ValueError):
-                    pass  # a failing disk: recall goes on from an index in memory
+                    if not self._in_memory:
+                        raise
+                    # a failing disk: recall goes on from an index in memory
         # In memory (an in-memory or read-only store, or a failing disk): apply, or build.
         if index is None or index.on_disk:
             return self._build(namespace, tantivy.Index(self._schema), None)

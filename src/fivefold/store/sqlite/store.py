@@ -118,7 +118,7 @@ class SQLiteStore:
         self._writes = 0  # bumped by every transaction: invalidates the term statistics memo
         if path != ":memory:" and not os.path.lexists(path):
             _create_file(Path(path), _meta(embedding_model, dim, self._smoothing_tag()))
-        self._conn, self.read_only = _connect(path)
+        self._conn, self.read_only = connect(path)
         self._context = SQLiteContextRows(self._conn, dim)
         try:
             self._store_id = self._init_schema(embedding_model, dim)
@@ -347,7 +347,7 @@ class SQLiteStore:
             return
         with self._side_lock:
             if self._side is None:
-                conn, _ = _connect(self._path)
+                conn, _ = connect(self._path)
                 self._side = (conn, ReadQueries(conn))
             yield self._side[1]
 
@@ -359,7 +359,8 @@ class SQLiteStore:
             raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
         with self._transaction():
             ids = self._write_memories(memories, vectors)
-        self._lexical.written(m.scope.namespace for m in memories)
+        with self._lock:  # the lexical indexes share the connection: never beside a reader
+            self._lexical.written(m.scope.namespace for m in memories)
         return ids
 
     def _write_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
@@ -826,7 +827,7 @@ def _stable_name(namespace: str) -> str:
     return hashlib.sha256(namespace.encode()).hexdigest()[:24]
 
 
-def _connect(path: str) -> tuple[sqlite3.Connection, bool]:
+def connect(path: str) -> tuple[sqlite3.Connection, bool]:
     """The connection, and whether it is read-only (a store SQLite cannot write opens for
     reading: ``mode=ro`` when only the file is read-only, ``immutable`` when its folder is too,
     as on read-only media, where SQLite could not create the WAL's shared-memory file)."""
