@@ -237,8 +237,10 @@ class ReadPipeline:
                 legs = self._semantic_lexical(state, wanted, ())
         if types:
             start = time.perf_counter()
-            ids = [item.id for run in legs for item in run.items]
-            kinds = {i: a.type for i, a in self._attributes(state, ids).items()}
+            kinds = None  # the legs admitted only these types: nothing to read
+            if set(state.text_types) != set(types):
+                ids = [item.id for run in legs for item in run.items]
+                kinds = {i: a.type for i, a in self._attributes(state, ids).items()}
             items = type_list([run.items for run in legs], set(types), kinds)
             legs.append(RetrieverRun(Y, items, state.clock.time(Y.value, start), notes))
         state.runs.extend(legs)

@@ -4,6 +4,7 @@ types forced by the caller never widen and filter every leg."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -179,3 +180,37 @@ def test_type_list_orders_on_type_memories_by_best_rank(
     items = type_list(legs, {PREF}, kinds)
     assert [s.id for s in items] == expected
     assert all(s.confidence == 1.0 for s in items)
+
+
+def test_legs_filtered_by_the_types_need_no_type_read() -> None:
+    """``None``: the legs admitted only the wanted types (the pipeline's pre-filter), so every
+    item is kept, by its best rank, and no memory's type is read."""
+    items = type_list([scored(4, 3), scored(2, 4)], {PREF}, None)
+    assert [s.id for s in items] == [2, 4, 3]
+
+
+def test_a_filtered_type_leg_reads_no_attributes(
+    hashing_mem: fivefold.Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    types = add(hashing_mem, COFFEE_PREFS + COFFEE_OTHERS)
+    callers: list[str] = []
+    read = hashing_mem.store.attributes
+
+    def spy(namespace: str, ids: Sequence[int]) -> object:
+        callers.extend(frame.function for frame in inspect.stack())
+        return read(namespace, ids)
+
+    monkeypatch.setattr(hashing_mem.store, "attributes", spy)
+    runs = runs_by_name(run_with_hints(hashing_mem, "coffee", [PREF]).runs)
+    assert {s.id for s in runs[RetrieverName.TYPE].items} == {
+        i for i, t in types.items() if t is PREF
+    }
+    assert "_fuse" in callers  # the spy sees reads: fusion reads the fused head
+    assert "_text_legs" not in callers
+    with fivefold.Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as widened:
+        add(widened, COFFEE_PREFS[:2] + COFFEE_OTHERS)
+        read = widened.store.attributes
+        monkeypatch.setattr(widened.store, "attributes", spy)
+        callers.clear()
+        run_with_hints(widened, "coffee", [PREF])  # too few: the legs ran again unfiltered
+        assert "_text_legs" in callers

@@ -14,12 +14,13 @@ from fivefold.model import MemoryType, Scored
 def type_list(
     legs: Sequence[Sequence[Scored]],
     types: Collection[MemoryType],
-    memory_types: Mapping[int, MemoryType],
+    memory_types: Mapping[int, MemoryType] | None,
 ) -> tuple[Scored, ...]:
+    """``memory_types`` None: the legs were filtered by ``types``, every item is on-type."""
     best_rank: dict[int, int] = {}
     for leg in legs:
         for rank, item in enumerate(leg, start=1):
-            if memory_types.get(item.id) in types:
+            if memory_types is None or memory_types.get(item.id) in types:
                 best_rank[item.id] = min(rank, best_rank.get(item.id, rank))
     order = sorted(best_rank, key=lambda i: (best_rank[i], i))
     return tuple(Scored(i, 1.0) for i in order)

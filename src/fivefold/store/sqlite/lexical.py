@@ -20,12 +20,13 @@ context or filter columns changed to ``lexical_log`` in the writing transaction,
 acknowledged once SQLite commits. An index applies the entries after the last one it holds
 (its sequence number is saved beside it after each tantivy commit): before every read, after a
 ``forget``, on close, and once enough are waiting after a writer's batch (then in the store's
-indexer process, ``indexer.py``, on the other core; in the writer when there is none). A crash between the
-two commits leaves entries to apply again (applying one re-reads the row: idempotent). An
-index whose log has been pruned past it, whose folder is missing, damaged, of another store or
-format, or whose document count disagrees with the rows after catching up, is rebuilt from the
-rows. Several processes share the on-disk indexes: tantivy lets one writer in at a time (a lock
-file), and a process that finds another's entries already applied only reloads its reader.
+indexer process, ``indexer.py``, on the other core; in the writer when there is none). A crash
+between the two commits leaves entries to apply again (applying one re-reads the row:
+idempotent). An index whose log has been pruned past it, whose folder is missing, damaged, of
+another store or format, or whose document count disagrees with the rows after catching up, is
+rebuilt from the rows. Several processes share the on-disk indexes: tantivy lets one writer
+in at a time (a lock file), and a process that finds another's entries already applied only
+reloads its reader.
 
 Where an index cannot be written (a read-only store, an in-memory store, a failing disk), it
 lives in memory, built from the rows when it is first needed.
