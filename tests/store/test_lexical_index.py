@@ -303,6 +303,23 @@ def test_a_killed_indexer_process_leaves_the_writer_indexing_itself(
             assert _found(memory, n) == [ids[n]]
 
 
+def test_an_embedding_program_is_never_run_as_the_indexer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Under uWSGI (or a frozen executable) ``sys.executable`` is another program: the writer
+    indexes itself rather than run it."""
+    monkeypatch.setattr(lexical, "SYNC_PENDING", 100)
+    monkeypatch.setattr(sys, "executable", "/usr/bin/uwsgi")
+    with _open(tmp_path / "m.db") as memory:
+        ids = [
+            r.id for start in range(0, 300, 100) for r in memory.remember_many(_items(start, 100))
+        ]
+        assert _index(memory)._indexer is None
+        assert "did not start" in caplog.text
+        assert _index(memory).catch_ups >= 1
+        assert _found(memory, 250) == [ids[250]]
+
+
 KILLED_WRITER = textwrap.dedent(
     """
     import sys

@@ -44,16 +44,10 @@ class Indexer:
     False when the child is gone (the caller applies the log itself)."""
 
     def __init__(self, path: str, store_id: str) -> None:
-        package_root = str(Path(__file__).resolve().parents[3])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (package_root, env.get("PYTHONPATH", "")) if p
-        )
         self._process = subprocess.Popen(
-            [sys.executable, "-m", __name__, path, store_id],
+            [_python(), "-c", _child_code(), path, store_id],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
-            env=env,
             text=True,
         )
         self._finalizer = weakref.finalize(self, _stop, self._process, 0.0)
@@ -77,6 +71,25 @@ class Indexer:
         """Close its stdin and wait for it to finish the catch-up it is in."""
         self._finalizer.detach()
         _stop(self._process, STOP_WAIT_S)
+
+
+def _python() -> str:
+    """This interpreter, when it is one: an application that embeds Python (uWSGI, a frozen
+    executable) has another program as ``sys.executable``, which must not be run."""
+    executable = sys.executable
+    name = os.path.basename(executable or "").lower()
+    if not executable or getattr(sys, "frozen", False) or not name.startswith("python"):
+        raise OSError(f"no Python interpreter to run it ({executable!r})")
+    return executable
+
+
+def _child_code() -> str:
+    """The child's program: this module's ``main``, imported from the same place as here (the
+    folder holding the package goes first on its path only when this process found it
+    elsewhere than on the default path, e.g. a source tree it put on ``sys.path`` itself)."""
+    root = str(Path(__file__).resolve().parents[3])
+    prefix = "" if root in sys.path else f"sys.path.insert(0, {root!r}); "
+    return f"import sys; {prefix}from {__name__} import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _stop(process: subprocess.Popen[str], wait_s: float) -> None:
