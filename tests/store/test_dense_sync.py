@@ -189,3 +189,30 @@ def test_sigkill_during_writes_loses_no_acknowledged_memory(tmp_path: Path) -> N
             }
         )
     )
+
+
+def test_a_namespace_is_read_whole_in_either_order_the_same(tmp_path: Path) -> None:
+    """A namespace holding most of the store is read by scanning memories in id order, any
+    other through its index: the same rows either way, and each namespace loads its own."""
+    from fivefold.store.sqlite import schema
+
+    with _open(tmp_path / "m.db", HNSW) as memory:
+        for start in range(0, 300, 30):  # interleaved: 210 in "big", 90 in "small"
+            memory.remember_many(
+                [
+                    {**item, "namespace": "small" if n % 10 < 3 else "big", "type": "fact"}
+                    for n, item in enumerate(_items(start, 30), start=start)
+                ]
+            )
+        conn = memory.store._conn  # type: ignore[attr-defined]
+        for namespace, count in (("big", 210), ("small", 90)):
+            scanned = conn.execute(schema.SCAN_NAMESPACE_VECTORS, {"ns": namespace}).fetchall()
+            searched = conn.execute(schema.SELECT_NAMESPACE_VECTORS, {"ns": namespace}).fetchall()
+            assert len(scanned) == count
+            assert scanned == searched
+        for namespace, n in (("big", 5), ("small", 1)):
+            query = np.array([_vector(n)], dtype=np.float32)
+            query /= np.linalg.norm(query)
+            ((found, cosine),) = memory.store.vector_search(Scope(namespace), query, 1)[0]
+            assert memory.store.get_memories(namespace, [found])  # its own, found
+            assert cosine == pytest.approx(1.0, abs=1e-3)  # the graph keeps float16

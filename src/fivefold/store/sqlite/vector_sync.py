@@ -107,10 +107,14 @@ def load_index(
     patched from the log when it can be, else built (and saved)."""
     index = NamespaceIndex(dim, config, generation)
     index.log_seq = int(conn.execute(schema.VECTOR_LOG_BOUNDS).fetchone()[1]) if logged else 0
+    held = conn.execute(
+        "SELECT memories FROM namespaces WHERE namespace = ?", (namespace,)
+    ).fetchone()
+    last = conn.execute("SELECT max(id) FROM memories").fetchone()[0]
+    most = held is not None and last is not None and 2 * int(held[0]) >= int(last)
+    statement = schema.SCAN_NAMESPACE_VECTORS if most else schema.SELECT_NAMESPACE_VECTORS
     ids, users, agents, types, blobs = [], [], [], [], []
-    for memory_id, blob, user, agent, mtype in conn.execute(
-        schema.SELECT_NAMESPACE_VECTORS, (namespace,)
-    ):
+    for memory_id, blob, user, agent, mtype in conn.execute(statement, {"ns": namespace}):
         ids.append(memory_id)
         blobs.append(blob)
         users.append(user)
