@@ -6,6 +6,7 @@ acknowledged memory from it."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -26,6 +27,7 @@ import fivefold
 from fivefold import Memory, Scope
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
+from fivefold.store.sqlite import indexer as indexer_module
 from fivefold.store.sqlite import lexical, schema
 
 
@@ -318,6 +320,95 @@ def test_an_embedding_program_is_never_run_as_the_indexer(
         assert "did not start" in caplog.text
         assert _index(memory).catch_ups >= 1
         assert _found(memory, 250) == [ids[250]]
+
+
+def test_a_fork_of_the_writer_never_keeps_the_indexer_alive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process forked from the writer (a multiprocessing pool) inherits the indexer's pipe;
+    it lets go of it at once, so closing the store ends the indexer without waiting for it."""
+    monkeypatch.setattr(lexical, "SYNC_PENDING", 100)
+    monkeypatch.setattr(indexer_module, "STOP_WAIT_S", 20.0)
+    with _open(tmp_path / "m.db") as memory:
+        memory.remember_many(_items(0, 150))
+        child = _index(memory)._indexer
+        assert child is not None
+        pid = os.fork()
+        if pid == 0:  # the fork: outlive the store's close by a few seconds, then leave
+            time.sleep(4)
+            os._exit(0)
+        began = time.monotonic()
+    closed = time.monotonic() - began
+    os.waitpid(pid, 0)
+    assert closed < 3.0
+    assert child._process.returncode == 0  # it stopped, it was not killed
+
+
+def test_a_read_adopts_an_index_another_process_built_while_it_waited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read that found no index on disk and waited for the writer lock (the indexer was
+    building it) adopts what was built instead of building it again."""
+    db = tmp_path / "m.db"
+    with _open(db) as memory:
+        ids = [r.id for r in memory.remember_many(_items(0, 40))]
+    script = OTHER_READER.format(tests=str(Path(__file__).parent), db=str(db))
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    # As if the sidecar had not been written yet when this process looked for the index.
+    monkeypatch.setattr(lexical.LexicalIndexes, "_load", lambda self, namespace, path: None)
+    with _open(db) as memory:
+        assert _found(memory, 7) == [ids[7]]
+        assert _index(memory).rebuilds == 0
+
+
+def test_a_writer_lock_held_too_long_is_an_error_not_an_index_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lexical, "LOCK_WAIT_S", 0.2)
+    db = tmp_path / "m.db"
+    with _open(db) as memory:
+        first = memory.remember_many(_items(0, 20))
+        assert _found(memory, 3) == [first[3].id]
+        later = memory.remember_many(_items(20, 5))
+        held = _index(memory)._open["default"].index.writer(15_000_000, 1)  # another holder
+        with pytest.raises(lexical.LexicalIndexBusy, match="try again"):
+            _found(memory, 22)
+        held.wait_merging_threads()  # released
+        assert _found(memory, 22) == [later[2].id]
+        assert _index(memory)._open["default"].on_disk
+
+
+def test_the_indexer_reports_a_failed_catch_up_and_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "m.db"
+    with _open(db) as memory:
+        memory.remember_many(_items(0, 10, namespace="a") + _items(10, 10, namespace="b"))
+        store_id = memory.store._store_id  # type: ignore[attr-defined]
+    asked: list[str] = []
+
+    def current(self: lexical.LexicalIndexes, namespace: str) -> None:
+        asked.append(namespace)
+        if namespace == "a":
+            raise lexical.LexicalIndexBusy("held: try again")
+
+    monkeypatch.setattr(lexical.LexicalIndexes, "current", current)
+    monkeypatch.setattr(sys, "stdin", io.StringIO('"a"\n"b"\nnull\n"never"\n'))
+    assert indexer_module.main([str(db), store_id]) == 0
+    assert asked == ["a", "b"]  # on after the failure; stopped at the stop line
+    assert capsys.readouterr().err.count("fivefold indexer:") == 1
+
+
+OTHER_READER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    sys.path[:0] = [{tests!r}]
+    from test_lexical_index import _open, _found
+    with _open(Path({db!r})) as memory:
+        assert _found(memory, 7)
+    """
+)
 
 
 KILLED_WRITER = textwrap.dedent(

@@ -4,23 +4,26 @@ Why a process: bringing a tantivy index up to date is Python work (reading the c
 tokenizing them, building documents) that holds the GIL, so a thread would only take turns with
 the writer on one core. At 1M memories it was a fifth of a bulk ingest's time on the writer's
 thread; a child process does it on the other core (measured on a copy of the 1M store, 40
-batches of 2,000: 3,158 -> 3,715 memories/s).
+batches of 2,000: 3,158 -> 3,716 memories/s).
 
 How: after a write, the store's ``LexicalIndexes`` counts the log entries waiting for a
 namespace; once a batch's worth waits it sends the namespace here (a line on the child's stdin)
 instead of applying them itself, and does not ask again until as many more wait. The child
 opens the same store and brings the namespace's on-disk index up to date exactly as a second
 process of the user's would: under tantivy's writer lock, saving the last log entry applied
-beside the index. Nothing depends on it. A read in the store's own process still applies
-whatever waits first, waiting for the writer lock if the child holds it and adopting what the
-child committed; closing the store applies the rest; and if the child cannot start or has
-exited, the store applies the log itself, as it did before (logged once).
+beside the index before it lets the lock go. Nothing depends on it. A read in the store's own
+process still applies whatever waits first, waiting for the writer lock while the child holds
+it and adopting what the child committed; closing the store applies the rest; and if the
+child cannot start or has exited, the store applies the log itself, as it did before (logged
+once). A catch-up that fails in the child (another process holding the lock too long, a full
+disk) is reported on its stderr in one line and left to the next nudge or read.
 
 Lifetime: started by the first batch's worth of waiting entries (a store that never writes that
-much never starts one); it ends when its stdin closes, after finishing the catch-up it is in:
-when the store closes, or is garbage-collected, or its process dies (the OS closes the pipe).
-It ignores SIGINT: Ctrl-C in a terminal reaches the whole process group, and the store's
-process decides what happens.
+much never starts one). It stops after the nudges sent before the store closes (a last line
+says so), or at the end of its stdin: when the store is garbage-collected unclosed, or its
+process dies (the OS closes the pipe; a process forked from the store's closes its copy of the
+pipe at once, so it never keeps the child alive). It runs in a session of its own, so Ctrl-C
+in a terminal reaches the store's process only, which decides.
 """
 
 from __future__ import annotations
@@ -28,15 +31,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import weakref
-from pathlib import Path
 
 __all__ = ["Indexer"]
 
-STOP_WAIT_S = 60.0  # a catch-up in progress finishes; a longer one is killed (the log stays)
+STOP_WAIT_S = 60.0  # the nudges sent finish; a longer catch-up is killed (the log stays)
+_STOP = "null"  # the last line: no namespace is JSON null
 
 
 class Indexer:
@@ -44,17 +46,28 @@ class Indexer:
     False when the child is gone (the caller applies the log itself)."""
 
     def __init__(self, path: str, store_id: str) -> None:
+        self._owner = os.getpid()
         self._process = subprocess.Popen(
-            [_python(), "-c", _child_code(), path, store_id],
+            [_python(), "-I", "-c", _child_code(), path, store_id],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             text=True,
+            start_new_session=True,
         )
         self._finalizer = weakref.finalize(self, _stop, self._process, 0.0)
+        _LIVE.add(self)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def alive(self) -> bool:
+        return self._ours() and self._process.poll() is None
 
     def nudge(self, namespace: str) -> bool:
         stdin = self._process.stdin
-        if stdin is None or self._process.poll() is not None:
+        if stdin is None or not self.alive:
             return False
         try:
             stdin.write(json.dumps(namespace) + "\n")
@@ -63,14 +76,43 @@ class Indexer:
             return False
         return True
 
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
     def close(self) -> None:
-        """Close its stdin and wait for it to finish the catch-up it is in."""
+        """Ask the child to stop after the nudges sent, and wait for it."""
         self._finalizer.detach()
+        _LIVE.discard(self)
+        if not self._ours():
+            return  # a forked copy: the child is the parent's to stop
+        stdin = self._process.stdin
+        if stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                stdin.write(_STOP + "\n")
+                stdin.flush()
         _stop(self._process, STOP_WAIT_S)
+
+    def _ours(self) -> bool:
+        return os.getpid() == self._owner
+
+    def _forget_in_fork(self) -> None:
+        """In a process forked from the owner: let go of the pipe (the child would otherwise
+        wait for this copy to close it too)."""
+        self._finalizer.detach()
+        stdin = self._process.stdin
+        if stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                os.close(stdin.fileno())
+            self._process.stdin = None
+
+
+_LIVE: weakref.WeakSet[Indexer] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for indexer in list(_LIVE):
+        indexer._forget_in_fork()
+    _LIVE.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _python() -> str:
@@ -84,12 +126,13 @@ def _python() -> str:
 
 
 def _child_code() -> str:
-    """The child's program: this module's ``main``, imported from the same place as here (the
-    folder holding the package goes first on its path only when this process found it
-    elsewhere than on the default path, e.g. a source tree it put on ``sys.path`` itself)."""
-    root = str(Path(__file__).resolve().parents[3])
-    prefix = "" if root in sys.path else f"sys.path.insert(0, {root!r}); "
-    return f"import sys; {prefix}from {__name__} import main; sys.exit(main(sys.argv[1:]))"
+    """The child's program: this module's ``main``, imported with this process's ``sys.path``
+    (as ``multiprocessing`` does: the same copy of the package and of its dependencies, whatever
+    the environment or working directory says; ``-I`` keeps both out)."""
+    return (
+        f"import sys; sys.path[:] = {sys.path!r}; "
+        f"from {__name__} import main; sys.exit(main(sys.argv[1:]))"
+    )
 
 
 def _stop(process: subprocess.Popen[str], wait_s: float) -> None:
@@ -106,8 +149,10 @@ def _stop(process: subprocess.Popen[str], wait_s: float) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """The child: catch up each namespace named on stdin until stdin closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """The child: catch up each namespace named on stdin until the stop line or its end."""
+    import sqlite3
+
+    from fivefold.errors import StoreError
     from fivefold.store.sqlite.lexical import LexicalIndexes
     from fivefold.store.sqlite.store import connect
 
@@ -116,7 +161,13 @@ def main(argv: list[str]) -> int:
     try:
         indexes = LexicalIndexes(conn, path, store_id=store_id, read_only=False, in_memory=False)
         for line in sys.stdin:
-            indexes.current(json.loads(line))
+            namespace = json.loads(line)
+            if namespace is None:
+                break
+            try:
+                indexes.current(namespace)
+            except (StoreError, OSError, ValueError, sqlite3.Error) as exc:
+                print(f"fivefold indexer: {path} {namespace!r}: {exc}", file=sys.stderr)
     finally:
         conn.close()
     return 0

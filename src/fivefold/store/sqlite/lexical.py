@@ -46,7 +46,7 @@ import shutil
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +60,7 @@ from fivefold.store.sqlite.indexer import Indexer
 from fivefold.store.sqlite.read import BY_ID
 from fivefold.store.tokens import Tokenizer
 
-__all__ = ["LexicalIndexes", "window_tokens"]
+__all__ = ["LexicalIndexBusy", "LexicalIndexes", "window_tokens"]
 
 logger = logging.getLogger("fivefold.store")
 
@@ -282,12 +282,21 @@ class LexicalIndexes:
         self._indexer.close()
         return False
 
-    def close(self) -> None:
-        """Stop the indexer process, then apply what waits for every namespace written (best
-        effort: the indexes are derived, and the next open catches up from the log)."""
+    def _child_busy(self) -> bool:
+        """Whether this store's indexer process is alive (its writer lock is worth waiting
+        for: it is applying what this process would)."""
+        return self._indexer is not None and self._indexer.alive
+
+    def _stop_indexer(self) -> None:
+        """Stop the indexer process (the next batch's worth of waiting entries starts another)."""
         if self._indexer is not None:
             self._indexer.close()
             self._indexer = None
+
+    def close(self) -> None:
+        """Stop the indexer process, then apply what waits for every namespace written (best
+        effort: the indexes are derived, and the next open catches up from the log)."""
+        self._stop_indexer()
         if self._read_only:
             return
         try:
@@ -351,7 +360,7 @@ class LexicalIndexes:
             path.mkdir(parents=True)
             built = tantivy.Index(self._schema, path=str(path))
         built.config_reader("Manual")
-        return self._build(namespace, built, path)
+        return self._build(namespace, built, path, unless_current=True)
 
     def _load(self, namespace: str, path: Path) -> _Index | None:
         saved = self._saved(namespace, path)
@@ -385,7 +394,8 @@ class LexicalIndexes:
 
     def _save(self, namespace: str, path: Path, index: _Index) -> None:
         sidecar = _sidecar(path)
-        temp = sidecar.with_suffix(".tmp")
+        # Another process (the indexer) may save at the same moment: a temp file of its own.
+        temp = sidecar.with_name(f"{sidecar.name}.{os.getpid()}.tmp")
         body = {
             "format": FORMAT,
             "store": self._store_id,
@@ -397,7 +407,7 @@ class LexicalIndexes:
         os.replace(temp, sidecar)
 
     def _catch_up(self, namespace: str, index: _Index, path: Path | None) -> _Index:
-        with _locked_writer(index.index) as writer:
+        with _locked_writer(index.index, patient=self._child_busy) as writer:
             if path is not None:  # the lock is ours: what did the last holder apply?
                 self._adopt(index, self._saved(namespace, path))
             held = int(index.index.searcher().num_docs)
@@ -428,35 +438,64 @@ class LexicalIndexes:
                 for document in documents:
                     writer.add_document(document)
                 writer.commit()
+                # Saved before the lock is released: the next holder must not apply it again.
+                index.index.reload()
+                now_held = int(index.index.searcher().num_docs)
+                index.seq = int(newest)
+                index.stale += held + len(documents) - now_held
+                if path is not None:
+                    self._save(namespace, path, index)
         if changed is None:
             return self._build(namespace, index.index, path)
-        index.index.reload()
-        now_held = int(index.index.searcher().num_docs)
-        index.seq, index.stale = int(newest), index.stale + held + len(documents) - now_held
-        if path is not None:
-            self._save(namespace, path, index)
         self.catch_ups += 1
         if now_held != expected:  # something the log missed
             return self._build(namespace, index.index, path)
         self._open[namespace] = index
         return index
 
-    def _build(self, namespace: str, built: tantivy.Index, path: Path | None = None) -> _Index:
+    def _build(
+        self,
+        namespace: str,
+        built: tantivy.Index,
+        path: Path | None = None,
+        *,
+        unless_current: bool = False,
+    ) -> _Index:
         """Every document of the namespace from its rows, in one commit (a reader sees the old
-        index or the new one)."""
-        with _locked_writer(built, BUILD_HEAP) as writer, _snapshot(self._conn):
+        index or the new one). ``unless_current``: if, once the lock is ours, the folder holds a
+        current index (another process built it while this one waited), adopt it instead."""
+        with (
+            _locked_writer(built, BUILD_HEAP, patient=self._child_busy) as writer,
+            _snapshot(self._conn),
+        ):
+            if unless_current and path is not None:
+                adopted = self._current_saved(namespace, built, path)
+                if adopted is not None:
+                    self._open[namespace] = adopted
+                    return adopted
             newest = int(self._conn.execute(schema.LEXICAL_LOG_NEWEST).fetchone()[0])
             writer.delete_all_documents()
             for document in self._documents(namespace, None):
                 writer.add_document(document)
             writer.commit()
-        built.reload()
-        index = _Index(built, newest, on_disk=path is not None)
-        if path is not None:
-            self._save(namespace, path, index)
+            built.reload()
+            index = _Index(built, newest, on_disk=path is not None)
+            if path is not None:  # before the lock is released, as in _catch_up
+                self._save(namespace, path, index)
         self.rebuilds += 1
         self._open[namespace] = index
         return index
+
+    def _current_saved(self, namespace: str, built: tantivy.Index, path: Path) -> _Index | None:
+        """The index in ``path`` as its sidecar describes it, when it holds every logged change
+        and as many documents as the namespace has memories (None: build it)."""
+        saved = self._saved(namespace, path)
+        if saved is None or saved[0] < max(self._log_state(namespace)):
+            return None
+        built.reload()
+        if int(built.searcher().num_docs) != self._count(namespace):
+            return None
+        return _Index(built, saved[0], on_disk=True, stale=saved[1])
 
     def _count(self, namespace: str) -> int:
         """The namespace's memories, as its row in ``namespaces`` keeps them (counted in the
@@ -571,6 +610,7 @@ class LexicalIndexes:
             fixed = False
             if repair:
                 self._open.pop(namespace, None)
+                self._stop_indexer()  # it may be writing into the folder deleted here
                 if self._folder is not None and not self._read_only:
                     shutil.rmtree(self._folder / _folder_name(namespace), ignore_errors=True)
                     _sidecar(self._folder / _folder_name(namespace)).unlink(missing_ok=True)
@@ -598,6 +638,10 @@ class LexicalIndexes:
         self._open.clear()
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
+
+
+class LexicalIndexBusy(StoreError):
+    """Another process holds a lexical index's writer for longer than a catch-up takes."""
 
 
 def _top(searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> list[Hit]:
@@ -643,17 +687,26 @@ def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _locked_writer(index: tantivy.Index, heap: int = SYNC_HEAP) -> Iterator[tantivy.IndexWriter]:
-    """The index's writer, waiting while another process holds it; released (with the merges
-    its commit started finished) on the way out."""
+def _locked_writer(
+    index: tantivy.Index, heap: int = SYNC_HEAP, *, patient: Callable[[], bool] = lambda: False
+) -> Iterator[tantivy.IndexWriter]:
+    """The index's writer, waiting while another process holds it (beyond ``LOCK_WAIT_S`` only
+    while ``patient()``: this store's own indexer is alive, and a build of a large namespace
+    takes it longer); released (with the merges its commit started finished) on the way out.
+    Still held after that: ``LexicalIndexBusy``, never mistaken for a failing disk."""
     deadline = time.monotonic() + LOCK_WAIT_S
     while True:
         try:
             writer = index.writer(heap, 1)
             break
         except ValueError as exc:
-            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+            if "lock" not in str(exc).lower():
                 raise
+            if time.monotonic() > deadline and not patient():
+                raise LexicalIndexBusy(
+                    f"another process has held the lexical index's writer for over "
+                    f"{LOCK_WAIT_S:.0f} s (a rebuild of a large namespace?): try again"
+                ) from exc
             time.sleep(0.005)
     try:
         yield writer
