@@ -6,6 +6,7 @@ acknowledged memory from it."""
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
@@ -409,6 +410,22 @@ OTHER_READER = textwrap.dedent(
         assert _found(memory, 7)
     """
 )
+
+
+def test_an_unclosed_store_leaves_no_indexer_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Garbage-collecting a store that was never closed ends its indexer and reaps it (no
+    zombie process is left)."""
+    monkeypatch.setattr(lexical, "SYNC_PENDING", 100)
+    memory = _open(tmp_path / "m.db")
+    memory.remember_many(_items(0, 150))
+    indexer = _index(memory)._indexer
+    assert indexer is not None
+    pid = indexer.pid
+    del memory, indexer
+    gc.collect()
+    _wait_for(lambda: not Path(f"/proc/{pid}").exists())  # exited, and reaped
 
 
 KILLED_WRITER = textwrap.dedent(

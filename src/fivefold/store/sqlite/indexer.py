@@ -33,6 +33,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import weakref
 
 __all__ = ["Indexer"]
@@ -140,7 +141,11 @@ def _stop(process: subprocess.Popen[str], wait_s: float) -> None:
         with contextlib.suppress(OSError):  # it died with unread nudges in the pipe
             process.stdin.close()
     if wait_s <= 0.0:
-        return  # garbage collection must not block: it exits on its own at EOF
+        # Garbage collection must not block: the child exits on its own at EOF, and a daemon
+        # thread reaps it (else it stays a zombie until the next Popen of this process).
+        with contextlib.suppress(RuntimeError):  # no new threads at interpreter shutdown
+            threading.Thread(target=process.wait, name="fivefold-indexer-reap", daemon=True).start()
+        return
     try:
         process.wait(wait_s)
     except subprocess.TimeoutExpired:
