@@ -72,7 +72,9 @@ FORMAT = 3  # of an index folder and its sidecar: a folder of another format is 
 # several batches is indexed once, and each tantivy commit costs ~40 ms. Bulk ingest at 40k,
 # the final catch-up included, in the writer: 2,000 -> 3,650/s, 10,000 -> 3,945-4,105/s.
 SYNC_PENDING = 10_000
-LOCK_WAIT_S = 30.0  # another process's tantivy writer holds the lock at most one batch
+# How long a process waits for another's writer lock: a catch-up holds it under a second, a
+# rebuild of a large namespace longer (then LexicalIndexBusy, unless it is this store's indexer).
+LOCK_WAIT_S = 30.0
 SYNC_HEAP = 64_000_000
 BUILD_HEAP = 256_000_000
 BUILD_BATCH = 20_000
