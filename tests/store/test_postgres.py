@@ -440,7 +440,7 @@ def test_a_write_that_lost_a_neighbour_is_retried_whole(
 ) -> None:
     from fivefold.store.postgres import context_rows, store
 
-    real = context_rows.insert_postings
+    real = context_rows.copy_postings
     calls = {"n": 0}
 
     def once_gone(*args: Any) -> None:
@@ -449,11 +449,40 @@ def test_a_write_that_lost_a_neighbour_is_retried_whole(
             raise context_rows.MemoryGone("a neighbour was deleted meanwhile")
         real(*args)
 
-    monkeypatch.setattr(store, "insert_postings", once_gone)
+    monkeypatch.setattr(store, "copy_postings", once_gone)
     with _open(url) as memory:
         records = memory.remember_many(_filler(5))
         assert memory.stats().memories == 5  # the first attempt rolled back, the second wrote
         assert [r.id for r in records] == sorted(r.id for r in records)
+        assert all(f.ok for f in memory.store.check())
+
+
+def test_a_neighbour_deleted_after_it_was_read_retries_the_write_without_it(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The batch reads the session's earlier turns, then another writer deletes one of them
+    # before this batch updates it: the batch must not write context postings for a memory
+    # that is gone (they would count in the statistics forever); it starts again instead.
+    from fivefold.store.postgres import store
+
+    with _open(url) as memory:
+        first = memory.remember("the Kestrel kickoff was on Monday", session_id="s")
+        real = store.PostgresStore._newest
+        deleted = {"n": 0}
+
+        def read_then_lose(conn: Any, wanted: Any, limit: int) -> Any:
+            rows = real(conn, wanted, limit)
+            if not deleted["n"]:
+                deleted["n"] += 1
+                with _open(url) as other:  # another process's store, say
+                    other.forget(first.id)
+            return rows
+
+        monkeypatch.setattr(store.PostgresStore, "_newest", staticmethod(read_then_lose))
+        later = memory.remember("the Kestrel budget was approved", session_id="s")
+        assert deleted["n"] == 1
+        assert memory.stats().memories == 1
+        assert memory.get(later.id) is not None
         assert all(f.ok for f in memory.store.check())
 
 
@@ -465,7 +494,7 @@ def test_a_write_that_keeps_losing_neighbours_fails_clearly_and_writes_nothing(
     def always_gone(*args: Any) -> None:
         raise context_rows.MemoryGone("a neighbour was deleted meanwhile; try again")
 
-    monkeypatch.setattr(store, "insert_postings", always_gone)
+    monkeypatch.setattr(store, "copy_postings", always_gone)
     with _open(url) as memory:
         with pytest.raises(fivefold.StoreError, match="try again"):
             memory.remember_many(_filler(5))

@@ -120,6 +120,27 @@ def insert_postings(conn: psycopg.Connection, kind: int, rows: Sequence[Posting]
         )
 
 
+# The posting columns as COPY sends them, in binary (``schema.COPY_POSTINGS``).
+_POSTING_TYPES = ("text", "int2", "text", "int8", "float4", "float4", "int4", "int4", "text")
+
+
+def copy_postings(
+    conn: psycopg.Connection, kind: int, rows: Sequence[Posting], types: dict[int, str]
+) -> None:
+    """Posting rows of field ``kind`` for memories this transaction inserted, whose ``types``
+    the caller knows: streamed by binary COPY, without reading each memory's row (no other
+    transaction can delete a row this one has not committed). Dumping them as arrays for an
+    ``INSERT ... SELECT`` was a quarter of a bulk write's time, on the client alone."""
+    if not rows:
+        return
+    with conn.cursor() as cur, cur.copy(schema.COPY_POSTINGS) as copy:
+        copy.set_types(_POSTING_TYPES)
+        for namespace, term, memory_id, first, second, norm1, norm2 in rows:
+            copy.write_row(
+                (namespace, kind, term, memory_id, first, second, norm1, norm2, types[memory_id])
+            )
+
+
 def postings(namespace: str, memory_id: int, counted: Counted) -> list[Posting]:
     """The posting rows of one field of a memory: per term its two columns' frequencies and
     lengths."""

@@ -330,6 +330,14 @@ FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::real[], %s::real[], %s::in
             %s::int[]) AS t(namespace, term, memory_id, first, second, norm1, norm2)
 JOIN memories m ON m.namespace = t.namespace AND m.id = t.memory_id
 """
+COPY_POSTINGS = (
+    "COPY postings (namespace, field, term, memory_id, first, second, norm1, norm2, type) "
+    "FROM STDIN (FORMAT BINARY)"
+)
+TYPES_OF = """
+SELECT m.id, m.type FROM unnest(%s::text[], %s::bigint[]) AS t(namespace, id)
+JOIN memories m ON m.namespace = t.namespace AND m.id = t.id
+"""
 FIND_ALIASES = """
 SELECT norm, min(entity_id) FROM aliases
 WHERE namespace = %s AND norm = ANY(%s::text[]) GROUP BY norm

@@ -53,6 +53,7 @@ from fivefold.store.postgres.context_rows import (
     PostgresContextRows,
     Posting,
     as_array,
+    copy_postings,
     drop_postings,
     insert_postings,
     postings,
@@ -354,12 +355,22 @@ class PostgresStore(PostgresReads):
                     memory_id,
                 )
             )
-        if gone:
-            conn.execute(schema.DELETE_POSTINGS_MANY, (*_columns(gone), schema.CONTEXT))
-        insert_postings(conn, schema.CONTEXT, fresh)
         if updates:
             with conn.cursor() as cur:
                 cur.executemany(schema.UPDATE_CONTEXT_AND_SEARCHED, updates)
+        if gone:
+            conn.execute(schema.DELETE_POSTINGS_MANY, (*_columns(gone), schema.CONTEXT))
+        if fresh:
+            # Updated above, so locked by this transaction: a row still there now stays, and
+            # its postings can go by COPY with the type read here.
+            changed = sorted({(p[0], p[2]) for p in fresh})
+            types = {int(i): str(t) for i, t in conn.execute(schema.TYPES_OF, _columns(changed))}
+            if len(types) != len(changed):
+                raise MemoryGone(
+                    f"{len(changed) - len(types)} memories before this batch in its sessions "
+                    "were deleted by a concurrent write; nothing was written: try again"
+                )
+            copy_postings(conn, schema.CONTEXT, fresh, types)
 
     def _write_postings(
         self,
@@ -380,8 +391,9 @@ class PostgresStore(PostgresReads):
             deltas.memories[namespace] += 1
             around += postings(namespace, memory_id, text)
             deltas.add(namespace, schema.CONTEXT, text, 1)
+        types = {i: m.type.value for i, m in zip(ids, memories, strict=True)}
         for kind, flat in ((schema.OWN, own), (schema.CONTEXT, around)):
-            insert_postings(conn, kind, flat)
+            copy_postings(conn, kind, flat, types)
 
     def _write_entities(
         self,
