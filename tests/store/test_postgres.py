@@ -97,7 +97,7 @@ def test_the_schema_is_versioned_and_a_newer_one_refused(url: str) -> None:
         memory.remember("one memory")
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("SELECT value FROM fivefold_meta WHERE key = 'schema_version'")
-        assert row.fetchone() == ("5",)
+        assert row.fetchone() == ("6",)
         conn.execute("UPDATE fivefold_meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(fivefold.NotAFivefoldStore, match="schema version 99"):
         _open(url)
@@ -261,6 +261,113 @@ def test_hnsw_applies_the_scope_filter_and_finds_what_exact_search_finds(url: st
             exact = ids[allowed][np.argsort(-(vectors[allowed] @ vectors[n]))[:10]]
             agree += len({i for i, _ in found} & set(exact.tolist()))
         assert agree >= 0.9 * 10 * len(range(0, 600, 37))
+
+
+def _has_searched_index(url: str) -> bool:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND indexname = 'memories_searched'"
+        ).fetchone()
+    return row is not None
+
+
+def _unit_rows(count: int, seed: int) -> np.ndarray:
+    vectors = np.random.default_rng(seed).normal(size=(count, 64)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+HNSW_AT_100 = Config(
+    optimizer=OptimizerConfig(mode=OptimizerMode.OFF), index=IndexConfig(hnsw_threshold=100)
+)
+
+
+def test_the_hnsw_index_is_built_by_the_first_search_that_needs_it(url: str) -> None:
+    vectors = _unit_rows(301, seed=5)
+    items = [{"content": f"memory {n}", "vector": vectors[n].tolist()} for n in range(301)]
+    with _open(url, HNSW_AT_100) as memory:
+        records = memory.remember_many(items[:60])
+        assert not _has_searched_index(url)  # writes insert into no graph
+        assert memory.store.vector_search(Scope(), vectors[3][None, :], 5)[0][0][0] == records[3].id
+        assert not _has_searched_index(url)  # below the threshold the search is exact
+        records += memory.remember_many(items[60:300])
+        found = memory.store.vector_search(Scope(), vectors[7][None, :], 5)[0]
+        assert _has_searched_index(url)
+        assert found[0][0] == records[7].id
+        # From now on each write goes into the graph, and a search finds it there.
+        last = memory.remember_many(items[300:])[0]
+        assert memory.store.vector_search(Scope(), vectors[300][None, :], 5)[0][0][0] == last.id
+    with psycopg.connect(url) as conn:
+        conn.execute("SET enable_seqscan = off")
+        plan = conn.execute(
+            "EXPLAIN SELECT id FROM memories ORDER BY searched <#> %s::vector LIMIT 5",
+            (str(vectors[0].tolist()),),
+        ).fetchall()
+    assert "memories_searched" in " ".join(str(r[0]) for r in plan)  # the operator's index
+
+
+def test_first_searches_in_several_processes_build_one_index_while_a_writer_waits(
+    url: str,
+) -> None:
+    vectors = _unit_rows(400, seed=6)
+    with _open(url, HNSW_AT_100) as memory:
+        records = memory.remember_many(
+            {"content": f"memory {n}", "vector": vectors[n].tolist()} for n in range(400)
+        )
+    stores = [_open(url, HNSW_AT_100) for _ in range(3)]  # a pool each, as processes have
+    start = threading.Barrier(len(stores) + 1)
+    found: dict[int, int] = {}
+    errors: list[BaseException] = []
+
+    def search(n: int) -> None:
+        try:
+            start.wait()
+            found[n] = stores[n].store.vector_search(Scope(), vectors[n][None, :], 3)[0][0][0]
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    def write() -> None:
+        try:
+            start.wait()
+            stores[0].remember("written while the index is built")
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=search, args=(n,)) for n in range(1, 3)]
+    threads.append(threading.Thread(target=write))
+    try:
+        for t in threads:
+            t.start()
+        start.wait()
+        for t in threads:
+            t.join(60)
+        assert not errors
+        assert found == {1: records[1].id, 2: records[2].id}
+        assert stores[0].stats().memories == 401
+        assert _has_searched_index(url)
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_an_empty_store_of_schema_5_drops_its_graph_and_a_full_one_keeps_it(url: str) -> None:
+    from fivefold.store.postgres import schema
+
+    def as_version_5_with_index() -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(schema.CREATE_SEARCHED_INDEX)
+            conn.execute("UPDATE fivefold_meta SET value = '5' WHERE key = 'schema_version'")
+
+    with _open(url):
+        pass
+    as_version_5_with_index()
+    with _open(url):
+        assert not _has_searched_index(url)  # rebuilt, from the loaded rows, when needed
+    with _open(url) as memory:
+        memory.remember("one memory")
+    as_version_5_with_index()
+    with _open(url):
+        assert _has_searched_index(url)  # rebuilding it would cost the first search
 
 
 def test_the_statistics_check_finds_and_repairs_drift(url: str) -> None:

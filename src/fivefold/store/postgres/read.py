@@ -81,6 +81,8 @@ class PostgresReads:
     _catalogs: dict[str, tuple[int, list[CatalogEntry]]]
     _model: str
     _location: str
+    _dim: int
+    _searched_ready = False  # the HNSW index is known to exist (``_searched_index``)
     lexical_pruned = 0  # searches the pruning answered (tests)
     lexical_by_impact = 0  # of which in impact order
     lexical_stopped_early = 0  # of which before reading every list to its end
@@ -245,6 +247,7 @@ class PostgresReads:
             # the HNSW index. Above it, iterative scans keep filtering until k rows pass.
             exact = size < self._settings.index.hnsw_threshold
             if not exact:
+                self._searched_index(conn)
                 search = max(self._settings.index.hnsw_expansion_search, k)
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(search)}")
                 conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -258,7 +261,37 @@ class PostgresReads:
                 hits = [(int(i), float(s)) for i, s in rows]
                 hits.sort(key=lambda h: (-h[1], h[0]))  # relaxed order: sort what came back
                 out.append(hits)
+        self._searched_ready = self._searched_ready or not exact  # committed by now
         return out
+
+    def _searched_index(self, conn: psycopg.Connection) -> None:
+        """Build the HNSW index if no process has (``schema.CREATE_SEARCHED_INDEX``), inside
+        the caller's transaction: one process builds, the others wait for it and find it. The
+        build holds a lock that makes writers wait, as the first search of a large namespace
+        waits for the embedded store's graph."""
+        if self._searched_ready:
+            return
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))",
+            (schema.SEARCHED_INDEX_LOCK,),
+        )
+        found = conn.execute(
+            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+            "AND indexname = 'memories_searched'"
+        ).fetchone()
+        if found is None:
+            row = conn.execute(
+                "SELECT coalesce(sum(memories), 0), "
+                "pg_size_bytes(current_setting('maintenance_work_mem')) FROM namespaces"
+            ).fetchone()
+            rows, configured = (int(row[0]), int(row[1])) if row else (0, 0)
+            wanted = min(
+                rows * self._dim * schema.BUILD_BYTES_PER_DIMENSION,
+                schema.BUILD_MEMORY_CAP_MB << 20,
+            )
+            if wanted > configured:
+                conn.execute(f"SET LOCAL maintenance_work_mem = '{wanted >> 20}MB'")
+            conn.execute(schema.CREATE_SEARCHED_INDEX)
 
     def lexical_search(
         self,
