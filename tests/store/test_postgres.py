@@ -173,7 +173,7 @@ def test_a_version_3_store_gets_its_windows_on_open(url: str) -> None:
 
 
 AS_VERSION_4 = """
-DROP INDEX postings_impact;
+DROP INDEX IF EXISTS postings_impact;
 DROP INDEX mentions_type;
 ALTER TABLE mentions DROP COLUMN type;
 ALTER TABLE postings DROP CONSTRAINT postings_pkey;
@@ -263,13 +263,37 @@ def test_hnsw_applies_the_scope_filter_and_finds_what_exact_search_finds(url: st
         assert agree >= 0.9 * 10 * len(range(0, 600, 37))
 
 
-def _has_searched_index(url: str) -> bool:
+def _has_index(url: str, name: str) -> bool:
     with psycopg.connect(url) as conn:
         row = conn.execute(
-            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
-            "AND indexname = 'memories_searched'"
+            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s",
+            (name,),
         ).fetchone()
     return row is not None
+
+
+def _has_searched_index(url: str) -> bool:
+    return _has_index(url, "memories_searched")
+
+
+def test_the_impact_order_is_built_by_the_first_search_of_a_large_namespace(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fivefold.store.postgres import schema
+
+    monkeypatch.setattr(schema, "IMPACT_INDEX_FROM", 100)
+    items = [{"content": f"Kestrel budget note {n} for Priya"} for n in range(160)]
+    terms = ["kestrel", "budget", "priya"]
+    with _open(url) as memory:
+        memory.remember_many(items[:60])
+        memory.store.lexical_search(Scope("default"), terms, 10, weights=W)
+        assert not _has_index(url, "postings_impact")  # a small namespace sorts its few lists
+        memory.remember_many(items[60:])
+        before = memory.store.lexical_search(Scope("default"), terms, 10, weights=W)
+        assert _has_index(url, "postings_impact")
+        assert memory.store.lexical_search(Scope("default"), terms, 10, weights=W) == before
+        memory.remember("one more Kestrel budget note")  # kept in step from now on
+        assert all(f.ok for f in memory.store.check())
 
 
 def _unit_rows(count: int, seed: int) -> np.ndarray:
@@ -350,12 +374,15 @@ def test_first_searches_in_several_processes_build_one_index_while_a_writer_wait
             s.close()
 
 
-def test_an_empty_store_of_schema_5_drops_its_graph_and_a_full_one_keeps_it(url: str) -> None:
+def test_an_empty_store_of_schema_5_drops_its_derived_indexes_and_a_full_one_keeps_them(
+    url: str,
+) -> None:
     from fivefold.store.postgres import schema
 
     def as_version_5_with_index() -> None:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(schema.CREATE_SEARCHED_INDEX)
+            conn.execute(schema.CREATE_IMPACT_INDEX)
             conn.execute("UPDATE fivefold_meta SET value = '5' WHERE key = 'schema_version'")
 
     with _open(url):
@@ -363,11 +390,13 @@ def test_an_empty_store_of_schema_5_drops_its_graph_and_a_full_one_keeps_it(url:
     as_version_5_with_index()
     with _open(url):
         assert not _has_searched_index(url)  # rebuilt, from the loaded rows, when needed
+        assert not _has_index(url, "postings_impact")
     with _open(url) as memory:
         memory.remember("one memory")
     as_version_5_with_index()
     with _open(url):
         assert _has_searched_index(url)  # rebuilding it would cost the first search
+        assert _has_index(url, "postings_impact")
 
 
 def test_the_statistics_check_finds_and_repairs_drift(url: str) -> None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import random
 
+import psycopg
 import pytest
 
 import fivefold
 from fivefold.model import ColumnWeights, MemoryType, Scope
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS, OWN_TEXT_WEIGHTS
-from fivefold.store.postgres import read
+from fivefold.store.postgres import read, schema
 
 # A Zipfian vocabulary: a few tokens in most memories, most in a few.
 VOCAB = [f"w{i}" for i in range(120)]
@@ -37,11 +38,19 @@ WINDOW_ONLY = ColumnWeights(predicate=0.0, content=0.0, context=1.0)
 WEIGHTS = [DEFAULT_WEIGHTS, OWN_TEXT_WEIGHTS, WINDOW_ONLY]
 
 
+@pytest.mark.parametrize("indexed", [True, False], ids=["indexed", "sorted"])
 @pytest.mark.parametrize("in_impact_order", [True, False], ids=["impact", "maxscore"])
 @pytest.mark.parametrize("weights", WEIGHTS)
 def test_pruned_top_k_is_the_exact_top_k(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch, weights: ColumnWeights, in_impact_order: bool
+    pg_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    weights: ColumnWeights,
+    in_impact_order: bool,
+    indexed: bool,
 ) -> None:
+    # ``indexed``: the postings' impact order is an index, as in a namespace of
+    # schema.IMPACT_INDEX_FROM memories or more; else the same reads sort each list.
+    monkeypatch.setattr(schema, "IMPACT_INDEX_FROM", 1 if indexed else 10**9)
     rng = random.Random(11)
     items = []
     for i in range(400):
@@ -77,6 +86,12 @@ def test_pruned_top_k_is_the_exact_top_k(
         monkeypatch.setattr(read, "IMPACT_LONG_LISTS", len(VOCAB) if in_impact_order else -1)
         pruned = [search(scope, q, types) for scope, types in cases for q in queries]
         assert pruned == exact
+        with psycopg.connect(pg_url) as conn:
+            built = conn.execute(
+                "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+                "AND indexname = 'postings_impact'"
+            ).fetchone()
+        assert (built is not None) == indexed
         assert store.lexical_pruned > len(exact) // 4  # the pruning answered, not the fallback
         if weights.content == 0.0 and in_impact_order:  # first columns only: mostly so
             assert store.lexical_by_impact > len(exact) // 4

@@ -82,7 +82,8 @@ class PostgresReads:
     _model: str
     _location: str
     _dim: int
-    _searched_ready = False  # the HNSW index is known to exist (``_searched_index``)
+    _searched_ready = False  # the HNSW index is known to exist (``_derived_index``)
+    _impact_ready = False  # and the postings' impact order
     lexical_pruned = 0  # searches the pruning answered (tests)
     lexical_by_impact = 0  # of which in impact order
     lexical_stopped_early = 0  # of which before reading every list to its end
@@ -246,8 +247,12 @@ class PostgresReads:
             # Exact below the threshold, as the embedded store: ``+ 0`` keeps the planner off
             # the HNSW index. Above it, iterative scans keep filtering until k rows pass.
             exact = size < self._settings.index.hnsw_threshold
+            if not exact and not self._searched_ready:
+                total = conn.execute("SELECT coalesce(sum(memories), 0) FROM namespaces")
+                vectors = int(total.fetchone()[0])  # type: ignore[index]
+                graph = vectors * self._dim * schema.BUILD_BYTES_PER_DIMENSION
+                self._derived_index(conn, "memories_searched", schema.CREATE_SEARCHED_INDEX, graph)
             if not exact:
-                self._searched_index(conn)
                 search = max(self._settings.index.hnsw_expansion_search, k)
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(search)}")
                 conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -264,34 +269,30 @@ class PostgresReads:
         self._searched_ready = self._searched_ready or not exact  # committed by now
         return out
 
-    def _searched_index(self, conn: psycopg.Connection) -> None:
-        """Build the HNSW index if no process has (``schema.CREATE_SEARCHED_INDEX``), inside
-        the caller's transaction: one process builds, the others wait for it and find it. The
-        build holds a lock that makes writers wait, as the first search of a large namespace
-        waits for the embedded store's graph."""
-        if self._searched_ready:
-            return
+    def _derived_index(
+        self, conn: psycopg.Connection, name: str, ddl: str, memory: int = 0
+    ) -> None:
+        """Build index ``name`` (``ddl``) if no process has, inside the caller's transaction:
+        one process builds, the others wait for it and find it. The build holds a lock that
+        makes writers wait, as the first search of a large namespace waits for the embedded
+        store's indexes. ``memory``: bytes the build wants (``maintenance_work_mem`` is raised
+        to it, up to ``schema.BUILD_MEMORY_CAP_MB``, never lowered)."""
         conn.execute(
-            "SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))",
-            (schema.SEARCHED_INDEX_LOCK,),
+            "SELECT pg_advisory_xact_lock(%s, hashtext(current_schema() || '.' || %s))",
+            (schema.DERIVED_INDEX_LOCK, name),
         )
         found = conn.execute(
-            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
-            "AND indexname = 'memories_searched'"
+            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s",
+            (name,),
         ).fetchone()
-        if found is None:
-            row = conn.execute(
-                "SELECT coalesce(sum(memories), 0), "
-                "pg_size_bytes(current_setting('maintenance_work_mem')) FROM namespaces"
-            ).fetchone()
-            rows, configured = (int(row[0]), int(row[1])) if row else (0, 0)
-            wanted = min(
-                rows * self._dim * schema.BUILD_BYTES_PER_DIMENSION,
-                schema.BUILD_MEMORY_CAP_MB << 20,
-            )
-            if wanted > configured:
-                conn.execute(f"SET LOCAL maintenance_work_mem = '{wanted >> 20}MB'")
-            conn.execute(schema.CREATE_SEARCHED_INDEX)
+        if found is not None:
+            return
+        row = conn.execute("SELECT pg_size_bytes(current_setting('maintenance_work_mem'))")
+        configured = int(row.fetchone()[0])  # type: ignore[index]
+        wanted = min(memory, schema.BUILD_MEMORY_CAP_MB << 20)
+        if wanted > configured:
+            conn.execute(f"SET LOCAL maintenance_work_mem = '{wanted >> 20}MB'")
+        conn.execute(ddl)
 
     def lexical_search(
         self,
@@ -303,9 +304,30 @@ class PostgresReads:
         *,
         weights: ColumnWeights,
     ) -> list[tuple[int, float]]:
+        found, docs = self._lexical(scope, terms, k, types, within, weights)
+        if not self._impact_ready and docs >= schema.IMPACT_INDEX_FROM:
+            # The first search of a namespace this large ran without the impact order (the
+            # same results, each list sorted on the fly); the next ones have it.
+            with self._read() as conn, conn.transaction():
+                total = conn.execute("SELECT pg_table_size('postings')")
+                heap = int(total.fetchone()[0])  # type: ignore[index]
+                self._derived_index(conn, "postings_impact", schema.CREATE_IMPACT_INDEX, heap)
+            self._impact_ready = True
+        return found
+
+    def _lexical(
+        self,
+        scope: Scope,
+        terms: Sequence[str],
+        k: int,
+        types: Sequence[MemoryType],
+        within: Sequence[int] | None,
+        weights: ColumnWeights,
+    ) -> tuple[list[tuple[int, float]], int]:
+        """``lexical_search``'s hits, and the namespace's size (0 when nothing was read)."""
         tokens = Counter(tok for t in terms if t for tok in self._tokenizer.terms(t))
         if not tokens or k <= 0 or (within is not None and not within):
-            return []
+            return [], 0
         where, params = _scope_sql(scope)
         # Conditions on a posting's own columns ({p}: its table's alias, where it needs one).
         posting = []
@@ -329,13 +351,13 @@ class PostgresReads:
         }
         fields = [f for f, (w1, w2) in columns.items() if w1 > 0.0 or w2 > 0.0]
         if not fields:
-            return []
+            return [], 0
         with self._read() as conn, conn.transaction():
             # One snapshot: the pruning's bounds and the scores see the same statistics.
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             docs, _, *totals = self._namespace_row(conn, scope.namespace)
             if docs == 0:
-                return []
+                return [], 0
             params["docs"] = docs
             for field in fields:
                 t1, t2 = totals[2 * field : 2 * field + 2]
@@ -357,9 +379,9 @@ class PostgresReads:
                 if found is None:
                     found = self._pruned(conn, search)
                 if found is not None:
-                    return found
+                    return found, docs
             rows = conn.execute(_bm25_sql(fields, filters, among=False), params).fetchall()
-        return [(int(i), float(s)) for i, s in rows]
+        return [(int(i), float(s)) for i, s in rows], docs
 
     def _by_impact(
         self, conn: psycopg.Connection, search: _Search
