@@ -330,6 +330,44 @@ def test_the_hnsw_index_is_built_by_the_first_search_that_needs_it(url: str) -> 
     assert "memories_searched" in " ".join(str(r[0]) for r in plan)  # the operator's index
 
 
+def test_a_failed_index_build_leaves_searches_working_and_is_tried_again_later(
+    url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A statement timeout, a lock timeout or too little memory for the build: the search
+    # answers without the index (the exact order; lists sorted on the fly), and the build is
+    # not tried again on every search.
+    from fivefold.store.postgres import read, schema
+
+    good = (schema.CREATE_SEARCHED_INDEX, schema.CREATE_IMPACT_INDEX)
+    broken = "CREATE INDEX {} ON memories (no_such_column)"
+    monkeypatch.setattr(schema, "CREATE_SEARCHED_INDEX", broken.format("memories_searched"))
+    monkeypatch.setattr(schema, "CREATE_IMPACT_INDEX", broken.format("postings_impact"))
+    monkeypatch.setattr(schema, "IMPACT_INDEX_FROM", 100)
+    vectors = _unit_rows(150, seed=8)
+    terms = ["kestrel", "budget"]
+    with _open(url, HNSW_AT_100) as memory:
+        records = memory.remember_many(
+            {"content": f"Kestrel budget note {n}", "vector": vectors[n].tolist()}
+            for n in range(150)
+        )
+        for _ in range(2):
+            found = memory.store.vector_search(Scope(), vectors[9][None, :], 3)[0]
+            assert found[0][0] == records[9].id
+            lexical = memory.store.lexical_search(Scope(), terms, 5, weights=W)
+            assert len(lexical) == 5
+        warnings = [r for r in caplog.records if "searches go on without it" in r.message]
+        assert len(warnings) == 2  # one per index: the second searches did not try again
+        assert not _has_searched_index(url)
+        assert not _has_index(url, "postings_impact")
+        monkeypatch.setattr(schema, "CREATE_SEARCHED_INDEX", good[0])
+        monkeypatch.setattr(schema, "CREATE_IMPACT_INDEX", good[1])
+        monkeypatch.setattr(read, "BUILD_RETRY_S", 0.0)
+        assert memory.store.vector_search(Scope(), vectors[9][None, :], 3)[0] == found
+        assert memory.store.lexical_search(Scope(), terms, 5, weights=W) == lexical
+        assert _has_searched_index(url)
+        assert _has_index(url, "postings_impact")
+
+
 def test_first_searches_in_several_processes_build_one_index_while_a_writer_waits(
     url: str,
 ) -> None:
@@ -620,6 +658,37 @@ def test_a_neighbour_deleted_after_it_was_read_retries_the_write_without_it(
         assert memory.stats().memories == 1
         assert memory.get(later.id) is not None
         assert all(f.ok for f in memory.store.check())
+
+
+def test_two_writers_adding_turns_to_one_session_keep_postings_and_statistics_right(
+    url: str,
+) -> None:
+    # Each batch rewrites the context of the session's turns before it; two writers read the
+    # same turns at once. The second to update a turn finds it rewritten and starts again (it
+    # used to remove and add postings for a context the row no longer had: a duplicate key,
+    # or statistics out of step with the posting rows).
+    stores = [_open(url), _open(url)]
+    errors: list[BaseException] = []
+
+    def write(n: int) -> None:
+        for turn in range(40):
+            try:
+                stores[n].remember(f"writer {n} turn {turn} word{n}x{turn}", session_id="shared")
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors
+        assert stores[0].stats().memories == 80
+        assert all(f.ok for f in stores[0].store.check())
+    finally:
+        for s in stores:
+            s.close()
 
 
 def test_a_write_that_keeps_losing_neighbours_fails_clearly_and_writes_nothing(

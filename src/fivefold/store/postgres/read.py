@@ -5,7 +5,9 @@ lifecycle and the writes."""
 from __future__ import annotations
 
 import functools
+import logging
 import math
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -42,6 +44,10 @@ from fivefold.store.timeconv import from_ts, to_ts
 from fivefold.store.tokens import Tokenizer
 
 T = TypeVar("T")
+log = logging.getLogger("fivefold.store")
+# After a failed build of a derived index (a statement or lock timeout, too little memory),
+# searches go on without it, and the next build is tried this long after.
+BUILD_RETRY_S = 300.0
 # The graph retriever's caps, as the SQLite backend reads them (store/sqlite/read.py).
 MENTIONS_PER_RESULT = 4
 MIN_MENTIONS_PER_ENTITY = 200
@@ -84,6 +90,7 @@ class PostgresReads:
     _dim: int
     _searched_ready = False  # the HNSW index is known to exist (``_derived_index``)
     _impact_ready = False  # and the postings' impact order
+    _build_failed: dict[str, float]  # index -> when its build last failed (monotonic)
     lexical_pruned = 0  # searches the pruning answered (tests)
     lexical_by_impact = 0  # of which in impact order
     lexical_stopped_early = 0  # of which before reading every list to its end
@@ -251,7 +258,10 @@ class PostgresReads:
                 total = conn.execute("SELECT coalesce(sum(memories), 0) FROM namespaces")
                 vectors = int(total.fetchone()[0])  # type: ignore[index]
                 graph = vectors * self._dim * schema.BUILD_BYTES_PER_DIMENSION
-                self._derived_index(conn, "memories_searched", schema.CREATE_SEARCHED_INDEX, graph)
+                built = self._try_index(
+                    conn, "memories_searched", "memories", schema.CREATE_SEARCHED_INDEX, graph
+                )
+                exact = not built  # no graph: the exact order, as below the threshold
             if not exact:
                 search = max(self._settings.index.hnsw_expansion_search, k)
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(search)}")
@@ -269,21 +279,47 @@ class PostgresReads:
         self._searched_ready = self._searched_ready or not exact  # committed by now
         return out
 
+    def _try_index(
+        self, conn: psycopg.Connection, name: str, table: str, ddl: str, memory: int
+    ) -> bool:
+        """``_derived_index`` in a savepoint of the caller's transaction. Whether the index
+        exists: a failed build is logged, the caller searches without it, and the build is
+        tried again ``BUILD_RETRY_S`` later (not on every search)."""
+        failed = self._build_failed.get(name)
+        if failed is not None and time.monotonic() - failed < BUILD_RETRY_S:
+            return False
+        try:
+            with conn.transaction():
+                self._derived_index(conn, name, table, ddl, memory)
+        except psycopg.Error as exc:
+            self._build_failed[name] = time.monotonic()
+            log.warning(
+                "%s: building the index %s failed; searches go on without it: %s",
+                self.location,
+                name,
+                exc,
+            )
+            return False
+        self._build_failed.pop(name, None)
+        return True
+
     def _derived_index(
-        self, conn: psycopg.Connection, name: str, ddl: str, memory: int = 0
+        self, conn: psycopg.Connection, name: str, table: str, ddl: str, memory: int
     ) -> None:
-        """Build index ``name`` (``ddl``) if no process has, inside the caller's transaction:
-        one process builds, the others wait for it and find it. The build holds a lock that
-        makes writers wait, as the first search of a large namespace waits for the embedded
-        store's indexes. ``memory``: bytes the build wants (``maintenance_work_mem`` is raised
-        to it, up to ``schema.BUILD_MEMORY_CAP_MB``, never lowered)."""
+        """Build index ``name`` of ``table`` (``ddl``) if no process has, in the caller's
+        transaction: one process builds, the others wait for it and find it. The build holds
+        a lock that makes writers wait, as the first search of a large namespace waits for the
+        embedded store's indexes. ``memory``: bytes the build wants (``maintenance_work_mem``
+        is raised to it, up to ``schema.BUILD_MEMORY_CAP_MB``, never lowered)."""
+        # By the table's own oid: the store's, whichever schema comes first on the path.
         conn.execute(
-            "SELECT pg_advisory_xact_lock(%s, hashtext(current_schema() || '.' || %s))",
-            (schema.DERIVED_INDEX_LOCK, name),
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s::regclass::oid::text || '.' || %s))",
+            (schema.DERIVED_INDEX_LOCK, table, name),
         )
         found = conn.execute(
-            "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = %s",
-            (name,),
+            "SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = %s::regclass AND c.relname = %s",
+            (table, name),
         ).fetchone()
         if found is not None:
             return
@@ -311,8 +347,10 @@ class PostgresReads:
             with self._read() as conn, conn.transaction():
                 total = conn.execute("SELECT pg_table_size('postings')")
                 heap = int(total.fetchone()[0])  # type: ignore[index]
-                self._derived_index(conn, "postings_impact", schema.CREATE_IMPACT_INDEX, heap)
-            self._impact_ready = True
+                built = self._try_index(
+                    conn, "postings_impact", "postings", schema.CREATE_IMPACT_INDEX, heap
+                )
+            self._impact_ready = built
         return found
 
     def _lexical(

@@ -357,7 +357,8 @@ ORDER BY w.k, m.id
 UPDATE_CONTEXT_AND_SEARCHED = """
 UPDATE memories SET context_near = %s, context_far = %s,
     tokens = ARRAY[tokens[1], tokens[2], %s, %s], searched = coalesce(%s::vector, embedding)
-WHERE namespace = %s AND id = %s
+WHERE namespace = %s AND id = %s AND context_near = %s AND context_far = %s
+RETURNING id, type
 """
 # The batch forms of the write statements: one statement per batch, its rows as arrays.
 # Postings and mentions carry their memory's type, read from its row (written first).
@@ -372,10 +373,6 @@ COPY_POSTINGS = (
     "COPY postings (namespace, field, term, memory_id, first, second, norm1, norm2, type) "
     "FROM STDIN (FORMAT BINARY)"
 )
-TYPES_OF = """
-SELECT m.id, m.type FROM unnest(%s::text[], %s::bigint[]) AS t(namespace, id)
-JOIN memories m ON m.namespace = t.namespace AND m.id = t.id
-"""
 FIND_ALIASES = """
 SELECT norm, min(entity_id) FROM aliases
 WHERE namespace = %s AND norm = ANY(%s::text[]) GROUP BY norm

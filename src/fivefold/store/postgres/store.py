@@ -11,6 +11,7 @@ namespace and pgvector's HNSW (iterative scans under the scope filter) above it.
 from __future__ import annotations
 
 import logging
+import random
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -72,7 +73,9 @@ from fivefold.text import normalize_name
 T = TypeVar("T")
 log = logging.getLogger("fivefold.store")
 POOL_SIZE = 8
-WRITE_ATTEMPTS = 5
+# Writers that deadlock or find a session turn rewritten under them start again, after a
+# jittered wait (without it, two writers of one session retried in step and met again).
+WRITE_ATTEMPTS = 8
 _SMOOTHING_KEY = "context_smoothing"
 
 
@@ -90,6 +93,7 @@ class PostgresStore(PostgresReads):
         self._settings = settings
         self._tokenizer = Tokenizer()
         self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
+        self._build_failed: dict[str, float] = {}
         try:
             rebuild, reindexed = self._init_schema()
             self._pool = ConnectionPool(
@@ -212,7 +216,7 @@ class PostgresStore(PostgresReads):
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, MemoryGone):
                 if attempt == WRITE_ATTEMPTS - 1:
                     raise
-                time.sleep(0.01 * 2**attempt)
+                time.sleep(0.01 * 2**attempt * random.uniform(0.5, 1.5))
         if growth.analyze or growth.vacuum:
             self._maintain(growth)
         return result
@@ -353,24 +357,29 @@ class PostgresStore(PostgresReads):
                     None if vector is None else np.asarray(vector, np.float32),
                     namespace,
                     memory_id,
+                    *old,
                 )
             )
+        # Each row only if it still holds the context this batch read: another writer may
+        # have deleted it, or rewritten it with a turn of its own in the same session, since;
+        # then the postings this batch would remove and add are not the row's, and the write
+        # starts again from a fresh read. Each row updated is locked until the commit.
+        types: dict[int, str] = {}
         if updates:
             with conn.cursor() as cur:
-                cur.executemany(schema.UPDATE_CONTEXT_AND_SEARCHED, updates)
+                cur.executemany(schema.UPDATE_CONTEXT_AND_SEARCHED, updates, returning=True)
+                while True:
+                    types.update((int(i), str(t)) for i, t in cur.fetchall())
+                    if not cur.nextset():
+                        break
+            if len(types) != len(updates):
+                raise MemoryGone(
+                    f"{len(updates) - len(types)} memories before this batch in its sessions "
+                    "were changed or deleted by a concurrent write; nothing was written: try again"
+                )
         if gone:
             conn.execute(schema.DELETE_POSTINGS_MANY, (*_columns(gone), schema.CONTEXT))
-        if fresh:
-            # Updated above, so locked by this transaction: a row still there now stays, and
-            # its postings can go by COPY with the type read here.
-            changed = sorted({(p[0], p[2]) for p in fresh})
-            types = {int(i): str(t) for i, t in conn.execute(schema.TYPES_OF, _columns(changed))}
-            if len(types) != len(changed):
-                raise MemoryGone(
-                    f"{len(changed) - len(types)} memories before this batch in its sessions "
-                    "were deleted by a concurrent write; nothing was written: try again"
-                )
-            copy_postings(conn, schema.CONTEXT, fresh, types)
+        copy_postings(conn, schema.CONTEXT, fresh, types)
 
     def _write_postings(
         self,
