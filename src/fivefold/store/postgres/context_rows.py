@@ -99,9 +99,10 @@ Posting = tuple[str, str, int, int, int, int, int]
 
 
 class MemoryGone(StoreError):
-    """A posting's memory row was not there to read its type from: another transaction deleted
-    it since this one read it (a neighbour whose context changes). The write is retried; what
-    reaches the caller after the last attempt is a ``StoreError`` that says so."""
+    """A row this write read has been deleted or rewritten by another transaction since: a
+    posting's memory row that was not there to read its type from, or a session neighbour
+    whose context changed under the write. The write is retried; what reaches the caller after
+    the last attempt is a ``StoreError`` that says so."""
 
 
 def insert_postings(conn: psycopg.Connection, kind: int, rows: Sequence[Posting]) -> None:

@@ -311,8 +311,8 @@ def growth_step(memories: int) -> int:
 
 # One opener at a time creates or migrates the schema (any 64-bit constant would do).
 SCHEMA_LOCK = 0x0F1FE_F01D
-# One process at a time builds a schema's derived index (with the schema's and index's names
-# hashed in).
+# One process at a time builds a store's derived index (with its table's oid and the index's
+# name hashed in).
 DERIVED_INDEX_LOCK = 0x0F1F_5EA4
 # pgvector's HNSW index of the searched vectors, made by the first search that needs it
 # (``PostgresReads._derived_index``), as the embedded store builds its HNSW graph: until then
@@ -322,9 +322,9 @@ DERIVED_INDEX_LOCK = 0x0F1F_5EA4
 CREATE_SEARCHED_INDEX = (
     "CREATE INDEX IF NOT EXISTS memories_searched ON memories USING hnsw (searched vector_ip_ops)"
 )
-# Memory for the build, per row (a vector, its graph links, slack), capped: pgvector builds
-# much faster while the graph fits in ``maintenance_work_mem`` (64 MB by default: ~30,000
-# memories of 384 dimensions).
+# Memory for the HNSW build, per memory and dimension (its vector twice over: the vector, its
+# graph links, slack), capped: pgvector builds much faster while the graph fits in
+# ``maintenance_work_mem`` (64 MB by default: about 20,000 memories of 384 dimensions here).
 BUILD_BYTES_PER_DIMENSION = 8
 BUILD_MEMORY_CAP_MB = 2048
 # The postings' impact order (``impact``), made by the first search of a namespace of
