@@ -274,19 +274,7 @@ class ReadPipeline:
         try:
             vectors = self._vectors(state) if S in wanted else None
             if vectors is not None:
-                legs.append(
-                    _timed(
-                        state.clock,
-                        S,
-                        lambda: semantic_search(
-                            self._store,
-                            state.scope,
-                            vectors,
-                            depth=self._depth(state, S),
-                            types=types,
-                        ),
-                    )
-                )
+                legs.append(self._semantic(state, vectors, types))
         except BaseException:
             if lexical is not None:  # done before the semantic leg's error is raised
                 futures.wait([lexical])
@@ -294,6 +282,17 @@ class ReadPipeline:
         if lexical is not None:
             legs.append(lexical.result())
         return legs
+
+    def _semantic(
+        self, state: _State, vectors: Vectors, types: Sequence[MemoryType]
+    ) -> RetrieverRun:
+        return _timed(
+            state.clock,
+            S,
+            lambda: semantic_search(
+                self._store, state.scope, vectors, depth=self._depth(state, S), types=types
+            ),
+        )
 
     def _embed(self, texts: Sequence[str], clock: _Clock) -> Vectors | None:
         texts = [t for t in texts if t.strip()]
@@ -321,17 +320,7 @@ class ReadPipeline:
         state.query = replace(state.query, rewrites=rewrites)
         for position, run in enumerate(state.runs):
             if run.name is S:
-                state.runs[position] = _timed(
-                    state.clock,
-                    S,
-                    lambda: semantic_search(
-                        self._store,
-                        state.scope,
-                        vectors,
-                        depth=self._depth(state, S),
-                        types=state.text_types,
-                    ),
-                )
+                state.runs[position] = self._semantic(state, vectors, state.text_types)
 
     def _rewrites(self, state: _State) -> tuple[str, ...]:
         config = self._config.rewrite
