@@ -77,9 +77,10 @@ def test_pruned_top_k_is_the_exact_top_k(
             (Scope("default", user_id="u1"), ()),
             (Scope("default"), (MemoryType.EVENT,)),
         ]
-        monkeypatch.setattr(read, "PRUNE_POSTINGS", 10**9)  # never prunes: scores every posting
+        monkeypatch.setattr(read, "SCORE_ALL_POSTINGS", 10**9)  # never prunes: scores everything
         exact = [search(scope, q, types) for scope, types in cases for q in queries]
         assert store.lexical_pruned == 0
+        monkeypatch.setattr(read, "SCORE_ALL_POSTINGS", 60)
         monkeypatch.setattr(read, "PRUNE_POSTINGS", 60)
         monkeypatch.setattr(read, "IMPACT_DEPTH", 4)  # several rounds, not one that reads all
         # Every search in impact order where it applies, or none (MaxScore).
