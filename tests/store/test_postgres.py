@@ -18,12 +18,15 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fivefold
 from fivefold import Memory, Scope
 from fivefold.config import Config, IndexConfig, OptimizerConfig
 from fivefold.model import MemoryType, OptimizerMode
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.store.tokens import Tokenizer
 
 NOW = datetime(2026, 3, 20, 17, tzinfo=UTC)
 BALANCED = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
@@ -597,6 +600,36 @@ def test_a_failing_vacuum_neither_fails_nor_repeats_the_write(
         assert len(records) == 300
         assert memory.stats().memories == 300
     assert "refreshing statistics after a write failed" in caplog.text
+
+
+def test_a_namespace_copy_would_read_as_separators_is_written_as_it_is(url: str) -> None:
+    """Postings go by COPY's text format: a tab, newline or backslash in a namespace must
+    arrive as itself, not split the row."""
+    odd = "team\\a\tb\nc\rd \\N"
+    with _open(url) as memory:
+        _seed(memory, odd)
+        _seed(memory, "plain")
+        found = memory.store.lexical_search(Scope(odd), ["kestrel", "priya"], 20, weights=W)
+        plain = memory.store.lexical_search(Scope("plain"), ["kestrel", "priya"], 20, weights=W)
+        assert len(found) == 13  # 12 and the fact of the relation
+        assert [s for _, s in found] == [s for _, s in plain]
+        assert all(f.ok for f in memory.store.check())
+    with psycopg.connect(url) as conn:
+        namespaces = {r[0] for r in conn.execute("SELECT DISTINCT namespace FROM postings")}
+    assert namespaces == {odd, "plain"}
+
+
+@given(st.text(max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_a_token_needs_no_escaping_in_copy_text(text: str) -> None:
+    """``copy_postings`` writes terms into COPY's text format as they are."""
+    counted = _TOKENIZER.count([(text, text)])[0]
+    for term in counted.terms:
+        assert term
+        assert not set(term) & {"\t", "\n", "\r", "\\", "\x00"}
+
+
+_TOKENIZER = Tokenizer()
 
 
 def test_a_posting_whose_memory_is_gone_is_not_dropped_silently(url: str) -> None:

@@ -121,25 +121,44 @@ def insert_postings(conn: psycopg.Connection, kind: int, rows: Sequence[Posting]
         )
 
 
-# The posting columns as COPY sends them, in binary (``schema.COPY_POSTINGS``).
-_POSTING_TYPES = ("text", "int2", "text", "int8", "float4", "float4", "int4", "int4", "text")
-
-
 def copy_postings(
     conn: psycopg.Connection, kind: int, rows: Sequence[Posting], types: dict[int, str]
 ) -> None:
     """Posting rows of field ``kind`` for memories this transaction inserted, whose ``types``
-    the caller knows: streamed by binary COPY, without reading each memory's row (no other
-    transaction can delete a row this one has not committed). Dumping them as arrays for an
-    ``INSERT ... SELECT`` was a quarter of a bulk write's time, on the client alone."""
+    the caller knows: streamed by COPY, without reading each memory's row (no other
+    transaction can delete a row this one has not committed). As COPY's text, formatted here
+    a row per line: ``write_row`` (binary, a Python call per row and column) took 4 us a
+    posting, most of a bulk write's time on the client. A term needs no escaping (a token is
+    letters and digits: ``Tokenizer``); a namespace may."""
     if not rows:
         return
+    escaped: dict[str, str] = {}
+    lines = []
+    for namespace, term, memory_id, first, second, norm1, norm2 in rows:
+        ns = escaped.get(namespace)
+        if ns is None:
+            ns = escaped[namespace] = _copy_text(namespace)
+        lines.append(
+            f"{ns}\t{kind}\t{term}\t{memory_id}\t{first}\t{second}\t{norm1}\t{norm2}"
+            f"\t{types[memory_id]}\n"
+        )
+    # In key order (a line starts with the key's columns, the id as text: near enough):
+    # consecutive rows land in the same index pages. 12 % faster bulk writes here.
+    lines.sort()
+    payload = memoryview("".join(lines).encode())
     with conn.cursor() as cur, cur.copy(schema.COPY_POSTINGS) as copy:
-        copy.set_types(_POSTING_TYPES)
-        for namespace, term, memory_id, first, second, norm1, norm2 in rows:
-            copy.write_row(
-                (namespace, kind, term, memory_id, first, second, norm1, norm2, types[memory_id])
-            )
+        for start in range(0, len(payload), COPY_CHUNK):
+            copy.write(payload[start : start + COPY_CHUNK])
+
+
+COPY_CHUNK = 1 << 20  # bytes a COPY sends at a time
+
+
+def _copy_text(value: str) -> str:
+    """A value as a COPY text column: backslash, tab, newline and carriage return escaped."""
+    return (
+        value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    )
 
 
 def postings(namespace: str, memory_id: int, counted: Counted) -> list[Posting]:

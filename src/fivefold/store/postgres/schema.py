@@ -371,7 +371,7 @@ JOIN memories m ON m.namespace = t.namespace AND m.id = t.memory_id
 """
 COPY_POSTINGS = (
     "COPY postings (namespace, field, term, memory_id, first, second, norm1, norm2, type) "
-    "FROM STDIN (FORMAT BINARY)"
+    "FROM STDIN"
 )
 FIND_ALIASES = """
 SELECT norm, min(entity_id) FROM aliases
@@ -437,12 +437,6 @@ SET df1 = term_stats.df1 + excluded.df1, df2 = term_stats.df2 + excluded.df2
 DELETE_POSTINGS = """
 DELETE FROM postings
 WHERE namespace = %s AND field = %s AND term = ANY(%s::text[]) AND memory_id = %s
-"""
-DELETE_POSTINGS_MANY = """
-DELETE FROM postings p
-USING unnest(%s::text[], %s::text[], %s::bigint[]) AS t(namespace, term, memory_id)
-WHERE p.field = %s AND p.namespace = t.namespace AND p.term = t.term
-  AND p.memory_id = t.memory_id
 """
 BUMP_NAMESPACE = """
 INSERT INTO namespaces AS n (namespace, memories, generation, tokens)
