@@ -342,3 +342,50 @@ def test_an_hnsw_index_follows_context_changes_and_forgets(tmp_path: Path) -> No
         mem.forget(hit.memory.id)
         assert mem.recall("topic36").hits[0].memory.content == "turn 36 about topic36"
         assert all("topic35" not in h.memory.content for h in mem.recall("topic35").hits)
+
+
+def _one_at_a_time(own, near, far, smoothing):  # type: ignore[no-untyped-def]
+    """The searched embedding as it was computed a memory at a time."""
+    if not (near or far):
+        return None
+    total = np.asarray(own, dtype=np.float64).copy()
+    for weight, neighbours in ((smoothing.near, near), (smoothing.far, far)):
+        for row in neighbours:
+            total += weight * np.asarray(row[2], dtype=np.float64)
+    norm = float(np.linalg.norm(total))
+    return None if norm == 0.0 else (total / norm).astype(np.float32)
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.booleans()), max_size=12),
+    st.sampled_from([(0.25, 0.25), (0.5, 0.0), (0.0, 0.3), (0.0, 0.0)]),
+    st.integers(0, 2**16),
+)
+@settings(max_examples=100, deadline=None)
+def test_a_batch_smooths_each_vector_exactly_as_alone(
+    shapes: list[tuple[int, int, bool]], weights: tuple[float, float], seed: int
+) -> None:
+    from fivefold.store.context import Smoothing, smoothed
+
+    rng = np.random.default_rng(seed)
+    smoothing = Smoothing(2, *weights)
+
+    def vector(zero: bool = False) -> np.ndarray:
+        return np.zeros(8, np.float32) if zero else rng.normal(size=8).astype(np.float32)
+
+    jobs = [
+        (
+            vector(zero),
+            [(1, "", vector(zero)) for _ in range(near)],
+            [(2, "", vector(zero)) for _ in range(far)],
+        )
+        for near, far, zero in shapes
+    ]
+    for got, job in zip(smoothed(jobs, smoothing), jobs, strict=True):
+        want = _one_at_a_time(*job, smoothing) if smoothing.active else None
+        if want is None:
+            assert got is None
+        else:
+            assert got is not None
+            assert got.dtype == np.float32
+            assert np.array_equal(got, want)  # bit for bit: the same searches

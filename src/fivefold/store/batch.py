@@ -163,6 +163,7 @@ def session_context(
     position = {memory_id: i for i, memory_id in enumerate(ids)}
     wanted = [(group, new_ids[0]) for group, new_ids in members.items()]
     stored = newest(wanted, 2 * smoothing.window)
+    affected: list[int] = []
     for group, new_ids in members.items():
         before = stored.get(group, [])
         rows.add(group, before, whole=len(before) < 2 * smoothing.window)
@@ -175,8 +176,8 @@ def session_context(
             ],
             whole=False,
         )
-        affected = context.affected_by_insert(rows, group, new_ids, smoothing.window)
-        context.refresh(rows, affected, smoothing)
+        affected += context.affected_by_insert(rows, group, new_ids, smoothing.window)
+    context.refresh(rows, affected, smoothing)  # every session at once: one smoothing pass
     return rows
 
 

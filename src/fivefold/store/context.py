@@ -17,6 +17,7 @@ The rules live here, once; each backend supplies its rows through ``ContextRows`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -179,7 +180,7 @@ def around(rows: ContextRows, memory_id: int) -> list[int]:
 def refresh(rows: ContextRows, ids: Iterable[int], smoothing: Smoothing) -> dict[int, Vectors]:
     """Recompute the context of each memory in ``ids``; return the searched embedding of each
     that has one, for the dense index."""
-    searched: dict[int, Vectors] = {}
+    jobs: list[tuple[int, Vectors, list[Neighbour], list[Neighbour]]] = []
     for memory_id in dict.fromkeys(ids):
         group = rows.group_of(memory_id)
         if group is None:
@@ -193,7 +194,10 @@ def refresh(rows: ContextRows, ids: Iterable[int], smoothing: Smoothing) -> dict
         old = rows.context_of(memory_id)
         if old != new:
             rows.set_context(group, memory_id, old, new)
-        vector = smoothed(rows.own_vector(memory_id), at[1], at[2], smoothing)
+        jobs.append((memory_id, rows.own_vector(memory_id), at[1], at[2]))
+    searched: dict[int, Vectors] = {}
+    vectors = smoothed([(own, near, far) for _, own, near, far in jobs], smoothing)
+    for (memory_id, *_), vector in zip(jobs, vectors, strict=True):
         rows.set_searched(memory_id, vector)
         if vector is not None:
             searched[memory_id] = vector
@@ -201,18 +205,31 @@ def refresh(rows: ContextRows, ids: Iterable[int], smoothing: Smoothing) -> dict
 
 
 def smoothed(
-    own: Vectors, near: Sequence[Neighbour], far: Sequence[Neighbour], smoothing: Smoothing
-) -> Vectors | None:
-    if not smoothing.active or not (near or far):
-        return None
-    total = np.asarray(own, dtype=np.float64).copy()
-    for weight, neighbours in ((smoothing.near, near), (smoothing.far, far)):
-        for row in neighbours:
-            total += weight * np.asarray(row[2], dtype=np.float64)
-    norm = float(np.linalg.norm(total))
-    if norm == 0.0:
-        return None
-    return (total / norm).astype(np.float32)
+    jobs: Sequence[tuple[Vectors, Sequence[Neighbour], Sequence[Neighbour]]], smoothing: Smoothing
+) -> list[Vectors | None]:
+    """Each (own, near, far)'s searched embedding: ``own + near x d1 + far x d2`` (summed in
+    float64 in that order, neighbour by neighbour), normalised; None without neighbours (or
+    smoothing). The sums run over the whole batch at once (a memory at a time, the numpy
+    calls cost 11 us a memory)."""
+    out: list[Vectors | None] = [None] * len(jobs)
+    live = [k for k, (_, near, far) in enumerate(jobs) if near or far]
+    if not smoothing.active or not live:
+        return out
+    total = np.array([jobs[k][0] for k in live], dtype=np.float64)
+    for weight, side in ((smoothing.near, 1), (smoothing.far, 2)):
+        for slot in range(max(len(jobs[k][side]) for k in live)):
+            held = [n for n, k in enumerate(live) if len(jobs[k][side]) > slot]
+            rows = np.array([jobs[live[n]][side][slot][2] for n in held], dtype=np.float64)
+            total[held] += weight * rows
+    # A row's norm as ``np.linalg.norm`` takes a vector's (its dot with itself).
+    norms = np.array([math.sqrt(row.dot(row)) for row in total])
+    kept = norms != 0.0
+    unit = np.zeros_like(total, dtype=np.float32)
+    unit[kept] = (total[kept] / norms[kept, None]).astype(np.float32)
+    for n, k in enumerate(live):
+        if kept[n]:
+            out[k] = unit[n]
+    return out
 
 
 __all__ = [
