@@ -99,3 +99,67 @@ def test_pruned_top_k_is_the_exact_top_k(
             assert store.lexical_stopped_early > len(exact) // 8  # the bound decided
         else:
             assert store.lexical_by_impact == 0
+            assert store.lexical_second_rounds > 0  # the essential tokens scored over their lists
+
+
+# BM25 as the backend computed it in SQL before the client summed it: the reference.
+REFERENCE_FIELD = """
+SELECT p.memory_id AS id,
+       sum(q.n * (
+           %(w1_{f})s::float8 * ln(1 + (%(docs)s::float8 - least(t.df1, %(docs)s) + 0.5)
+               / (t.df1 + 0.5)) * p.first * 2.2
+               / (p.first + 1.2 * (0.25 + 0.75 * p.norm1 / %(avg1_{f})s::float8))
+         + %(w2_{f})s::float8 * ln(1 + (%(docs)s::float8 - least(t.df2, %(docs)s) + 0.5)
+               / (t.df2 + 0.5)) * p.second * 2.2
+               / (p.second + 1.2 * (0.25 + 0.75 * p.norm2 / %(avg2_{f})s::float8))
+       )) AS s
+FROM unnest(%(terms)s::text[], %(counts)s::int[]) AS q(term, n)
+JOIN term_stats t ON t.namespace = %(ns)s AND t.field = {f} AND t.term = q.term
+JOIN postings p ON p.namespace = %(ns)s AND p.field = {f} AND p.term = q.term
+GROUP BY p.memory_id
+"""
+
+
+def test_the_client_sums_bm25_as_the_sql_formula(pg_url: str) -> None:
+    from collections import Counter
+
+    rng = random.Random(5)
+    items = [{"content": _text(rng), "session_id": f"s{i // 20}"} for i in range(300)]
+    queries = [" ".join(rng.sample(VOCAB[:50], rng.randint(1, 5))) for _ in range(40)]
+    with fivefold.Memory.open(pg_url, embedder=fivefold.HashingEmbedder()) as mem:
+        mem.remember_many(items)
+        store = mem.store
+        with psycopg.connect(pg_url) as conn:
+            docs, tokens = conn.execute(
+                "SELECT memories, tokens FROM namespaces WHERE namespace = 'default'"
+            ).fetchone()  # type: ignore[misc]
+            for weights in WEIGHTS:
+                columns = {
+                    schema.OWN: (weights.predicate, weights.content),
+                    schema.CONTEXT: (weights.context, 0.0),
+                }
+                fields = [f for f, (a, b) in columns.items() if a > 0.0 or b > 0.0]
+                sql = (
+                    "SELECT id, round(sum(s)::numeric, 12)::float8 FROM ("
+                    + " UNION ALL ".join(REFERENCE_FIELD.format(f=f) for f in fields)
+                    + ") x GROUP BY id HAVING sum(s) > 0 ORDER BY 2 DESC, id LIMIT 10"
+                )
+                for query in queries:
+                    counts = Counter(query.split())
+                    params: dict[str, object] = {
+                        "ns": "default",
+                        "docs": docs,
+                        "terms": list(counts),
+                        "counts": list(counts.values()),
+                    }
+                    for f in fields:
+                        params |= {
+                            f"w1_{f}": columns[f][0],
+                            f"w2_{f}": columns[f][1],
+                            f"avg1_{f}": max(tokens[2 * f] / docs, 1e-9),
+                            f"avg2_{f}": max(tokens[2 * f + 1] / docs, 1e-9),
+                        }
+                    want = conn.execute(sql, params).fetchall()
+                    got = store.lexical_search(Scope("default"), query.split(), 10, weights=weights)
+                    assert [i for i, _ in got] == [i for i, _ in want], query
+                    assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-9)

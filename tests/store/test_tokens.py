@@ -16,7 +16,7 @@ LINE = st.lists(WORDS, max_size=6).map(" ".join) | st.text(max_size=20)
 TEXT = st.lists(LINE, max_size=4).map("\n".join)
 
 
-@given(st.lists(st.tuples(TEXT, TEXT), max_size=8), st.integers(min_value=0, max_value=200))
+@given(st.lists(st.tuples(TEXT, TEXT), max_size=8), st.integers(min_value=0, max_value=20_000))
 @settings(max_examples=200, deadline=None)
 def test_a_text_counts_as_its_whole(documents: list[tuple[str, str]], limit: int) -> None:
     lines = LineCounts(TOKENIZER, limit=limit)  # small limits: the memory starts again often
@@ -32,7 +32,7 @@ def test_the_counts_returned_are_the_callers_own() -> None:
 
 
 def test_threads_count_at_once() -> None:
-    lines = LineCounts(TOKENIZER, limit=300)
+    lines = LineCounts(TOKENIZER, limit=30_000)
     texts = [(f"turn {n} about Kestrel\nline {n % 7}", f"far {n % 11}") for n in range(200)]
     expected = TOKENIZER.count(texts)
     failures: list[int] = []

@@ -143,7 +143,8 @@ def copy_postings(
             f"\t{types[memory_id]}\n"
         )
     # In key order (a line starts with the key's columns, the id as text: near enough):
-    # consecutive rows land in the same index pages. 12 % faster bulk writes here.
+    # consecutive rows land in the same index pages. Bulk writes 12 % faster on 20,000
+    # memories, 8 % on 100,000 (the same code unsorted, one run after the other).
     lines.sort()
     payload = memoryview("".join(lines).encode())
     with conn.cursor() as cur, cur.copy(schema.COPY_POSTINGS) as copy:

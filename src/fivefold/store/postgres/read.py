@@ -94,6 +94,7 @@ class PostgresReads:
     lexical_pruned = 0  # searches the pruning answered (tests)
     lexical_by_impact = 0  # of which in impact order
     lexical_stopped_early = 0  # of which before reading every list to its end
+    lexical_second_rounds = 0  # of the others, those MaxScore answered in a second round
 
     @property
     def location(self) -> str:
@@ -372,8 +373,8 @@ class PostgresReads:
         if types:
             posting.append("{p}type = ANY(%(types)s::text[])")
             params["types"] = [t.value for t in types]
-        if within is not None:
-            posting.append("{p}memory_id = ANY(%(within)s::bigint[])")
+        if within is not None:  # from a subquery: as ``schema.BM25_AMONG``
+            posting.append("{p}memory_id = ANY((SELECT %(within)s::bigint[])::bigint[])")
             params["within"] = [int(i) for i in within]
         filters = _Filters(
             inner="".join(f" AND {c.format(p='')}" for c in posting),
@@ -381,7 +382,7 @@ class PostgresReads:
             rows=where if scope.user_id is not None or scope.agent_id is not None else None,
         )
         ordered = sorted(tokens.items())
-        params |= {"terms": [t for t, _ in ordered], "counts": [n for _, n in ordered], "k": k}
+        params["terms"] = [t for t, _ in ordered]
         # Each column is scored with its own statistics: field -> its two columns' weights.
         columns = {
             schema.OWN: (weights.predicate, weights.content),
@@ -558,6 +559,7 @@ class PostgresReads:
             ids, part = _scores(conn, search, pairs={(p[2], p[3]) for p in essential})
             among = set(ids[part >= theta - total_bound - 1e-9].tolist())
             rows = _top(*_scores(conn, search, among=sorted(among | {i for i, _ in rows})), k)
+            self.lexical_second_rounds += 1
         self.lexical_pruned += 1
         return rows
 
@@ -861,15 +863,17 @@ def _scores(
         join="" if filters.rows is None else schema.BM25_IMPACT_JOIN,
         filters=where + ("" if among is None else schema.BM25_AMONG),
     )
-    found = conn.execute(
-        statement,
-        {
-            **params,
-            "list_fields": [f for f, _, _, _ in lists],
-            "list_terms": [t for _, t, _, _ in lists],
-            "among": None if among is None else [int(i) for i in among],
-        },
-    ).fetchall()
+    # Binary: the packed lists as bytes (as text, hex: twice the bytes, then decoded).
+    with conn.cursor(binary=True) as cursor:
+        found = cursor.execute(
+            statement,
+            {
+                **params,
+                "list_fields": [f for f, _, _, _ in lists],
+                "list_terms": [t for _, t, _, _ in lists],
+                "among": None if among is None else [int(i) for i in among],
+            },
+        ).fetchall()
     docs = float(params["docs"])
     ids: list[np.ndarray] = []
     parts: list[np.ndarray] = []

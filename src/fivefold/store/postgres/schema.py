@@ -371,7 +371,7 @@ JOIN memories m ON m.namespace = t.namespace AND m.id = t.memory_id
 """
 COPY_POSTINGS = (
     "COPY postings (namespace, field, term, memory_id, first, second, norm1, norm2, type) "
-    "FROM STDIN"
+    "FROM STDIN (ENCODING 'UTF8')"  # what ``copy_postings`` sends, whatever the connection's
 )
 FIND_ALIASES = """
 SELECT norm, min(entity_id) FROM aliases
@@ -511,6 +511,7 @@ SELECT e.n, (
     WHERE p.namespace = %(ns)s AND p.field = e.field AND p.term = e.term{filters})
 FROM unnest(%(list_fields)s::smallint[], %(list_terms)s::text[])
     WITH ORDINALITY AS e(field, term, n)
+ORDER BY e.n
 """
 # The memories a scoring is limited to: from a subquery, not as a constant (the planner
 # estimated each element's selectivity: 10 ms for 8,000 ids, per token).
