@@ -619,6 +619,17 @@ def test_a_namespace_copy_would_read_as_separators_is_written_as_it_is(url: str)
     assert namespaces == {odd, "plain"}
 
 
+def test_postings_arrive_whole_over_a_connection_in_another_encoding(url: str) -> None:
+    """COPY's text is sent as UTF-8 whatever the connection's encoding: a LATIN1 client
+    stored "näm" as "nÃ¤m" in the postings alone, and the namespace's search found nothing."""
+    latin = f"{url}%20-cclient_encoding%3DLATIN1"
+    with _open(latin) as memory:
+        memory.remember("café crème brûlée for Zoë", namespace="näm")
+        found = memory.store.lexical_search(Scope("näm"), ["café", "zoë"], 5, weights=W)
+        assert len(found) == 1
+        assert all(f.ok for f in memory.store.check())
+
+
 @given(st.text(max_size=60))
 @settings(max_examples=300, deadline=None)
 def test_a_token_needs_no_escaping_in_copy_text(text: str) -> None:
