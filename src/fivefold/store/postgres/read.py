@@ -835,6 +835,7 @@ def _best_postings(
 _POSTING = np.dtype(
     [("id", ">i8"), ("first", ">f4"), ("second", ">f4"), ("norm1", ">i4"), ("norm2", ">i4")]
 )
+_FIRST = np.dtype([("id", ">i8"), ("first", ">f4"), ("norm1", ">i4")])  # a second weighted 0
 
 
 def _scores(
@@ -871,6 +872,7 @@ def _scores(
                 **params,
                 "list_fields": [f for f, _, _, _ in lists],
                 "list_terms": [t for _, t, _, _ in lists],
+                "list_wide": [columns[f][1] > 0.0 for f, _, _, _ in lists],
                 "among": None if among is None else [int(i) for i in among],
             },
         ).fetchall()
@@ -881,18 +883,19 @@ def _scores(
         if not packed:
             continue
         field, term, df1, df2 = lists[int(n) - 1]
-        postings = np.frombuffer(packed, dtype=_POSTING)
         w1, w2 = columns[field]
+        postings = np.frombuffer(packed, dtype=_POSTING if w2 > 0.0 else _FIRST)
         first = postings["first"].astype(np.float64)
-        second = postings["second"].astype(np.float64)
         norm1 = postings["norm1"].astype(np.float64)
-        norm2 = postings["norm2"].astype(np.float64)
         avg1, avg2 = float(params[f"avg1_{field}"]), float(params[f"avg2_{field}"])
         # BM25 as ``schema`` documents it (k1 = 1.2, b = 0.75), in the same order of operations.
         score = (w1 * _idf_of(docs, df1)) * first * 2.2
         score /= first + 1.2 * (0.25 + 0.75 * norm1 / avg1)
-        other = (w2 * _idf_of(docs, df2)) * second * 2.2
-        score += other / (second + 1.2 * (0.25 + 0.75 * norm2 / avg2))
+        if w2 > 0.0:  # else it adds 0 to each
+            second = postings["second"].astype(np.float64)
+            norm2 = postings["norm2"].astype(np.float64)
+            other = (w2 * _idf_of(docs, df2)) * second * 2.2
+            score += other / (second + 1.2 * (0.25 + 0.75 * norm2 / avg2))
         ids.append(postings["id"].astype(np.int64))
         parts.append(search.tokens[term] * score)
     if not ids:

@@ -501,16 +501,20 @@ WHERE mn.namespace = %s AND mn.memory_id = ANY(%s::bigint[]) ORDER BY e.id
 # with D the memory's length in that column as tantivy keeps it (``norm``), avgdl the column's
 # token total over N, N the namespace's memory count; k1 = 1.2, b = 0.75. A column a memory
 # lacks adds 0 (tf 0). The client computes it (``read._scores``) from each (field, token)'s
-# postings, packed here as one bytea per list (``read._POSTING``); LATERAL: each list is read
-# on its own key, whatever the planner's statistics say. ``{filters}`` start with AND.
+# postings, packed here as one bytea per list (``read._POSTING``; without the second column
+# where it is weighted 0, ``read._FIRST``: packing is most of the server's time, reading the
+# postings a third). LATERAL: each list is read on its own key, whatever the planner's
+# statistics say. ``{filters}`` start with AND.
 BM25_POSTINGS = """
 SELECT e.n, (
-    SELECT string_agg(int8send(p.memory_id) || float4send(p.first) || float4send(p.second)
-                      || int4send(p.norm1) || int4send(p.norm2), ''::bytea)
+    SELECT string_agg(CASE WHEN e.wide
+        THEN int8send(p.memory_id) || float4send(p.first) || float4send(p.second)
+             || int4send(p.norm1) || int4send(p.norm2)
+        ELSE int8send(p.memory_id) || float4send(p.first) || int4send(p.norm1) END, ''::bytea)
     FROM postings p {join}
     WHERE p.namespace = %(ns)s AND p.field = e.field AND p.term = e.term{filters})
-FROM unnest(%(list_fields)s::smallint[], %(list_terms)s::text[])
-    WITH ORDINALITY AS e(field, term, n)
+FROM unnest(%(list_fields)s::smallint[], %(list_terms)s::text[], %(list_wide)s::boolean[])
+    WITH ORDINALITY AS e(field, term, wide, n)
 ORDER BY e.n
 """
 # The memories a scoring is limited to: from a subquery, not as a constant (the planner
