@@ -284,3 +284,12 @@ def test_a_store_named_by_a_url_is_built_and_timed_there(pg_url: str) -> None:
     assert result.store.startswith("postgresql://")
     assert result.disk_bytes["total"] > 0
     assert result.modes[0].overall.count == 10
+
+
+def test_a_store_without_the_embedded_parts_shows_its_total_alone() -> None:
+    from fivefold.bench.latency_cli import _disk
+
+    mb = 1024 * 1024
+    assert _disk({"total": 3 * mb}) == "3.0"  # a Postgres store: its tables
+    shown = _disk({"total": 6 * mb, "db": 4 * mb, "lexical": mb, "vindex": mb})
+    assert shown == "6.0 (4.0 + 1.0 + 1.0)"

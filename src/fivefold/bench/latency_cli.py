@@ -130,13 +130,22 @@ def _scale_table(results: Sequence[SizeResult]) -> list[str]:
             f"{r.build.index_build_seconds:.1f}",
             f"{r.peak_rss_mb:,.0f} ({r.build.build_peak_rss_mb:,.0f})",
             f"{r.rss_mb:,.0f}",
-            f"{_mb(r.disk_bytes.get('total', 0))} ({_mb(r.disk_bytes.get('db', 0))}"
-            f" + {_mb(r.disk_bytes.get('lexical', 0))} + {_mb(r.disk_bytes.get('vindex', 0))})",
+            _disk(r.disk_bytes),
             f"{r.entities:,} / {r.edges:,}",
         ]
         for r in results
     ]
     return _table(header, rows)
+
+
+def _disk(parts: Mapping[str, int]) -> str:
+    """The total, and the embedded store's parts when it has them (a Postgres store is one
+    total: its tables)."""
+    total = _mb(parts.get("total", 0))
+    if not any(k in parts for k in ("db", "lexical", "vindex")):
+        return total
+    shown = " + ".join(_mb(parts.get(k, 0)) for k in ("db", "lexical", "vindex"))
+    return f"{total} ({shown})"
 
 
 def _by(
