@@ -123,7 +123,7 @@ class LineCounts:
         self._tokenizer = tokenizer
         self._limit = limit
         self._lines: dict[str, Counter[str]] = {}
-        self._chars = 0
+        self._size = 0
         self._lock = threading.Lock()
 
     def count(self, documents: Sequence[tuple[str, str]]) -> list[Counted]:
@@ -138,12 +138,12 @@ class LineCounts:
             known.update(new)
             size = sum(len(line) + LINE_COST for line in fresh)
             with self._lock:
-                if self._chars + size > self._limit:
+                if self._size + size > self._limit:
                     self._lines.clear()
-                    self._chars = 0
+                    self._size = 0
                 if size <= self._limit:
                     self._lines.update(new)
-                    self._chars += size
+                    self._size += size
         return [Counted(_summed(known, a), _summed(known, b)) for a, b in documents]
 
 

@@ -323,10 +323,10 @@ class PostgresStore(PostgresReads):
             }
             # Binary: pgvector parses its text form float by float (1.4 s of a 30 s bulk
             # write of 20,000 memories).
-            newest = conn.cursor(binary=True).execute(schema.NEWEST_IN_SESSIONS, params)
-            for k, i, c, v, n, f in newest:
-                row = (int(i), SessionRow(str(c), as_array(v), (str(n), str(f))))
-                out.setdefault(wanted[int(k)][0], []).append(row)
+            with conn.cursor(binary=True) as cur:
+                for k, i, c, v, n, f in cur.execute(schema.NEWEST_IN_SESSIONS, params):
+                    row = (int(i), SessionRow(str(c), as_array(v), (str(n), str(f))))
+                    out.setdefault(wanted[int(k)][0], []).append(row)
         return out
 
     def _update_older(
@@ -382,8 +382,8 @@ class PostgresStore(PostgresReads):
                     "were changed or deleted by a concurrent write; nothing was written: try again"
                 )
         if gone:
-            # A statement per row, on its own key: one for all of them was planned as a hash
-            # join over a scan of every posting (the planner expects ~60 rows per memory).
+            # A statement per row, on its own key: one for all of them (~30,000 keys a batch
+            # here) was planned as a hash join over a scan of every posting.
             with conn.cursor() as cur:
                 cur.executemany(schema.DELETE_POSTINGS, gone)
         copy_postings(conn, schema.CONTEXT, fresh, types)
