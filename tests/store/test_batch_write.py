@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -144,12 +146,12 @@ def test_a_batch_is_found_by_every_leg_as_written(store_url: str) -> None:
         assert set(hits) == {before.id, batch[0].id, batch[1].id}
 
 
-def test_a_writer_racing_into_the_same_session_is_not_read_as_before_the_batch(
+def test_a_writer_racing_into_the_same_session_waits_for_the_batch(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Postgres: batch A takes its ids, then B commits turns of the same session (higher ids)
-    before A reads the session's newest rows: A must read only the rows below its own ids, so
-    the turns before A get A's text as context, not B's."""
+    """Postgres: batch A takes its session's lock and its ids; B, writing turns of the same
+    session meanwhile, waits for A to commit, then takes ids after A's and finds A's turns:
+    every context is as if they had written one after the other."""
     from fivefold.store.postgres.store import PostgresStore
 
     with (
@@ -159,19 +161,28 @@ def test_a_writer_racing_into_the_same_session_is_not_read_as_before_the_batch(
         *_, last = a.remember_many([{"content": f"old {i}", "session_id": "s"} for i in range(3)])
         old = last.id
         newest = PostgresStore._newest
-        raced: list[bool] = []
+        written: list[Any] = []
+        other = threading.Thread(
+            target=lambda: written.extend(
+                b.remember_many([{"content": c, "session_id": "s"} for c in ("B1", "B2")])
+            )
+        )
 
         def racing(conn: Any, wanted: Any, limit: int) -> Any:
-            if not raced:
-                raced.append(True)
-                b.remember_many([{"content": c, "session_id": "s"} for c in ("B1", "B2")])
+            if not other.is_alive() and not written:
+                other.start()
+                time.sleep(0.5)  # time enough for B to write, were it not waiting
+                assert not written
             return newest(conn, wanted, limit)
 
         monkeypatch.setattr(PostgresStore, "_newest", staticmethod(racing))
         first, second = a.remember_many(
             [{"content": "A1", "session_id": "s"}, {"content": "A2", "session_id": "s"}]
         )
-        assert raced
+        monkeypatch.setattr(PostgresStore, "_newest", staticmethod(newest))
+        other.join(timeout=30)
+        assert [r.content for r in written] == ["B1", "B2"]
+        assert written[0].id > second.id
         with a.store._pool.connection() as conn:  # type: ignore[attr-defined]
             rows = {
                 int(i): (str(n), str(f))
@@ -181,4 +192,5 @@ def test_a_writer_racing_into_the_same_session_is_not_read_as_before_the_batch(
                 )
             }
         assert rows[old] == ("old 1\nA1", "old 0\nA2")
-        assert rows[first.id][0].splitlines() == ["old 2", "A2"]
+        assert rows[first.id] == ("old 2\nA2", "old 1\nB1")
+        assert rows[second.id] == ("A1\nB1", "old 2\nB2")

@@ -334,6 +334,13 @@ BUILD_MEMORY_CAP_MB = 2048
 # the same reads sort a term's few postings on the fly.
 IMPACT_INDEX_FROM = 4_096
 MODEL_LOCK = 0x0F1F  # with the namespace's hash: one model version numbered at a time
+# With a bucket of a session's hash (``store._session_keys``): one write of a session at a
+# time, from before it takes its ids. Two writers of one session read neither's rows (neither
+# had committed) and each linked its turns as if alone, for good: a forgotten turn's text then
+# stayed in a neighbour's window. Buckets bound the locks a batch of many sessions takes.
+SESSION_LOCK = 0x0F20
+SESSION_BUCKETS = 64  # per namespace
+LOCK_SESSIONS = "SELECT count(pg_advisory_xact_lock(%s::int, k)) FROM unnest(%s::int[]) AS k"
 
 INSERT_MEMORY = """
 INSERT INTO memories (id, namespace, user_id, agent_id, session_id, content, predicate, type,

@@ -14,7 +14,8 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -271,6 +272,8 @@ class PostgresStore(PostgresReads):
         named = [
             batch.entity_keys(m.entities[: bounds.max_entities]) for m in memories
         ]  # refuses first
+        # Before the ids: a session's writes then take their ids in the order they commit.
+        _lock_sessions(conn, (g for m in memories if (g := batch.group_of(m)) is not None))
         counted = self._lines.count([(m.predicate or "", m.content) for m in memories])
         reserved = conn.execute(
             "SELECT nextval('fivefold_memory_ids') FROM generate_series(1, %s)", (len(memories),)
@@ -490,6 +493,12 @@ class PostgresStore(PostgresReads):
         self, conn: psycopg.Connection, deltas: Deltas, memory_id: int, scope: Scope
     ) -> bool:
         ns = scope.namespace
+        session = conn.execute(
+            "SELECT user_id, agent_id, session_id FROM memories WHERE namespace = %s AND id = %s",
+            (ns, memory_id),
+        ).fetchone()
+        if session is not None and session[2]:  # its neighbours' context is refreshed below
+            _lock_sessions(conn, [(ns, session[0] or "", session[1] or "", session[2])])
         row = conn.execute(
             "SELECT user_id, agent_id, predicate, content, context_near, context_far "
             "FROM memories WHERE namespace = %s AND id = %s FOR UPDATE",
@@ -791,6 +800,23 @@ def _no_nul(where: str, **texts: str | None) -> None:
 def _columns(rows: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
     """Rows as columns: the arrays a statement unnests."""
     return [list(column) for column in zip(*rows, strict=True)]
+
+
+def _lock_sessions(conn: psycopg.Connection, groups: Iterable[Group]) -> None:
+    """Take the sessions' write locks (``schema.SESSION_LOCK``), in one order for every writer:
+    two cannot wait on each other for them."""
+    keys = sorted(set(_session_keys(groups)))
+    if keys:
+        conn.execute(schema.LOCK_SESSIONS, (schema.SESSION_LOCK, keys))
+
+
+def _session_keys(groups: Iterable[Group]) -> Iterator[int]:
+    """Each session's lock key: its namespace and a bucket of its user, agent and id, as a
+    signed 32-bit integer (stable across processes, unlike ``hash``)."""
+    for namespace, user, agent, session in groups:
+        bucket = zlib.crc32("\x00".join((user, agent, session)).encode()) % schema.SESSION_BUCKETS
+        key = zlib.crc32(f"{namespace}\x00{bucket}".encode())
+        yield key - (1 << 32) if key >= 1 << 31 else key
 
 
 def _memory_row(
