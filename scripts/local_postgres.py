@@ -12,14 +12,26 @@ an unprivileged user of its own. It keeps running after this script exits, until
 from __future__ import annotations
 
 import argparse
+import re
 import warnings
 from pathlib import Path
+
+
+def _schema(name: str) -> str:
+    # The URL names it unquoted in ``search_path``, where Postgres folds it to lower case: a
+    # mixed-case name would be created here as written and then not found, and the store's
+    # tables would land in ``public``.
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", name):
+        raise argparse.ArgumentTypeError(
+            f"{name!r}: lower-case letters, digits and _ only, not starting with a digit"
+        )
+    return name
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path, help="the server's data folder")
-    parser.add_argument("--schema", default="fivefold", help="the store's schema")
+    parser.add_argument("--schema", default="fivefold", type=_schema, help="the store's schema")
     parser.add_argument("--stop", action="store_true", help="stop the server and exit")
     args = parser.parse_args()
     with warnings.catch_warnings():  # it keeps a lock file under /tmp without XDG_RUNTIME_DIR
