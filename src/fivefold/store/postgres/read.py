@@ -267,11 +267,7 @@ class PostgresReads:
                 search = max(self._settings.index.hnsw_expansion_search, k)
                 conn.execute(f"SET LOCAL hnsw.ef_search = {int(search)}")
                 conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            order = "(m.searched <#> %(q)s) + 0" if exact else "m.searched <#> %(q)s"
-            sql = (
-                f"SELECT m.id, -(m.searched <#> %(q)s) AS score FROM memories m WHERE {where} "
-                f"ORDER BY {order}, m.id LIMIT %(k)s"
-            )
+            sql = _vector_sql(where, exact=exact)
             for query in np.asarray(queries, dtype=np.float32):
                 rows = conn.execute(sql, {**params, "q": query, "k": k}).fetchall()
                 hits = [(int(i), float(s)) for i, s in rows]
@@ -921,6 +917,20 @@ def _top(ids: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]
 def _idf_of(docs: float, df: int) -> float:
     """BM25's idf as the SQL of ``schema`` wrote it: a count above the memories' is capped."""
     return math.log(1 + (docs - min(df, docs) + 0.5) / (df + 0.5))
+
+
+def _vector_sql(where: str, *, exact: bool) -> str:
+    """The k nearest by inner product (parameters q and k) among the rows ``where`` selects.
+    Exact: ``+ 0`` keeps the planner off the HNSW index, and equal distances come in id order
+    (as the embedded store's exact search). Through the index: by distance alone; the caller
+    sorts what comes back. A tie-break by id there put an incremental sort above the index
+    scan, and the scan then read twice the buffers (measured at 100k: 2.6 against 1.4 ms a
+    search with the index in memory, 6.4-9.5 against 3.3-4.4 with it read from the OS)."""
+    order = "(m.searched <#> %(q)s) + 0, m.id" if exact else "m.searched <#> %(q)s"
+    return (
+        f"SELECT m.id, -(m.searched <#> %(q)s) AS score FROM memories m WHERE {where} "
+        f"ORDER BY {order} LIMIT %(k)s"
+    )
 
 
 def _scope_sql(
