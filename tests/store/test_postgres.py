@@ -356,7 +356,8 @@ def test_a_search_through_the_hnsw_index_is_not_sorted_again_by_the_server(url: 
             ).fetchall()
             plans[exact] = " ".join(str(r[0]) for r in rows)
     # An incremental sort for a tie-break above the index scan doubled the scan's reads.
-    assert "memories_searched" in plans[False] and "Sort" not in plans[False]
+    assert "memories_searched" in plans[False]
+    assert "Sort" not in plans[False]
     assert "memories_searched" not in plans[True]  # below the threshold: exact, in id order
 
 

@@ -12,7 +12,8 @@ import pytest
 import fivefold
 from fivefold.model import ColumnWeights, MemoryType, Scope
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS, OWN_TEXT_WEIGHTS
-from fivefold.store.postgres import read, schema
+from fivefold.store.postgres import lists, read, schema
+from fivefold.store.postgres.lists import ListCache
 
 # A Zipfian vocabulary: a few tokens in most memories, most in a few.
 VOCAB = [f"w{i}" for i in range(120)]
@@ -68,6 +69,7 @@ def test_pruned_top_k_is_the_exact_top_k(
     with fivefold.Memory.open(pg_url, embedder=fivefold.HashingEmbedder()) as mem:
         mem.remember_many(items)
         store = mem.store
+        monkeypatch.setattr(store, "_lists", ListCache(limit=0))  # every list read (below: kept)
 
         def search(scope: Scope, query: str, types: tuple[MemoryType, ...] = ()) -> object:
             return store.lexical_search(scope, query.split(), 10, types, weights=weights)
@@ -100,6 +102,78 @@ def test_pruned_top_k_is_the_exact_top_k(
         else:
             assert store.lexical_by_impact == 0
             assert store.lexical_second_rounds > 0  # the essential tokens scored over their lists
+
+
+def _corpus(seed: int, count: int) -> tuple[list[dict[str, object]], list[str]]:
+    rng = random.Random(seed)
+    items: list[dict[str, object]] = [
+        {"content": _text(rng), "type": rng.choice(["fact", "event"]), "session_id": f"s{i // 25}"}
+        for i in range(count)
+    ]
+    queries = [" ".join(rng.sample(VOCAB[:40], rng.randint(2, 5))) for _ in range(40)]
+    return items, queries
+
+
+@pytest.mark.parametrize("steady", [False, True], ids=["pruning", "steady"])
+@pytest.mark.parametrize("weights", WEIGHTS)
+def test_lists_kept_from_earlier_searches_give_the_same_top_k(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, weights: ColumnWeights, steady: bool
+) -> None:
+    """Some lists kept, some read: scored in full from the cache when it holds them all, the
+    pruned strategies filtering kept lists to the memories they score; or, once the namespace
+    is steady (searched, not written), every list read whole and kept."""
+    monkeypatch.setattr(schema, "IMPACT_INDEX_FROM", 1)
+    monkeypatch.setattr(lists, "STEADY_SEARCHES", lists.STEADY_SEARCHES if steady else 10**9)
+    items, queries = _corpus(5, 400)
+    with fivefold.Memory.open(pg_url, embedder=fivefold.HashingEmbedder()) as mem:
+        mem.remember_many(items)
+        store = mem.store
+
+        def search(query: str, types: tuple[MemoryType, ...] = ()) -> object:
+            return store.lexical_search(Scope("default"), query.split(), 10, types, weights=weights)
+
+        cases = [(q, t) for q in queries for t in [(), (MemoryType.EVENT,)]]
+        monkeypatch.setattr(store, "_lists", ListCache(limit=0))
+        monkeypatch.setattr(read, "SCORE_ALL_POSTINGS", 10**9)
+        exact = [search(q, t) for q, t in cases]
+        monkeypatch.setattr(store, "_lists", ListCache())
+        for token in VOCAB[:40:2]:  # every other token's lists kept: most queries mix both
+            search(token)
+        assert store._lists.size_bytes > 0
+        monkeypatch.setattr(read, "SCORE_ALL_POSTINGS", 60)
+        monkeypatch.setattr(read, "PRUNE_POSTINGS", 60)
+        monkeypatch.setattr(read, "IMPACT_DEPTH", 4)
+        whole = [n for n, (_, t) in enumerate(cases) if not t]  # the searches lists are kept for
+        assert [search(*cases[n]) for n in whole] == [exact[n] for n in whole]
+        # Steady: read whole, not pruned. Else pruned, kept lists filtered to what it scores.
+        assert (store.lexical_pruned == 0) == steady
+        assert [search(q, t) for q, t in cases] == exact
+
+
+def test_a_write_by_another_store_object_is_seen_past_the_kept_lists(pg_url: str) -> None:
+    items, _ = _corpus(9, 200)
+    embedder = fivefold.HashingEmbedder()
+    with (
+        fivefold.Memory.open(pg_url, embedder=embedder) as reader,
+        fivefold.Memory.open(pg_url, embedder=embedder) as writer,  # as another process
+    ):
+        writer.remember_many(items)
+
+        def top() -> list[int]:
+            found = reader.store.lexical_search(
+                Scope("default"), ["w0", "w3"], 5, weights=DEFAULT_WEIGHTS
+            )
+            return [i for i, _ in found]
+
+        before = top()
+        assert reader.store._lists.size_bytes > 0  # both lists kept
+        assert top() == before
+        new = writer.remember("w0 w3 w3 w0 w3").id
+        assert top()[0] == new  # a new generation: the kept lists are not used
+        writer.forget(new)
+        assert top() == before
+        writer.forget(before[0])
+        assert before[0] not in top()
 
 
 # BM25 as the backend computed it in SQL before the client summed it: the reference.

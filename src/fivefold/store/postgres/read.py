@@ -39,6 +39,7 @@ from fivefold.model import (
 from fivefold.store.base import StoreSettings
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import as_array
+from fivefold.store.postgres.lists import ListCache
 from fivefold.store.rows import edge_hop, memory_record, relation_from_row
 from fivefold.store.timeconv import from_ts, to_ts
 from fivefold.store.tokens import Tokenizer
@@ -85,6 +86,7 @@ class PostgresReads:
     _settings: StoreSettings
     _tokenizer: Tokenizer
     _catalogs: dict[str, tuple[int, list[CatalogEntry]]]
+    _lists: ListCache
     _model: str
     _location: str
     _dim: int
@@ -390,7 +392,7 @@ class PostgresReads:
         with self._read() as conn, conn.transaction():
             # One snapshot: the pruning's bounds and the scores see the same statistics.
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            docs, _, *totals = self._namespace_row(conn, scope.namespace)
+            docs, generation, *totals = self._namespace_row(conn, scope.namespace)
             if docs == 0:
                 return [], 0
             params["docs"] = docs
@@ -406,8 +408,10 @@ class PostgresReads:
             stats = conn.execute(
                 schema.BM25_TERM_STATS, {**params, "fields": list(fields)}
             ).fetchall()
-            search = _Search(stats, fields, columns, tokens, params, filters, k)
-            if within is None:
+            search = _Search(stats, fields, columns, tokens, params, filters, k, generation)
+            # A namespace searched and not written: its lists are read whole (and kept).
+            steady = search.filters.whole and self._lists.steady(scope.namespace, generation)
+            if within is None and not steady and not self._all_kept(search):
                 found = None
                 if all(columns[f][1] == 0.0 for f in fields):  # first columns only
                     found = self._by_impact(conn, search)
@@ -415,7 +419,19 @@ class PostgresReads:
                     found = self._pruned(conn, search)
                 if found is not None:
                     return found, docs
-            return _top(*_scores(conn, search), k), docs
+            return _top(*_scores(conn, search, kept=self._lists), k), docs
+
+    def _all_kept(self, search: _Search) -> bool:
+        """Whether every list the search reads is in the process's cache: then scoring them
+        all costs no read, and no pruning is tried."""
+        if not search.filters.whole:
+            return False
+        namespace = str(search.params["ns"])
+        return all(
+            self._lists.get(namespace, search.generation, _list_key(search, int(f), str(t)))
+            is not None
+            for f, t, _, _ in search.stats
+        )
 
     def _by_impact(
         self, conn: psycopg.Connection, search: _Search
@@ -461,7 +477,7 @@ class PostgresReads:
                 counts[int(n)] += 1
                 lowest[int(n)] = min(lowest.get(int(n), math.inf), float(value))
             among = list(dict.fromkeys(int(r[1]) for r in read_rows))
-            rows = _top(*_scores(conn, search, among=among), k) if among else []
+            rows = _top(*_scores(conn, search, among=among, kept=self._lists), k) if among else []
             read_out = [counts[i] < depth for i, depth in enumerate(depths)]
             if all(read_out):
                 break  # every posting that scores in the scope was read
@@ -537,7 +553,7 @@ class PostgresReads:
             schema.BM25_CANDIDATES.format(join=filters.join, inner=filters.inner),
             {**params, "rare_fields": [p[2] for p in rare], "rare_terms": [p[3] for p in rare]},
         ).fetchall()
-        rows = _top(*_scores(conn, search, among=[int(r[0]) for r in found]), k)
+        rows = _top(*_scores(conn, search, among=[int(r[0]) for r in found], kept=self._lists), k)
         # The tokens that together stay strictly below the k-th score (room left for the
         # 12-place rounding) cannot lift a memory without any other token into the top k.
         theta = float(rows[-1][1]) - 1e-9 if len(rows) >= k else 0.0
@@ -552,9 +568,11 @@ class PostgresReads:
                 return None  # as dear as scoring everything
             # A memory in the top k scores at least theta, of which the other tokens give it
             # less than their bounds' sum: its essential tokens' part is at least the rest.
-            ids, part = _scores(conn, search, pairs={(p[2], p[3]) for p in essential})
+            pairs_read = {(p[2], p[3]) for p in essential}
+            ids, part = _scores(conn, search, pairs=pairs_read, kept=self._lists)
             among = set(ids[part >= theta - total_bound - 1e-9].tolist())
-            rows = _top(*_scores(conn, search, among=sorted(among | {i for i, _ in rows})), k)
+            wanted = sorted(among | {i for i, _ in rows})
+            rows = _top(*_scores(conn, search, among=wanted, kept=self._lists), k)
             self.lexical_second_rounds += 1
         self.lexical_pruned += 1
         return rows
@@ -784,6 +802,11 @@ class _Filters:
     rows: str | None
 
     @property
+    def whole(self) -> bool:
+        """Whether a list read under these filters is the whole list (``lists.ListCache``)."""
+        return not self.qualified and self.rows is None
+
+    @property
     def join(self) -> str:
         return "" if self.rows is None else schema.BM25_FILTER_JOIN.format(filters=self.rows)
 
@@ -792,7 +815,8 @@ class _Filters:
 class _Search:
     """One lexical search, as its pruned strategies read it: each (field, term)'s document
     frequencies (``stats``), the fields and their columns' weights, the query's token counts,
-    the statement parameters (statistics included), the scope and k."""
+    the statement parameters (statistics included), the scope, k, and the namespace's
+    generation in the search's snapshot."""
 
     stats: Sequence[tuple[Any, ...]]
     fields: Sequence[int]
@@ -801,6 +825,12 @@ class _Search:
     params: dict[str, Any]
     filters: _Filters
     k: int
+    generation: int
+
+
+def _list_key(search: _Search, field: int, term: str) -> tuple[int, str, bool]:
+    """A list's key in ``ListCache``: packed with its second column or not."""
+    return field, term, search.columns[field][1] > 0.0
 
 
 def _best_postings(
@@ -840,14 +870,16 @@ def _scores(
     *,
     among: Sequence[int] | None = None,
     pairs: Collection[tuple[int, str]] | None = None,
+    kept: ListCache | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each memory's BM25 score in the scope (of ``among`` only, when given) from the query's
     (field, token) lists (of ``pairs`` only, when given): (ids, scores), in no order, a memory
     holding none of the tokens left out. The postings come packed, a list per row, and are
     scored here: as SQL, the same sums cost the server 3-5 us a posting in sorting and
-    grouping (0.3 us to read and pack). Every memory's terms are added in the same order, so
-    two memories with the same text score exactly the same."""
-    params, filters, columns = search.params, search.filters, search.columns
+    grouping (0.3 us to read and pack). A whole list is taken from ``kept`` when it holds it
+    (filtered to ``among`` here), and one read whole is kept there. Every memory's terms are
+    added in the same order, so two memories with the same text score exactly the same."""
+    params, columns = search.params, search.columns
     lists = [
         (int(f), str(t), int(df1), int(df2))
         for f, t, df1, df2 in search.stats
@@ -855,6 +887,60 @@ def _scores(
     ]
     if not lists or (among is not None and not among):
         return np.empty(0, np.int64), np.empty(0, np.float64)
+    cache = kept if search.filters.whole else None
+    namespace = str(params["ns"])
+    wanted = None if among is None else np.asarray(sorted({int(i) for i in among}), np.int64)
+    postings: dict[int, np.ndarray] = {}  # position in ``lists`` -> its postings
+    if cache is not None:
+        for n, (field, term, _, _) in enumerate(lists):
+            found = cache.get(namespace, search.generation, _list_key(search, field, term))
+            if found is not None:
+                postings[n] = found if wanted is None else found[np.isin(found["id"], wanted)]
+    unread = [n for n in range(len(lists)) if n not in postings]
+    read = _read_lists(conn, search, [lists[n] for n in unread], among)
+    for n, found in zip(unread, read, strict=True):
+        postings[n] = found
+        if cache is not None and among is None:
+            field, term = lists[n][0], lists[n][1]
+            cache.put(namespace, search.generation, _list_key(search, field, term), found)
+    docs = float(params["docs"])
+    ids: list[np.ndarray] = []
+    parts: list[np.ndarray] = []
+    for n, (field, term, df1, df2) in enumerate(lists):  # in the same order, read or kept
+        found = postings[n]
+        if not len(found):
+            continue
+        w1, w2 = columns[field]
+        first = found["first"].astype(np.float64)
+        norm1 = found["norm1"].astype(np.float64)
+        avg1, avg2 = float(params[f"avg1_{field}"]), float(params[f"avg2_{field}"])
+        # BM25 as ``schema`` documents it (k1 = 1.2, b = 0.75), in the same order of operations.
+        score = (w1 * _idf_of(docs, df1)) * first * 2.2
+        score /= first + 1.2 * (0.25 + 0.75 * norm1 / avg1)
+        if w2 > 0.0:  # else it adds 0 to each
+            second = found["second"].astype(np.float64)
+            norm2 = found["norm2"].astype(np.float64)
+            other = (w2 * _idf_of(docs, df2)) * second * 2.2
+            score += other / (second + 1.2 * (0.25 + 0.75 * norm2 / avg2))
+        ids.append(found["id"].astype(np.int64))
+        parts.append(search.tokens[term] * score)
+    if not ids:
+        return np.empty(0, np.int64), np.empty(0, np.float64)
+    memory, slot = np.unique(np.concatenate(ids), return_inverse=True)
+    return memory, np.bincount(slot, weights=np.concatenate(parts), minlength=len(memory))
+
+
+def _read_lists(
+    conn: psycopg.Connection,
+    search: _Search,
+    lists: Sequence[tuple[int, str, int, int]],
+    among: Sequence[int] | None,
+) -> list[np.ndarray]:
+    """The postings of each (field, term, ...) of ``lists`` in the search's scope (of
+    ``among`` only, when given), packed by the server (``schema.BM25_POSTINGS``), in order."""
+    if not lists:
+        return []
+    filters, columns = search.filters, search.columns
     where = filters.qualified + ("" if filters.rows is None else f" AND {filters.rows}")
     statement = schema.BM25_POSTINGS.format(
         join="" if filters.rows is None else schema.BM25_IMPACT_JOIN,
@@ -865,39 +951,18 @@ def _scores(
         found = cursor.execute(
             statement,
             {
-                **params,
+                **search.params,
                 "list_fields": [f for f, _, _, _ in lists],
                 "list_terms": [t for _, t, _, _ in lists],
                 "list_wide": [columns[f][1] > 0.0 for f, _, _, _ in lists],
                 "among": None if among is None else [int(i) for i in among],
             },
         ).fetchall()
-    docs = float(params["docs"])
-    ids: list[np.ndarray] = []
-    parts: list[np.ndarray] = []
-    for n, packed in found:
-        if not packed:
-            continue
-        field, term, df1, df2 = lists[int(n) - 1]
-        w1, w2 = columns[field]
-        postings = np.frombuffer(packed, dtype=_POSTING if w2 > 0.0 else _FIRST)
-        first = postings["first"].astype(np.float64)
-        norm1 = postings["norm1"].astype(np.float64)
-        avg1, avg2 = float(params[f"avg1_{field}"]), float(params[f"avg2_{field}"])
-        # BM25 as ``schema`` documents it (k1 = 1.2, b = 0.75), in the same order of operations.
-        score = (w1 * _idf_of(docs, df1)) * first * 2.2
-        score /= first + 1.2 * (0.25 + 0.75 * norm1 / avg1)
-        if w2 > 0.0:  # else it adds 0 to each
-            second = postings["second"].astype(np.float64)
-            norm2 = postings["norm2"].astype(np.float64)
-            other = (w2 * _idf_of(docs, df2)) * second * 2.2
-            score += other / (second + 1.2 * (0.25 + 0.75 * norm2 / avg2))
-        ids.append(postings["id"].astype(np.int64))
-        parts.append(search.tokens[term] * score)
-    if not ids:
-        return np.empty(0, np.int64), np.empty(0, np.float64)
-    memory, slot = np.unique(np.concatenate(ids), return_inverse=True)
-    return memory, np.bincount(slot, weights=np.concatenate(parts), minlength=len(memory))
+    out: list[np.ndarray] = []
+    for n, packed in found:  # ORDER BY e.n: one row per list, in order
+        wide = columns[lists[int(n) - 1][0]][1] > 0.0
+        out.append(np.frombuffer(packed or b"", dtype=_POSTING if wide else _FIRST))
+    return out
 
 
 def _top(ids: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:

@@ -60,6 +60,7 @@ from fivefold.store.postgres.context_rows import (
     insert_postings,
     postings,
 )
+from fivefold.store.postgres.lists import ListCache
 from fivefold.store.postgres.read import PostgresReads
 from fivefold.store.postgres.read import translating as _translating
 from fivefold.store.rows import (
@@ -95,6 +96,7 @@ class PostgresStore(PostgresReads):
         self._tokenizer = Tokenizer()
         self._lines = LineCounts(self._tokenizer)
         self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
+        self._lists = ListCache()
         self._build_failed: dict[str, float] = {}
         try:
             rebuild, reindexed = self._init_schema()
