@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -39,7 +39,7 @@ from fivefold.model import (
 from fivefold.store.base import StoreSettings
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import as_array
-from fivefold.store.postgres.lists import ListCache
+from fivefold.store.postgres.lists import TYPES_FIELD, ListCache
 from fivefold.store.rows import edge_hop, memory_record, relation_from_row
 from fivefold.store.timeconv import from_ts, to_ts
 from fivefold.store.tokens import Tokenizer
@@ -409,8 +409,18 @@ class PostgresReads:
                 schema.BM25_TERM_STATS, {**params, "fields": list(fields)}
             ).fetchall()
             search = _Search(stats, fields, columns, tokens, params, filters, k, generation)
-            # A namespace searched and not written: its lists are read whole (and kept).
-            steady = search.filters.whole and self._lists.steady(scope.namespace, generation)
+            # A namespace searched and not written: its lists are read whole (and kept), and a
+            # type filter applies to them here (the postings of memories of those types).
+            steady = (
+                filters.rows is None
+                and within is None
+                and self._lists.steady(scope.namespace, generation)
+            )
+            if steady and types:
+                allowed = self._of_types(conn, scope.namespace, generation, params["types"])
+                whole = replace(search, filters=_Filters(inner="", qualified="", rows=None))
+                scored = _scores(conn, whole, among=allowed, kept=self._lists, read_whole=True)
+                return _top(*scored, k), docs
             if within is None and not steady and not self._all_kept(search):
                 found = None
                 if all(columns[f][1] == 0.0 for f in fields):  # first columns only
@@ -420,6 +430,19 @@ class PostgresReads:
                 if found is not None:
                     return found, docs
             return _top(*_scores(conn, search, kept=self._lists), k), docs
+
+    def _of_types(
+        self, conn: psycopg.Connection, namespace: str, generation: int, types: Sequence[str]
+    ) -> np.ndarray:
+        """The ids of the namespace's memories of ``types``, ascending (kept as a list is)."""
+        key = (TYPES_FIELD, ",".join(sorted(types)), False)
+        found = self._lists.get(namespace, generation, key)
+        if found is None:
+            row = conn.execute(schema.IDS_OF_TYPES, (namespace, list(types)), binary=True)
+            packed = row.fetchone()
+            found = np.frombuffer((packed and packed[0]) or b"", dtype=">i8").astype(np.int64)
+            self._lists.put(namespace, generation, key, found)
+        return found
 
     def _all_kept(self, search: _Search) -> bool:
         """Whether every list the search reads is in the process's cache: then scoring them
@@ -868,41 +891,52 @@ def _scores(
     conn: psycopg.Connection,
     search: _Search,
     *,
-    among: Sequence[int] | None = None,
+    among: Sequence[int] | np.ndarray | None = None,
     pairs: Collection[tuple[int, str]] | None = None,
     kept: ListCache | None = None,
+    read_whole: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each memory's BM25 score in the scope (of ``among`` only, when given) from the query's
     (field, token) lists (of ``pairs`` only, when given): (ids, scores), in no order, a memory
     holding none of the tokens left out. The postings come packed, a list per row, and are
     scored here: as SQL, the same sums cost the server 3-5 us a posting in sorting and
     grouping (0.3 us to read and pack). A whole list is taken from ``kept`` when it holds it
-    (filtered to ``among`` here), and one read whole is kept there. Every memory's terms are
-    added in the same order, so two memories with the same text score exactly the same."""
+    (filtered to ``among`` here), and one read whole is kept there; ``read_whole``: a list it
+    lacks is read whole, kept, then filtered (else the server filters it to ``among``). Every
+    memory's terms are added in the same order, so two memories with the same text score
+    exactly the same."""
     params, columns = search.params, search.columns
     lists = [
         (int(f), str(t), int(df1), int(df2))
         for f, t, df1, df2 in search.stats
         if pairs is None or (int(f), str(t)) in pairs
     ]
-    if not lists or (among is not None and not among):
+    if not lists or (among is not None and len(among) == 0):
         return np.empty(0, np.int64), np.empty(0, np.float64)
     cache = kept if search.filters.whole else None
+    whole = among is None or (read_whole and cache is not None)
     namespace = str(params["ns"])
-    wanted = None if among is None else np.asarray(sorted({int(i) for i in among}), np.int64)
+    wanted = None
+    if among is not None:
+        wanted = np.unique(np.asarray(among, dtype=np.int64))
     postings: dict[int, np.ndarray] = {}  # position in ``lists`` -> its postings
     if cache is not None:
         for n, (field, term, _, _) in enumerate(lists):
             found = cache.get(namespace, search.generation, _list_key(search, field, term))
             if found is not None:
-                postings[n] = found if wanted is None else found[np.isin(found["id"], wanted)]
+                postings[n] = found
     unread = [n for n in range(len(lists)) if n not in postings]
-    read = _read_lists(conn, search, [lists[n] for n in unread], among)
+    read = _read_lists(conn, search, [lists[n] for n in unread], None if whole else wanted)
     for n, found in zip(unread, read, strict=True):
-        postings[n] = found
-        if cache is not None and among is None:
+        if cache is not None and whole:
             field, term = lists[n][0], lists[n][1]
             cache.put(namespace, search.generation, _list_key(search, field, term), found)
+        postings[n] = found
+    if wanted is not None:  # a kept list, or one read whole, holds more than ``among``
+        served = set() if whole else set(unread)  # the server filtered these
+        for n, found in postings.items():
+            if n not in served:
+                postings[n] = found[_members(found["id"], wanted)]
     docs = float(params["docs"])
     ids: list[np.ndarray] = []
     parts: list[np.ndarray] = []
@@ -930,11 +964,19 @@ def _scores(
     return memory, np.bincount(slot, weights=np.concatenate(parts), minlength=len(memory))
 
 
+def _members(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Whether each of ``ids`` is in ``wanted`` (ascending, unique)."""
+    if not len(wanted):
+        return np.zeros(len(ids), dtype=bool)
+    at = np.minimum(np.searchsorted(wanted, ids), len(wanted) - 1)
+    return np.asarray(wanted[at] == ids)
+
+
 def _read_lists(
     conn: psycopg.Connection,
     search: _Search,
     lists: Sequence[tuple[int, str, int, int]],
-    among: Sequence[int] | None,
+    among: np.ndarray | None,
 ) -> list[np.ndarray]:
     """The postings of each (field, term, ...) of ``lists`` in the search's scope (of
     ``among`` only, when given), packed by the server (``schema.BM25_POSTINGS``), in order."""
@@ -955,7 +997,7 @@ def _read_lists(
                 "list_fields": [f for f, _, _, _ in lists],
                 "list_terms": [t for _, t, _, _ in lists],
                 "list_wide": [columns[f][1] > 0.0 for f, _, _, _ in lists],
-                "among": None if among is None else [int(i) for i in among],
+                "among": None if among is None else among.tolist(),
             },
         ).fetchall()
     out: list[np.ndarray] = []
