@@ -23,7 +23,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["LIST_CACHE_BYTES", "STEADY_SEARCHES", "TYPES_FIELD", "ListCache"]
+__all__ = ["LIST_CACHE_BYTES", "STEADY_SEARCHES", "ListCache"]
 
 # Per store object. A list costs 16 bytes a posting (12 for one weighted column): the longest
 # at 100k memories is ~1.5 MB, all of them together ~120 MB.
@@ -32,10 +32,6 @@ STEADY_SEARCHES = 4
 MAX_NAMESPACES = 4_096  # generations and counts remembered, past which those holding no list go
 
 ListKey = tuple[int, str, bool]  # field, term, whether its second column is kept
-# Kept beside the lists, under this field and the types joined by ",": the ids of the
-# namespace's memories of those types, ascending (a type-filtered search of a steady namespace
-# scores kept lists and keeps the postings of those memories).
-TYPES_FIELD = -1
 
 
 class ListCache:

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -39,7 +39,7 @@ from fivefold.model import (
 from fivefold.store.base import StoreSettings
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import as_array
-from fivefold.store.postgres.lists import TYPES_FIELD, ListCache
+from fivefold.store.postgres.lists import ListCache
 from fivefold.store.rows import edge_hop, memory_record, relation_from_row
 from fivefold.store.timeconv import from_ts, to_ts
 from fivefold.store.tokens import Tokenizer
@@ -409,20 +409,9 @@ class PostgresReads:
                 schema.BM25_TERM_STATS, {**params, "fields": list(fields)}
             ).fetchall()
             search = _Search(stats, fields, columns, tokens, params, filters, k, generation)
-            # A namespace searched and not written: its lists are read whole (and kept).
-            steady = (
-                filters.rows is None
-                and within is None
-                and self._lists.steady(scope.namespace, generation)
-            )
-            if steady and types:
-                # Kept lists limited to the memories of those types; a list not kept is read
-                # filtered instead (read whole, a type's first searches took up to 90 ms).
-                whole = replace(search, filters=_Filters(inner="", qualified="", rows=None))
-                if self._all_kept(whole):
-                    allowed = self._of_types(conn, scope.namespace, generation, params["types"])
-                    return _top(*_scores(conn, whole, among=allowed, kept=self._lists), k), docs
-                steady = False
+            # A namespace searched and not written: its lists are read whole (and kept). A
+            # scope, type or id filter keeps the pruning: the lists it reads are not whole.
+            steady = filters.whole and self._lists.steady(scope.namespace, generation)
             if within is None and not steady and not self._all_kept(search):
                 found = None
                 if all(columns[f][1] == 0.0 for f in fields):  # first columns only
@@ -432,19 +421,6 @@ class PostgresReads:
                 if found is not None:
                     return found, docs
             return _top(*_scores(conn, search, kept=self._lists), k), docs
-
-    def _of_types(
-        self, conn: psycopg.Connection, namespace: str, generation: int, types: Sequence[str]
-    ) -> np.ndarray:
-        """The ids of the namespace's memories of ``types``, ascending (kept as a list is)."""
-        key = (TYPES_FIELD, ",".join(sorted(types)), False)
-        found = self._lists.get(namespace, generation, key)
-        if found is None:
-            row = conn.execute(schema.IDS_OF_TYPES, (namespace, list(types)), binary=True)
-            packed = row.fetchone()
-            found = np.frombuffer((packed and packed[0]) or b"", dtype=">i8").astype(np.int64)
-            self._lists.put(namespace, generation, key, found)
-        return found
 
     def _all_kept(self, search: _Search) -> bool:
         """Whether every list the search reads is in the process's cache: then scoring them

@@ -524,11 +524,6 @@ FROM unnest(%(list_fields)s::smallint[], %(list_terms)s::text[], %(list_wide)s::
     WITH ORDINALITY AS e(field, term, wide, n)
 ORDER BY e.n
 """
-# The ids of a namespace's memories of some types, ascending, packed as BM25_POSTINGS packs.
-IDS_OF_TYPES = """
-SELECT string_agg(int8send(id), ''::bytea ORDER BY id) FROM memories
-WHERE namespace = %s AND type = ANY(%s::text[])
-"""
 # The memories a scoring is limited to: from a subquery, not as a constant (the planner
 # estimated each element's selectivity: 10 ms for 8,000 ids, per token).
 BM25_AMONG = " AND p.memory_id = ANY((SELECT %(among)s::bigint[])::bigint[])"
