@@ -176,6 +176,35 @@ def test_a_write_by_another_store_object_is_seen_past_the_kept_lists(pg_url: str
         assert before[0] not in top()
 
 
+def test_kept_lists_are_not_taken_for_a_namespace_made_again(pg_url: str) -> None:
+    """A schema dropped and made again restarts the generations: the row version tells the
+    new namespace from the one the lists came from."""
+    embedder = fivefold.HashingEmbedder()
+
+    def top(memory: fivefold.Memory) -> list[tuple[int, float]]:
+        return memory.store.lexical_search(
+            Scope("default"), ["apple", "pear"], 10, weights=DEFAULT_WEIGHTS
+        )
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        schema_name = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
+    with fivefold.Memory.open(pg_url, embedder=embedder) as reader:
+        reader.remember_many([{"content": f"apple pear note {i}"} for i in range(20)])
+        for _ in range(lists.STEADY_SEARCHES + 1):
+            top(reader)
+        assert reader.store._lists.size_bytes > 0
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA "{schema_name}" CASCADE')
+            conn.execute(f'CREATE SCHEMA "{schema_name}"')
+        with fivefold.Memory.open(pg_url, embedder=embedder) as writer:
+            writer.remember_many(
+                [{"content": f"apple other {i}"} for i in range(3)]
+                + [{"content": f"banana kiwi {i}"} for i in range(7)]
+            )  # the same generation as the reader's lists
+            assert top(reader) == top(writer)
+            assert len(top(writer)) == 3
+
+
 # BM25 as the backend computed it in SQL before the client summed it: the reference.
 REFERENCE_FIELD = """
 SELECT p.memory_id AS id,

@@ -39,7 +39,7 @@ from fivefold.model import (
 from fivefold.store.base import StoreSettings
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import as_array
-from fivefold.store.postgres.lists import ListCache
+from fivefold.store.postgres.lists import ListCache, Version
 from fivefold.store.rows import edge_hop, memory_record, relation_from_row
 from fivefold.store.timeconv import from_ts, to_ts
 from fivefold.store.tokens import Tokenizer
@@ -108,15 +108,20 @@ class PostgresReads:
         with self._pool.connection() as conn:
             yield conn
 
-    def _namespace_row(self, conn: psycopg.Connection, namespace: str) -> tuple[int, ...]:
-        """Memories, generation and the token totals of the four columns."""
+    def _namespace_row(
+        self, conn: psycopg.Connection, namespace: str, *, version: bool = False
+    ) -> tuple[int, ...]:
+        """Memories, generation and the token totals of the four columns; with ``version``,
+        then the row version's ``xmin`` too (``lists.Version``)."""
         row = conn.execute(
-            "SELECT memories, generation, tokens FROM namespaces WHERE namespace = %s",
+            "SELECT memories, generation, tokens, xmin::text::bigint FROM namespaces "
+            "WHERE namespace = %s",
             (namespace,),
         ).fetchone()
         if row is None:
-            return (0, 0, 0, 0, 0, 0)
-        return (int(row[0]), int(row[1]), *(int(t) for t in row[2]))
+            return (0, 0, 0, 0, 0, 0, 0) if version else (0, 0, 0, 0, 0, 0)
+        found = (int(row[0]), int(row[1]), *(int(t) for t in row[2]))
+        return (*found, int(row[3])) if version else found
 
     def namespace_generation(self, namespace: str) -> int:
         with self._read() as conn:
@@ -392,7 +397,9 @@ class PostgresReads:
         with self._read() as conn, conn.transaction():
             # One snapshot: the pruning's bounds and the scores see the same statistics.
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            docs, generation, *totals = self._namespace_row(conn, scope.namespace)
+            docs, generation, *totals, xmin = self._namespace_row(
+                conn, scope.namespace, version=True
+            )
             if docs == 0:
                 return [], 0
             params["docs"] = docs
@@ -408,10 +415,10 @@ class PostgresReads:
             stats = conn.execute(
                 schema.BM25_TERM_STATS, {**params, "fields": list(fields)}
             ).fetchall()
-            search = _Search(stats, fields, columns, tokens, params, filters, k, generation)
+            search = _Search(stats, fields, columns, tokens, params, filters, k, (generation, xmin))
             # A namespace searched and not written: its lists are read whole (and kept). A
             # scope, type or id filter keeps the pruning: the lists it reads are not whole.
-            steady = filters.whole and self._lists.steady(scope.namespace, generation)
+            steady = filters.whole and self._lists.steady(scope.namespace, search.version)
             if within is None and not steady and not self._all_kept(search):
                 found = None
                 if all(columns[f][1] == 0.0 for f in fields):  # first columns only
@@ -429,7 +436,7 @@ class PostgresReads:
             return False
         namespace = str(search.params["ns"])
         return all(
-            self._lists.get(namespace, search.generation, _list_key(search, int(f), str(t)))
+            self._lists.get(namespace, search.version, _list_key(search, int(f), str(t)))
             is not None
             for f, t, _, _ in search.stats
         )
@@ -816,8 +823,8 @@ class _Filters:
 class _Search:
     """One lexical search, as its pruned strategies read it: each (field, term)'s document
     frequencies (``stats``), the fields and their columns' weights, the query's token counts,
-    the statement parameters (statistics included), the scope, k, and the namespace's
-    generation in the search's snapshot."""
+    the statement parameters (statistics included), the scope, k, and the version of the
+    namespace's row in the search's snapshot (``lists.Version``)."""
 
     stats: Sequence[tuple[Any, ...]]
     fields: Sequence[int]
@@ -826,7 +833,7 @@ class _Search:
     params: dict[str, Any]
     filters: _Filters
     k: int
-    generation: int
+    version: Version
 
 
 def _list_key(search: _Search, field: int, term: str) -> tuple[int, str, bool]:
@@ -894,7 +901,7 @@ def _scores(
     postings: dict[int, np.ndarray] = {}  # position in ``lists`` -> its postings
     if cache is not None:
         for n, (field, term, _, _) in enumerate(lists):
-            found = cache.get(namespace, search.generation, _list_key(search, field, term))
+            found = cache.get(namespace, search.version, _list_key(search, field, term))
             if found is not None:  # whole: limited to ``among`` here
                 postings[n] = found if wanted is None else found[_members(found["id"], wanted)]
     unread = [n for n in range(len(lists)) if n not in postings]
@@ -903,7 +910,7 @@ def _scores(
         postings[n] = found
         if cache is not None and wanted is None:  # read whole: kept
             field, term = lists[n][0], lists[n][1]
-            cache.put(namespace, search.generation, _list_key(search, field, term), found)
+            cache.put(namespace, search.version, _list_key(search, field, term), found)
     docs = float(params["docs"])
     ids: list[np.ndarray] = []
     parts: list[np.ndarray] = []

@@ -1,0 +1,93 @@
+"""``ListCache``, the Postgres store's kept posting lists: what it keeps, for which version of a
+namespace, what it drops, and when a namespace counts as steady."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fivefold.store.postgres import lists
+from fivefold.store.postgres.lists import ENTRY_BYTES, ListCache
+
+
+def _postings(count: int) -> np.ndarray:
+    return np.zeros(count, dtype=[("id", ">i8"), ("first", ">f4"), ("norm1", ">i4")])
+
+
+def test_the_least_recently_used_list_goes_first_past_the_limit() -> None:
+    one = _postings(100)  # 1,600 bytes
+    cache = ListCache(limit=2 * (one.nbytes + ENTRY_BYTES))
+    version = (1, 7)
+    for term in ("a", "b"):
+        cache.put("ns", version, (0, term, False), _postings(100))
+    assert cache.get("ns", version, (0, "a", False)) is not None  # now "b" is the oldest
+    cache.put("ns", version, (0, "c", False), _postings(100))
+    assert cache.get("ns", version, (0, "b", False)) is None
+    assert cache.get("ns", version, (0, "a", False)) is not None
+    assert cache.size_bytes == 2 * (one.nbytes + ENTRY_BYTES)
+    assert cache.evicted == 1
+    kept = cache.get("ns", version, (0, "c", False))
+    assert kept is not None
+    assert not kept.flags.writeable
+
+
+def test_a_list_is_only_for_the_version_it_was_read_at() -> None:
+    cache = ListCache()
+    cache.put("ns", (5, 100), (0, "a", False), _postings(3))
+    assert cache.get("ns", (5, 100), (0, "a", False)) is not None
+    assert cache.get("ns", (4, 90), (0, "a", False)) is None  # an older snapshot
+    cache.put("ns", (4, 90), (0, "b", False), _postings(3))  # not kept: older
+    assert cache.get("ns", (5, 100), (0, "b", False)) is None
+    # The same generation in another row version: the namespace was made again.
+    cache.put("ns", (5, 200), (0, "b", False), _postings(3))
+    assert cache.get("ns", (5, 200), (0, "a", False)) is None
+    assert cache.get("ns", (5, 200), (0, "b", False)) is not None
+    cache.put("ns", (6, 210), (0, "c", False), _postings(3))  # a write: the older lists go
+    assert cache.get("ns", (6, 210), (0, "b", False)) is None
+    assert cache.size_bytes == _postings(3).nbytes + ENTRY_BYTES
+
+
+def test_namespaces_are_kept_apart() -> None:
+    cache = ListCache()
+    cache.put("a", (1, 1), (0, "t", False), _postings(3))
+    cache.put("b", (1, 1), (0, "t", False), np.ones(2, dtype=_postings(0).dtype))
+    cache.put("b", (2, 2), (0, "u", False), _postings(3))  # b moves on; a's list stays
+    found = cache.get("a", (1, 1), (0, "t", False))
+    assert found is not None
+    assert len(found) == 3
+
+
+def test_a_namespace_is_steady_after_searches_at_one_version_while_its_lists_stay_kept() -> None:
+    cache = ListCache(limit=10 * (_postings(100).nbytes + ENTRY_BYTES))
+    flags = [cache.steady("ns", (1, 1)) for _ in range(lists.STEADY_SEARCHES)]
+    assert flags == [False] * (lists.STEADY_SEARCHES - 1) + [True]
+    assert not cache.steady("ns", (2, 2))  # a write: counted again
+    for _ in range(lists.STEADY_SEARCHES):
+        cache.steady("ns", (2, 2))
+    assert cache.steady("ns", (2, 2))
+    cache.put("ns", (2, 2), (0, "huge", False), _postings(10_000))  # larger than the cache
+    assert not cache.steady("ns", (2, 2))  # read whole each time, it would cost more
+
+
+def test_evicting_a_namespace_s_list_ends_its_steadiness() -> None:
+    size = _postings(100).nbytes + ENTRY_BYTES
+    cache = ListCache(limit=2 * size)
+    for _ in range(lists.STEADY_SEARCHES):
+        cache.steady("a", (1, 1))
+    cache.put("a", (1, 1), (0, "x", False), _postings(100))
+    assert cache.steady("a", (1, 1))
+    cache.put("b", (1, 1), (0, "y", False), _postings(100))
+    cache.put("b", (1, 1), (0, "z", False), _postings(100))  # evicts a's list
+    assert not cache.steady("a", (1, 1))
+
+
+def test_versions_of_namespaces_holding_no_list_are_forgotten_past_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lists, "MAX_NAMESPACES", 3)
+    cache = ListCache()
+    cache.put("kept", (1, 1), (0, "t", False), _postings(2))
+    for name in ("n1", "n2", "n3", "n4"):
+        cache.steady(name, (1, 1))
+    assert len(cache._versions) <= 3
+    assert cache.get("kept", (1, 1), (0, "t", False)) is not None
