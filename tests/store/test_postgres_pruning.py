@@ -190,9 +190,11 @@ def test_kept_lists_are_not_taken_for_a_namespace_made_again(pg_url: str) -> Non
         schema_name = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
     with fivefold.Memory.open(pg_url, embedder=embedder) as reader:
         reader.remember_many([{"content": f"apple pear note {i}"} for i in range(20)])
+        reader.remember("Old Name joined", entities=["Old Name"])  # generation 2
         for _ in range(lists.STEADY_SEARCHES + 1):
             top(reader)
         assert reader.store._lists.size_bytes > 0
+        assert "Old Name" in {e.name for e in reader.store.catalog("default")}
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{schema_name}" CASCADE')
             conn.execute(f'CREATE SCHEMA "{schema_name}"')
@@ -200,9 +202,13 @@ def test_kept_lists_are_not_taken_for_a_namespace_made_again(pg_url: str) -> Non
             writer.remember_many(
                 [{"content": f"apple other {i}"} for i in range(3)]
                 + [{"content": f"banana kiwi {i}"} for i in range(7)]
-            )  # the same generation as the reader's lists
+            )
+            writer.remember("Kiwi Patel joined", entities=["Kiwi Patel"])  # generation 2 again
             assert top(reader) == top(writer)
             assert len(top(writer)) == 3
+            # The entity catalog too, kept per version of the namespace's row.
+            names = {e.name for e in reader.store.catalog("default")}
+            assert names == {e.name for e in writer.store.catalog("default")} == {"Kiwi Patel"}
 
 
 # BM25 as the backend computed it in SQL before the client summed it: the reference.

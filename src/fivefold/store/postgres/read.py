@@ -85,7 +85,7 @@ class PostgresReads:
     _pool: ConnectionPool
     _settings: StoreSettings
     _tokenizer: Tokenizer
-    _catalogs: dict[str, tuple[int, list[CatalogEntry]]]
+    _catalogs: dict[str, tuple[Version, list[CatalogEntry]]]
     _lists: ListCache
     _model: str
     _location: str
@@ -176,13 +176,16 @@ class PostgresReads:
 
     def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
         with self._read() as conn:
-            generation = self._namespace_row(conn, namespace)[1]
+            # The row's version, as the kept posting lists: a namespace made again (a schema
+            # dropped and created) restarts its generations.
+            row = self._namespace_row(conn, namespace, version=True)
+            version = (row[1], row[-1])
             cached = self._catalogs.get(namespace)
-            if cached is not None and cached[0] == generation:
+            if cached is not None and cached[0] == version:
                 return cached[1]
             rows = conn.execute(schema.SELECT_CATALOG, (namespace, namespace)).fetchall()
         entries = [CatalogEntry(int(i), str(n), str(k), bool(a)) for i, n, k, a in rows]
-        self._catalogs[namespace] = (generation, entries)
+        self._catalogs[namespace] = (version, entries)
         return entries
 
     def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:

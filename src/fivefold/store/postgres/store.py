@@ -60,7 +60,7 @@ from fivefold.store.postgres.context_rows import (
     insert_postings,
     postings,
 )
-from fivefold.store.postgres.lists import ListCache
+from fivefold.store.postgres.lists import ListCache, Version
 from fivefold.store.postgres.read import PostgresReads
 from fivefold.store.postgres.read import translating as _translating
 from fivefold.store.rows import (
@@ -95,7 +95,7 @@ class PostgresStore(PostgresReads):
         self._settings = settings
         self._tokenizer = Tokenizer()
         self._lines = LineCounts(self._tokenizer)
-        self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
+        self._catalogs: dict[str, tuple[Version, list[CatalogEntry]]] = {}
         self._lists = ListCache()
         self._build_failed: dict[str, float] = {}
         try:
