@@ -579,8 +579,8 @@ class PostgresReads:
                 return None  # as dear as scoring everything
             # A memory in the top k scores at least theta, of which the other tokens give it
             # less than their bounds' sum: its essential tokens' part is at least the rest.
-            pairs_read = {(p[2], p[3]) for p in essential}
-            ids, part = _scores(conn, search, pairs=pairs_read, kept=self._lists)
+            essential_pairs = {(p[2], p[3]) for p in essential}
+            ids, part = _scores(conn, search, pairs=essential_pairs, kept=self._lists)
             among = set(ids[part >= theta - total_bound - 1e-9].tolist())
             wanted = sorted(among | {i for i, _ in rows})
             rows = _top(*_scores(conn, search, among=wanted, kept=self._lists), k)
