@@ -15,8 +15,8 @@ def _postings(count: int) -> np.ndarray:
 
 
 def test_the_least_recently_used_list_goes_first_past_the_limit() -> None:
-    one = _postings(100)  # 1,600 bytes
-    cache = ListCache(limit=2 * (one.nbytes + ENTRY_BYTES))
+    one = lists._cost((0, "a", False), _postings(100))  # 1,600 bytes of postings, and the rest
+    cache = ListCache(limit=2 * one)
     version = (1, 7)
     for term in ("a", "b"):
         cache.put("ns", version, (0, term, False), _postings(100))
@@ -24,7 +24,7 @@ def test_the_least_recently_used_list_goes_first_past_the_limit() -> None:
     cache.put("ns", version, (0, "c", False), _postings(100))
     assert cache.get("ns", version, (0, "b", False)) is None
     assert cache.get("ns", version, (0, "a", False)) is not None
-    assert cache.size_bytes == 2 * (one.nbytes + ENTRY_BYTES)
+    assert cache.size_bytes == 2 * one
     assert cache.evicted == 1
     kept = cache.get("ns", version, (0, "c", False))
     assert kept is not None
@@ -44,7 +44,7 @@ def test_a_list_is_only_for_the_version_it_was_read_at() -> None:
     assert cache.get("ns", (5, 200), (0, "b", False)) is not None
     cache.put("ns", (6, 210), (0, "c", False), _postings(3))  # a write: the older lists go
     assert cache.get("ns", (6, 210), (0, "b", False)) is None
-    assert cache.size_bytes == _postings(3).nbytes + ENTRY_BYTES
+    assert cache.size_bytes == lists._cost((0, "c", False), _postings(3))
 
 
 def test_namespaces_are_kept_apart() -> None:
@@ -58,7 +58,7 @@ def test_namespaces_are_kept_apart() -> None:
 
 
 def test_a_namespace_is_steady_after_searches_at_one_version_while_its_lists_stay_kept() -> None:
-    cache = ListCache(limit=10 * (_postings(100).nbytes + ENTRY_BYTES))
+    cache = ListCache(limit=10 * lists._cost((0, "x", False), _postings(100)))
     flags = [cache.steady("ns", (1, 1)) for _ in range(lists.STEADY_SEARCHES)]
     assert flags == [False] * (lists.STEADY_SEARCHES - 1) + [True]
     assert not cache.steady("ns", (2, 2))  # a write: counted again
@@ -70,8 +70,7 @@ def test_a_namespace_is_steady_after_searches_at_one_version_while_its_lists_sta
 
 
 def test_evicting_a_namespace_s_list_ends_its_steadiness() -> None:
-    size = _postings(100).nbytes + ENTRY_BYTES
-    cache = ListCache(limit=2 * size)
+    cache = ListCache(limit=2 * lists._cost((0, "x", False), _postings(100)))
     for _ in range(lists.STEADY_SEARCHES):
         cache.steady("a", (1, 1))
     cache.put("a", (1, 1), (0, "x", False), _postings(100))
@@ -81,13 +80,27 @@ def test_evicting_a_namespace_s_list_ends_its_steadiness() -> None:
     assert not cache.steady("a", (1, 1))
 
 
-def test_versions_of_namespaces_holding_no_list_are_forgotten_past_a_bound(
+def test_past_the_bound_the_least_recently_searched_namespace_goes_with_its_lists(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(lists, "MAX_NAMESPACES", 3)
     cache = ListCache()
-    cache.put("kept", (1, 1), (0, "t", False), _postings(2))
-    for name in ("n1", "n2", "n3", "n4"):
-        cache.steady(name, (1, 1))
-    assert len(cache._versions) <= 3
-    assert cache.get("kept", (1, 1), (0, "t", False)) is not None
+    for name in ("n1", "n2", "n3"):
+        cache.put(name, (1, 1), (0, "t", False), _postings(2))
+    cache.steady("n1", (1, 1))  # n2 is now the least recently searched
+    cache.steady("n4", (1, 1))
+    assert len(cache._versions) == 3
+    assert cache.get("n2", (1, 1), (0, "t", False)) is None
+    assert cache.get("n1", (1, 1), (0, "t", False)) is not None
+    assert cache.size_bytes == 2 * lists._cost((0, "t", False), _postings(2))
+
+
+def test_a_list_is_counted_with_its_term_and_equal_names_are_held_once() -> None:
+    cache = ListCache()
+    long_term = "x" * 4_000
+    cache.put("ns", (1, 1), (0, long_term, False), _postings(1))
+    assert cache.size_bytes >= 4_000 + ENTRY_BYTES + _postings(1).nbytes
+    twins = ["".join(["n", "s"]) for _ in range(3)]  # equal names, distinct strings
+    for n, name in enumerate(twins):
+        cache.put(name, (1, 1), (0, f"t{n}", False), _postings(1))
+    assert len({id(name) for name, _ in cache._lists}) == 1

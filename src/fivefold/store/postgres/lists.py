@@ -22,6 +22,7 @@ read whole every time, they would cost more than pruning.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 
@@ -32,9 +33,12 @@ __all__ = ["LIST_CACHE_BYTES", "STEADY_SEARCHES", "ListCache", "Version"]
 # Per store object. A list costs 16 bytes a posting (12 for one weighted column): the longest
 # at 100k memories is ~1.5 MB, all of them together ~120 MB.
 LIST_CACHE_BYTES = 64 << 20
-ENTRY_BYTES = 256  # counted for each list besides its postings: an empty one is not free
+# Counted for each list besides its postings and its term: the entry, its key and the array's
+# header (measured: ~860 bytes a one-posting list, all told). An empty list is not free.
+ENTRY_BYTES = 1_024
 STEADY_SEARCHES = 4
-MAX_NAMESPACES = 4_096  # versions and counts remembered, past which those holding no list go
+# Namespaces remembered (version, count), least recently searched out with their lists.
+MAX_NAMESPACES = 4_096
 
 ListKey = tuple[int, str, bool]  # field, term, whether its second column is kept
 Version = tuple[int, int]  # the namespace row's generation and xmin
@@ -49,7 +53,9 @@ class ListCache:
         self._lock = threading.Lock()
         self._lists: OrderedDict[tuple[str, ListKey], np.ndarray] = OrderedDict()
         self._keys: dict[str, set[ListKey]] = {}  # per namespace, to drop its lists at once
-        self._versions: dict[str, Version] = {}
+        # Least recently searched first.
+        self._versions: OrderedDict[str, Version] = OrderedDict()
+        self._names: dict[str, str] = {}
         self._searches: dict[str, int] = {}  # searches at the namespace's version
         self._crowded: set[str] = set()  # a list of it refused or evicted at this version
         self._bytes = 0
@@ -79,40 +85,57 @@ class ListCache:
             return found
 
     def put(self, namespace: str, version: Version, key: ListKey, postings: np.ndarray) -> None:
-        size = postings.nbytes + ENTRY_BYTES
+        size = _cost(key, postings)
         with self._lock:
             if not self._at(namespace, version):
                 return
             if size > self._limit:
                 self._crowded.add(namespace)
                 return
+            name = self._canonical(namespace)
             postings.flags.writeable = False
-            old = self._lists.pop((namespace, key), None)
-            self._bytes += size - (0 if old is None else old.nbytes + ENTRY_BYTES)
-            self._lists[(namespace, key)] = postings
-            self._keys.setdefault(namespace, set()).add(key)
+            old = self._lists.pop((name, key), None)
+            self._bytes += size - (0 if old is None else _cost(key, old))
+            self._lists[(name, key)] = postings
+            self._keys.setdefault(name, set()).add(key)
             while self._bytes > self._limit:
                 (owner, evicted), array = self._lists.popitem(last=False)
-                self._bytes -= array.nbytes + ENTRY_BYTES
+                self._bytes -= _cost(evicted, array)
                 self._keys[owner].discard(evicted)
                 self._crowded.add(owner)
                 self.evicted += 1
 
+    def _canonical(self, namespace: str) -> str:
+        """One string per name, however many equal ones callers pass (entries hold it)."""
+        return self._names.setdefault(namespace, namespace)
+
     def _at(self, namespace: str, version: Version) -> bool:
         """Under the lock: move ``namespace`` to ``version`` unless it is older than the one
-        held (its lists, count and crowding dropped); whether the cache is at it."""
+        held (its lists, count and crowding dropped); whether the cache is at it. Past
+        ``MAX_NAMESPACES``, the least recently searched namespace goes, with its lists."""
         held = self._versions.get(namespace)
         if held is not None and version[0] < held[0]:
             return False  # an older snapshot's (or a namespace made again: its lists are not)
         if held != version:
-            for key in self._keys.pop(namespace, set()):
-                self._bytes -= self._lists.pop((namespace, key)).nbytes + ENTRY_BYTES
-            if held is None and len(self._versions) >= MAX_NAMESPACES:
-                for other in [n for n in self._versions if not self._keys.get(n)]:
-                    del self._versions[other], self._searches[other]
-                    self._keys.pop(other, None)
-                    self._crowded.discard(other)
-            self._versions[namespace] = version
-            self._searches[namespace] = 0
-            self._crowded.discard(namespace)
+            self._forget(namespace)
+            if len(self._versions) >= MAX_NAMESPACES:
+                self._forget(next(iter(self._versions)))
+            name = self._canonical(namespace)
+            self._versions[name] = version
+            self._searches[name] = 0
+        self._versions.move_to_end(namespace)
         return True
+
+    def _forget(self, namespace: str) -> None:
+        name = self._canonical(namespace)
+        for key in self._keys.pop(name, set()):
+            self._bytes -= _cost(key, self._lists.pop((name, key)))
+        self._versions.pop(name, None)
+        self._searches.pop(name, None)
+        self._crowded.discard(name)
+        self._names.pop(name, None)
+
+
+def _cost(key: ListKey, postings: np.ndarray) -> int:
+    """The bytes a kept list is counted for: its postings, its term and ``ENTRY_BYTES``."""
+    return postings.nbytes + sys.getsizeof(key[1]) + ENTRY_BYTES

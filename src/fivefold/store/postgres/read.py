@@ -371,7 +371,7 @@ class PostgresReads:
     ) -> tuple[list[tuple[int, float]], int]:
         """``lexical_search``'s hits, and the namespace's size (0 when nothing was read)."""
         tokens = Counter(tok for t in terms if t for tok in self._tokenizer.terms(t))
-        if not tokens or k <= 0 or (within is not None and not within):
+        if not tokens or k <= 0 or (within is not None and len(within) == 0):
             return [], 0
         where, params = _scope_sql(scope)
         # Conditions on a posting's own columns ({p}: its table's alias, where it needs one).
