@@ -6,8 +6,10 @@ BM25_POSTINGS``); at 100k memories the longest hold 50,000-100,000 postings, 10-
 read and pack on the server, and queries share their common tokens. A list is kept with the
 version of the namespace's row in the snapshot that read it: its generation, which every write
 that changes a posting bumps in the same transaction (``Deltas.flush``), and the row version's
-``xmin``, which tells a namespace made again (a schema dropped and created, a restore) from the
-one the lists came from, though its generations restart. A search whose snapshot sees the same
+``xmin``, which tells a namespace made again (a schema dropped and created) from the one the
+lists came from, though its generations restart. (A point-in-time restore under a running
+process could bring both back with other postings: restart such processes after one.) A
+search whose snapshot sees the same
 version sees the same postings: a list kept for it is the list it would read. A newer version
 drops the namespace's lists; a search from an older snapshot neither reads nor keeps any. Only
 whole lists are kept: read without a scope, type or id filter.
