@@ -9,6 +9,7 @@ import math
 import os
 import random
 import sqlite3
+import string
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 import fivefold
-from fivefold import InvalidInput, Memory, NotAFivefoldStore, NotFound, UnsupportedBackend
+from fivefold import InvalidInput, Memory, NotAFivefoldStore, NotFound, UnsupportedBackend, validate
 
 _canary = itertools.count(1)
 
@@ -446,6 +447,84 @@ def test_alias_bad_argument_is_invalid_input(
 ) -> None:
     assert_rejected(lambda: hashing_mem.alias(name, alias), InvalidInput, offending)
     assert_store_works(hashing_mem)
+
+
+# -- long names and long tokens ----------------------------------------------------------------
+# Postgres keys B-tree rows of at most 2,704 bytes, and a row of `memories_session` holds four
+# names: names are bounded in bytes as well as characters, and a token is indexed by its first
+# 255 characters, so both backends take (and refuse) the same things. Random letters: Postgres
+# compresses a repetitive key, which would hide the bound.
+
+
+def _letters(rng: random.Random, n: int, first: int = 0x4E00, span: int = 3_000) -> str:
+    """``n`` random word characters (CJK by default: three bytes each in UTF-8)."""
+    return "".join(chr(first + rng.randrange(span)) for _ in range(n))
+
+
+def test_names_past_512_bytes_are_refused_and_nothing_is_written(hashing_mem: Memory) -> None:
+    long = _letters(random.Random(1), 171)  # 171 characters, 513 bytes
+    assert len(long) < validate.MAX_SCOPE_CHARS < len(long.encode())
+    calls: list[tuple[Callable[[], object], str]] = [
+        (lambda: hashing_mem.remember("text", namespace=long), "namespace"),
+        (lambda: hashing_mem.remember("text", user_id=long), "user_id"),
+        (lambda: hashing_mem.remember("text", agent_id=long), "agent_id"),
+        (lambda: hashing_mem.remember("text", session_id=long), "session_id"),
+        (lambda: hashing_mem.remember("text", entities=[long]), "entities"),
+        (lambda: hashing_mem.remember_many([{"content": "text", "speaker": long}]), "speaker"),
+        (lambda: hashing_mem.relate(long, "knows", "Priya"), "source"),
+        (lambda: hashing_mem.relate("Sarah", long, "Priya"), "relation"),
+        (lambda: hashing_mem.alias("Priya Patel", long), "alias"),
+        (lambda: hashing_mem.recall("text", namespace=long), "namespace"),
+        (lambda: hashing_mem.recall("text", user_id=long), "user_id"),
+    ]
+    for call, name in calls:
+        assert "bytes" in str(assert_rejected(call, InvalidInput, name))
+    stats = hashing_mem.stats()
+    assert (stats.memories, stats.entities, stats.edges) == (0, 0, 0)
+    assert_store_works(hashing_mem)
+
+
+def test_the_longest_names_are_stored_and_found(hashing_mem: Memory) -> None:
+    rng = random.Random(2)
+    names = [_letters(rng, 170) for _ in range(6)]  # 510 bytes each, incompressible
+    assert all(len(name.encode()) <= validate.MAX_NAME_BYTES for name in names)
+    namespace, user, agent, session, person, other = names
+    record = hashing_mem.remember(
+        "The quarterly audit closes on Friday",
+        namespace=namespace,
+        user_id=user,
+        agent_id=agent,
+        session_id=session,
+        entities=[person],
+    )
+    hashing_mem.relate(person, "audits", other, namespace=namespace, user_id=user, agent_id=agent)
+    hashing_mem.alias(person, _letters(rng, 170), namespace=namespace)
+    hits = hashing_mem.recall(
+        "quarterly audit", namespace=namespace, user_id=user, agent_id=agent
+    ).hits
+    assert hits[0].memory.id == record.id
+    assert hashing_mem.stats(namespace=namespace).entities == 2
+
+
+def test_a_long_token_is_stored_and_found_by_it(hashing_mem: Memory) -> None:
+    rng = random.Random(3)
+    blob = "".join(rng.choice(string.ascii_lowercase) for _ in range(3_000))
+    wide = _letters(rng, 1_000)  # 3,000 bytes
+    first = hashing_mem.remember(f"attachment {blob} received")
+    second = hashing_mem.remember(f"scan {wide} filed")
+    hashing_mem.remember("an unrelated note about lunch")
+    assert hashing_mem.recall(blob).hits[0].memory.id == first.id
+    assert hashing_mem.recall(wide).hits[0].memory.id == second.id
+    # A token is its first 255 characters: a query that agrees on those finds the memory.
+    assert hashing_mem.recall(blob[:255] + "zzz").hits[0].memory.id == first.id
+
+
+def test_a_long_capitalized_word_is_not_made_an_entity(hashing_mem: Memory) -> None:
+    rng = random.Random(4)
+    word = "Z" + "".join(rng.choice(string.ascii_lowercase) for _ in range(3_000))
+    record = hashing_mem.remember(f"Met {word} and Priya Patel today")
+    assert record.entities == ("Priya Patel",)
+    assert hashing_mem.stats().entities == 1
 
 
 # -- ids --------------------------------------------------------------------------------------

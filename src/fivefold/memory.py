@@ -219,9 +219,9 @@ class Memory:
     ) -> Edge:
         """Add a typed edge between two entities (created if new). With ``record`` (default) the
         relation is also stored as a fact memory, so recall can return it as evidence."""
-        source = validate.text(source, "source", max_chars=validate.MAX_SCOPE_CHARS).strip()
-        target = validate.text(target, "target", max_chars=validate.MAX_SCOPE_CHARS).strip()
-        relation = validate.text(relation, "relation", max_chars=validate.MAX_SCOPE_CHARS).strip()
+        source = validate.name_text(source, "source").strip()
+        target = validate.name_text(target, "target").strip()
+        relation = validate.name_text(relation, "relation").strip()
         start = validate.when(valid_from, "valid_from")
         end = validate.when(valid_to, "valid_to")
         if start is not None and end is not None and end < start:
@@ -263,9 +263,9 @@ class Memory:
     def alias(self, name: str, alias: str, *, namespace: str = "default") -> Entity:
         """Make ``alias`` another name of the entity ``name`` (created if new)."""
         return self._store.add_alias(
-            validate.text(namespace, "namespace", max_chars=validate.MAX_SCOPE_CHARS),
-            validate.text(name, "name", max_chars=validate.MAX_SCOPE_CHARS),
-            validate.text(alias, "alias", max_chars=validate.MAX_SCOPE_CHARS),
+            validate.name_text(namespace, "namespace"),
+            validate.name_text(name, "name"),
+            validate.name_text(alias, "alias"),
         )
 
     def forget(
@@ -321,9 +321,7 @@ class Memory:
         """Counts of the store, or of one namespace's memories, entities and edges."""
         if namespace is None:
             return self._store.stats()
-        return self._store.stats(
-            validate.text(namespace, "namespace", max_chars=validate.MAX_SCOPE_CHARS)
-        )
+        return self._store.stats(validate.name_text(namespace, "namespace"))
 
     # -- reads ----------------------------------------------------------------------------------
     def recall(
@@ -396,13 +394,13 @@ class Memory:
     def examples(self, *, namespace: str = "default") -> list[Example]:
         """What ``train`` fits on: each recall with feedback asked again, its candidates and
         their features labelled by the feedback (for benchmarks and trainers of your own)."""
-        name = validate.text(namespace, "namespace", max_chars=validate.MAX_SCOPE_CHARS)
+        name = validate.name_text(namespace, "namespace")
         return self._reader.examples(self._store.feedback(name))
 
     def train(self, *, namespace: str = "default") -> TrainReport:
         """Fit learned fusion on the namespace's feedback and keep it if it does no worse than
         the rules on held-out recalls (``optimizer.mode = "learned"`` ranks with it)."""
-        name = validate.text(namespace, "namespace", max_chars=validate.MAX_SCOPE_CHARS)
+        name = validate.name_text(namespace, "namespace")
         return train(self._reader, self._store, name, self._config.learned)
 
     def explain(self, query: str, k: int = 10, **kwargs: Any) -> Explanation:

@@ -17,6 +17,10 @@ from fivefold.text import normalize_name
 MAX_CONTENT_CHARS = 100_000
 MAX_K = 1_000
 MAX_SCOPE_CHARS = 256
+# Names (scopes, sessions, entities, relations, speakers) are keys: Postgres indexes up to four
+# of them in one B-tree row, which holds 2,704 bytes at most, so a name is bounded in bytes too
+# (256 characters of CJK are 768 bytes in UTF-8; 512 bytes are 170 of them, or 128 emoji).
+MAX_NAME_BYTES = 512
 MIN_YEAR, MAX_YEAR = 1, 9998
 # Metadata is stored as JSON with the memory: bounded so one write stays small and every
 # reader (and json itself, which recurses) can handle it.
@@ -42,8 +46,24 @@ def text(value: object, name: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str
     return value
 
 
-def optional_text(value: object, name: str, *, max_chars: int = MAX_SCOPE_CHARS) -> str | None:
+def optional_text(value: object, name: str, *, max_chars: int) -> str | None:
     return None if value is None else text(value, name, max_chars=max_chars)
+
+
+def name_text(value: object, name: str) -> str:
+    """A name: text of at most ``MAX_SCOPE_CHARS`` characters and ``MAX_NAME_BYTES`` bytes."""
+    out = text(value, name, max_chars=MAX_SCOPE_CHARS)
+    size = len(out.encode("utf-8"))
+    if size > MAX_NAME_BYTES:
+        raise InvalidInput(
+            f"{name} is {size:,} bytes in UTF-8; the limit is {MAX_NAME_BYTES:,} "
+            f"(and {MAX_SCOPE_CHARS:,} characters)"
+        )
+    return out
+
+
+def optional_name(value: object, name: str) -> str | None:
+    return None if value is None else name_text(value, name)
 
 
 def scope(namespace: object, user_id: object, agent_id: object) -> Scope:
@@ -54,9 +74,9 @@ def scope(namespace: object, user_id: object, agent_id: object) -> Scope:
         if isinstance(value, str) and "\x00" in value:
             raise InvalidInput(f"{name} contains a NUL character; scope names cannot")
     return Scope(
-        namespace=text(namespace, "namespace", max_chars=MAX_SCOPE_CHARS),
-        user_id=optional_text(user_id, "user_id"),
-        agent_id=optional_text(agent_id, "agent_id"),
+        namespace=name_text(namespace, "namespace"),
+        user_id=optional_name(user_id, "user_id"),
+        agent_id=optional_name(agent_id, "agent_id"),
     )
 
 
@@ -143,7 +163,7 @@ def names(value: object, name: str) -> tuple[str, ...] | None:
         return None
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise InvalidInput(f"{name} must be a list of names, got {type(value).__name__}")
-    out = tuple(text(v, f"{name}[{i}]", max_chars=MAX_SCOPE_CHARS) for i, v in enumerate(value))
+    out = tuple(name_text(v, f"{name}[{i}]") for i, v in enumerate(value))
     for i, item in enumerate(out):
         if not normalize_name(item):
             raise InvalidInput(f"{name}[{i}]={item!r} has no letters or digits")

@@ -244,3 +244,10 @@ def test_prepare_maps_known_names_to_canonical() -> None:
 def test_prepare_rejects_bad_items(item: dict[str, object]) -> None:
     with pytest.raises(InvalidInput):
         prepare(item, known={}, now=NOW, default_importance=0.5, max_entities=64)
+
+
+def test_a_name_past_the_name_bounds_is_not_an_entity() -> None:
+    capitalized = "Z" + "q" * 300  # a blob, not a name: no store could key it as one
+    codename = "b" + "Q" * 600
+    assert extract_entities(f"Met {capitalized} and {codename} with Priya Patel") == ["Priya Patel"]
+    assert extract_entities("Met Z" + "q" * 200 + " today") == ["Z" + "q" * 200]

@@ -8,7 +8,7 @@ import threading
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fivefold.store.tokens import LineCounts, Tokenizer
+from fivefold.store.tokens import MAX_TOKEN_CHARS, LineCounts, Tokenizer
 
 TOKENIZER = Tokenizer()
 WORDS = st.sampled_from(["Kestrel", "budget", "running", "runs", "Zoë", "naïve", "42", "B-7", ""])
@@ -48,3 +48,14 @@ def test_threads_count_at_once() -> None:
     for thread in threads:
         thread.join()
     assert not failures
+
+
+def test_a_token_is_its_first_255_characters_everywhere() -> None:
+    long, wide = "q" * 300, "é" * 300  # the accents are removed, then the token is cut
+    counted = TOKENIZER.count([(f"alpha {long}", wide)])[0]
+    assert counted.first == {"alpha": 1, "q" * MAX_TOKEN_CHARS: 1}
+    assert counted.second == {"e" * MAX_TOKEN_CHARS: 1}
+    assert TOKENIZER.join_each([f"{long} beta"]) == [f"beta {'q' * MAX_TOKEN_CHARS}"]
+    assert TOKENIZER.terms(long + "zz") == ("q" * MAX_TOKEN_CHARS,)
+    short = "r" * MAX_TOKEN_CHARS
+    assert TOKENIZER.terms(short) == (short,)

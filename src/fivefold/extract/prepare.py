@@ -60,9 +60,7 @@ def prepare(
             f"entities has {len(entities)} names; a memory links at most {max_entities} "
             "(write.max_entities): split it, or name the ones that matter"
         )
-    speaker = validate.optional_text(
-        item.get("speaker"), "speaker", max_chars=validate.MAX_SCOPE_CHARS
-    )
+    speaker = validate.optional_name(item.get("speaker"), "speaker")
 
     # A date in the text matters only to decide the type, or to date an event: a memory given
     # as a fact, say, is not scanned (a tenth of a bulk write's time).
@@ -92,7 +90,7 @@ def prepare(
         scope=validate.scope(
             item.get("namespace", "default"), item.get("user_id"), item.get("agent_id")
         ),
-        session_id=validate.optional_text(item.get("session_id"), "session_id"),
+        session_id=validate.optional_name(item.get("session_id"), "session_id"),
         metadata=validate.metadata(item.get("metadata")),
         speaker=speaker.strip() if speaker else infer_speaker(content),
     )

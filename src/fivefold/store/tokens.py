@@ -22,6 +22,11 @@ from fivefold.store.context import WINDOW_REPEATS
 # The SQLite backend's FTS5 tables are built with this tokenizer; the Postgres backend counts
 # its terms with ``Tokenizer`` below, which runs the same one.
 TOKENIZE = "porter unicode61 remove_diacritics 2"
+# A token is indexed by its first 255 characters (Lucene's default bound), in every column and
+# query alike: a base64 blob in a memory is one token, and Postgres cannot key a B-tree row
+# past 2,704 bytes (255 characters are at most 1,020 in UTF-8, beside a 512-byte namespace).
+MAX_TOKEN_CHARS = 255
+_TERM = f"substr(term, 1, {MAX_TOKEN_CHARS})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +74,7 @@ class Tokenizer:
                     "INSERT INTO t (rowid, a, b) VALUES (?, ?, ?)",
                     [(i, a, b) for i, (a, b) in enumerate(documents)],
                 )
-                for doc, column, term in self._conn.execute("SELECT doc, col, term FROM v"):
+                for doc, column, term in self._conn.execute(f"SELECT doc, col, {_TERM} FROM v"):
                     counted = out[int(doc)]
                     (counted.first if column == "a" else counted.second)[str(term)] += 1
             finally:
@@ -99,7 +104,7 @@ class Tokenizer:
                     "INSERT INTO t (rowid, a) VALUES (?, ?)", list(enumerate(texts))
                 )
                 for doc, joined in self._conn.execute(
-                    "SELECT doc, group_concat(term, ' ') FROM v GROUP BY doc"
+                    f"SELECT doc, group_concat({_TERM}, ' ') FROM v GROUP BY doc"
                 ):
                     out[int(doc)] = str(joined)
             finally:
@@ -195,4 +200,13 @@ def _query_tokens(tokenizer: Tokenizer, text: str) -> tuple[str, ...]:
     return tuple(sorted(counted.first))
 
 
-__all__ = ["NORMS", "TOKENIZE", "Counted", "LineCounts", "Tokenizer", "field_norm", "window"]
+__all__ = [
+    "MAX_TOKEN_CHARS",
+    "NORMS",
+    "TOKENIZE",
+    "Counted",
+    "LineCounts",
+    "Tokenizer",
+    "field_norm",
+    "window",
+]
