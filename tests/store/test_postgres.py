@@ -334,7 +334,8 @@ def test_the_hnsw_index_is_built_by_the_first_search_that_needs_it(url: str) -> 
 
 
 def test_a_search_through_the_hnsw_index_is_not_sorted_again_by_the_server(url: str) -> None:
-    from fivefold.store.postgres.read import _scope_sql, _vector_sql
+    from fivefold.store.postgres.read import _vector_sql
+    from fivefold.store.postgres.schema import scope_sql
 
     vectors = _unit_rows(300, seed=9)
     with _open(url, HNSW_AT_100) as memory:
@@ -342,7 +343,7 @@ def test_a_search_through_the_hnsw_index_is_not_sorted_again_by_the_server(url: 
             {"content": f"memory {n}", "vector": v.tolist()} for n, v in enumerate(vectors)
         )
         memory.store.vector_search(Scope(), vectors[:1], 5)  # builds the index
-    where, params = _scope_sql(Scope())
+    where, params = scope_sql(Scope())
     plans = {}
     with psycopg.connect(url) as conn:
         # A table this small is cheaper to read and sort whole; the question is whether the

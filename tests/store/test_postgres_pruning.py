@@ -12,7 +12,7 @@ import pytest
 import fivefold
 from fivefold.model import ColumnWeights, MemoryType, Scope
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS, OWN_TEXT_WEIGHTS
-from fivefold.store.postgres import lists, read, schema
+from fivefold.store.postgres import lexical, lists, schema
 from fivefold.store.postgres.lists import ListCache
 
 # A Zipfian vocabulary: a few tokens in most memories, most in a few.
@@ -31,7 +31,7 @@ def test_an_impact_bounds_the_score_under_any_average() -> None:
         reference, average = rng.choice([4, 32]), rng.uniform(0.5, 300.0)
         stored = tf / (tf + 0.3 + 0.9 * length / reference)
         now = tf / (tf + 0.3 + 0.9 * length / average)
-        assert now <= read._saturation_bound(stored, reference / average) + 1e-12
+        assert now <= lexical._saturation_bound(stored, reference / average) + 1e-12
 
 
 # Context on: first columns only (the impact order); context off: content too (MaxScore).
@@ -69,7 +69,7 @@ def test_pruned_top_k_is_the_exact_top_k(
     with fivefold.Memory.open(pg_url, embedder=fivefold.HashingEmbedder()) as mem:
         mem.remember_many(items)
         store = mem.store
-        monkeypatch.setattr(store, "_lists", ListCache(limit=0))  # every list read (below: kept)
+        monkeypatch.setattr(store._bm25, "kept", ListCache(limit=0))  # every list read, below: kept
 
         def search(scope: Scope, query: str, types: tuple[MemoryType, ...] = ()) -> object:
             return store.lexical_search(scope, query.split(), 10, types, weights=weights)
@@ -79,14 +79,14 @@ def test_pruned_top_k_is_the_exact_top_k(
             (Scope("default", user_id="u1"), ()),
             (Scope("default"), (MemoryType.EVENT,)),
         ]
-        monkeypatch.setattr(read, "SCORE_ALL_POSTINGS", 10**9)  # never prunes: scores everything
+        monkeypatch.setattr(lexical, "SCORE_ALL_POSTINGS", 10**9)  # never prunes: scores everything
         exact = [search(scope, q, types) for scope, types in cases for q in queries]
-        assert store.lexical_pruned == 0
-        monkeypatch.setattr(read, "SCORE_ALL_POSTINGS", 60)
-        monkeypatch.setattr(read, "PRUNE_POSTINGS", 60)
-        monkeypatch.setattr(read, "IMPACT_DEPTH", 4)  # several rounds, not one that reads all
+        assert store._bm25.pruned == 0
+        monkeypatch.setattr(lexical, "SCORE_ALL_POSTINGS", 60)
+        monkeypatch.setattr(lexical, "PRUNE_POSTINGS", 60)
+        monkeypatch.setattr(lexical, "IMPACT_DEPTH", 4)  # several rounds, not one that reads all
         # Every search in impact order where it applies, or none (MaxScore).
-        monkeypatch.setattr(read, "IMPACT_LONG_LISTS", len(VOCAB) if in_impact_order else -1)
+        monkeypatch.setattr(lexical, "IMPACT_LONG_LISTS", len(VOCAB) if in_impact_order else -1)
         pruned = [search(scope, q, types) for scope, types in cases for q in queries]
         assert pruned == exact
         with psycopg.connect(pg_url) as conn:
@@ -95,13 +95,13 @@ def test_pruned_top_k_is_the_exact_top_k(
                 "AND indexname = 'postings_impact'"
             ).fetchone()
         assert (built is not None) == indexed
-        assert store.lexical_pruned > len(exact) // 4  # the pruning answered, not the fallback
+        assert store._bm25.pruned > len(exact) // 4  # the pruning answered, not the fallback
         if weights.content == 0.0 and in_impact_order:  # first columns only: mostly so
-            assert store.lexical_by_impact > len(exact) // 4
-            assert store.lexical_stopped_early > len(exact) // 8  # the bound decided
+            assert store._bm25.by_impact > len(exact) // 4
+            assert store._bm25.stopped_early > len(exact) // 8  # the bound decided
         else:
-            assert store.lexical_by_impact == 0
-            assert store.lexical_second_rounds > 0  # the essential tokens scored over their lists
+            assert store._bm25.by_impact == 0
+            assert store._bm25.second_rounds > 0  # the essential tokens scored over their lists
 
 
 def _corpus(seed: int, count: int) -> tuple[list[dict[str, object]], list[str]]:
@@ -133,20 +133,20 @@ def test_lists_kept_from_earlier_searches_give_the_same_top_k(
             return store.lexical_search(Scope("default"), query.split(), 10, types, weights=weights)
 
         cases = [(q, t) for q in queries for t in [(), (MemoryType.EVENT,)]]
-        monkeypatch.setattr(store, "_lists", ListCache(limit=0))
-        monkeypatch.setattr(read, "SCORE_ALL_POSTINGS", 10**9)
+        monkeypatch.setattr(store._bm25, "kept", ListCache(limit=0))
+        monkeypatch.setattr(lexical, "SCORE_ALL_POSTINGS", 10**9)
         exact = [search(q, t) for q, t in cases]
-        monkeypatch.setattr(store, "_lists", ListCache())
+        monkeypatch.setattr(store._bm25, "kept", ListCache())
         for token in VOCAB[:40:2]:  # every other token's lists kept: most queries mix both
             search(token)
-        assert store._lists.size_bytes > 0
-        monkeypatch.setattr(read, "SCORE_ALL_POSTINGS", 60)
-        monkeypatch.setattr(read, "PRUNE_POSTINGS", 60)
-        monkeypatch.setattr(read, "IMPACT_DEPTH", 4)
+        assert store._bm25.kept.size_bytes > 0
+        monkeypatch.setattr(lexical, "SCORE_ALL_POSTINGS", 60)
+        monkeypatch.setattr(lexical, "PRUNE_POSTINGS", 60)
+        monkeypatch.setattr(lexical, "IMPACT_DEPTH", 4)
         whole = [n for n, (_, t) in enumerate(cases) if not t]  # the searches lists are kept for
         assert [search(*cases[n]) for n in whole] == [exact[n] for n in whole]
         # Steady: read whole, not pruned. Else pruned, kept lists filtered to what it scores.
-        assert (store.lexical_pruned == 0) == steady
+        assert (store._bm25.pruned == 0) == steady
         assert [search(q, t) for q, t in cases] == exact
 
 
@@ -166,7 +166,7 @@ def test_a_write_by_another_store_object_is_seen_past_the_kept_lists(pg_url: str
             return [i for i, _ in found]
 
         before = top()
-        assert reader.store._lists.size_bytes > 0  # both lists kept
+        assert reader.store._bm25.kept.size_bytes > 0  # both lists kept
         assert top() == before
         new = writer.remember("w0 w3 w3 w0 w3").id
         assert top()[0] == new  # a new generation: the kept lists are not used
@@ -193,7 +193,7 @@ def test_kept_lists_are_not_taken_for_a_namespace_made_again(pg_url: str) -> Non
         reader.remember("Old Name joined", entities=["Old Name"])  # generation 2
         for _ in range(lists.STEADY_SEARCHES + 1):
             top(reader)
-        assert reader.store._lists.size_bytes > 0
+        assert reader.store._bm25.kept.size_bytes > 0
         assert "Old Name" in {e.name for e in reader.store.catalog("default")}
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{schema_name}" CASCADE')

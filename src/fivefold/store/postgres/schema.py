@@ -21,6 +21,9 @@ and each column's token total, all per namespace. Every column is scored on its 
 
 from __future__ import annotations
 
+from typing import Any
+
+from fivefold.model import Scope
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 
 SCHEMA_VERSION = 6
@@ -31,7 +34,7 @@ OWN, CONTEXT = 0, 1  # postings.field
 # D / L)), with a fixed reference length L per field instead of the namespace's average (which
 # moves with every write), so an index can keep each term's postings in impact order. Scoring
 # reads them best first and stops once no unread posting can reach the top k
-# (``PostgresReads._by_impact`` turns an impact into a bound on the score under the current
+# (``lexical.Lexical._by_impact`` turns an impact into a bound on the score under the current
 # average). L is at or below the average a store is likely to have (a few tokens of predicate; a
 # window repeats its own tokens four times): the bound is tightest there.
 IMPACT_LENGTH = {OWN: 4, CONTEXT: 32}
@@ -507,9 +510,9 @@ WHERE mn.namespace = %s AND mn.memory_id = ANY(%s::bigint[]) ORDER BY e.id
 # idf = ln(1 + (N - df + 0.5) / (df + 0.5)) times tf (k1 + 1) / (tf + k1 (1 - b + b D / avgdl)),
 # with D the memory's length in that column as tantivy keeps it (``norm``), avgdl the column's
 # token total over N, N the namespace's memory count; k1 = 1.2, b = 0.75. A column a memory
-# lacks adds 0 (tf 0). The client computes it (``read._scores``) from each (field, token)'s
-# postings, packed here as one bytea per list (``read._POSTING``; without the second column
-# where it is weighted 0, ``read._FIRST``: packing is most of the server's time, reading the
+# lacks adds 0 (tf 0). The client computes it (``lexical._scores``) from each (field, token)'s
+# postings, packed here as one bytea per list (``lexical._POSTING``; without the second column
+# where it is weighted 0, ``lexical._FIRST``: packing is most of the server's time, reading the
 # postings a third). LATERAL: each list is read on its own key, whatever the planner's
 # statistics say. ``{filters}`` start with AND.
 BM25_POSTINGS = """
@@ -527,7 +530,7 @@ ORDER BY e.n
 # The memories a scoring is limited to: from a subquery, not as a constant (the planner
 # estimated each element's selectivity: 10 ms for 8,000 ids, per token).
 BM25_AMONG = " AND p.memory_id = ANY((SELECT %(among)s::bigint[])::bigint[])"
-# Pruned BM25 (``PostgresReads.lexical_search``): the memories holding a query's rarest tokens,
+# Pruned BM25 (``lexical.Lexical._pruned``): the memories holding a query's rarest tokens,
 # whose full scores then decide whether the other tokens alone could reach the top k.
 BM25_TERM_STATS = """
 SELECT field, term, df1, df2 FROM term_stats
@@ -572,4 +575,22 @@ JOIN entities e ON e.namespace = a.namespace AND e.id = a.entity_id
 WHERE a.namespace = %s ORDER BY e.id, a.alias
 """
 
-__all__ = ["COMENTION", "MIGRATIONS", "SCHEMA_VERSION"]
+
+def scope_sql(
+    scope: Scope, alias: str = "m", *, shared: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """``namespace`` always; ``user_id``/``agent_id`` only when the scope sets them. With
+    ``shared``, rows written namespace-wide ('' user or agent) are visible to every user and
+    agent of the namespace too (as in the SQLite backend). Named parameters: ns, user, agent."""
+    match = "IN ('', %({})s)" if shared else "= %({})s"
+    clauses, params = [f"{alias}.namespace = %(ns)s"], {"ns": scope.namespace}
+    if scope.user_id is not None:
+        clauses.append(f"{alias}.user_id {match.format('user')}")
+        params["user"] = scope.user_id
+    if scope.agent_id is not None:
+        clauses.append(f"{alias}.agent_id {match.format('agent')}")
+        params["agent"] = scope.agent_id
+    return " AND ".join(clauses), params
+
+
+__all__ = ["COMENTION", "MIGRATIONS", "SCHEMA_VERSION", "scope_sql"]

@@ -60,7 +60,8 @@ from fivefold.store.postgres.context_rows import (
     insert_postings,
     postings,
 )
-from fivefold.store.postgres.lists import ListCache, Version
+from fivefold.store.postgres.lexical import Lexical, namespace_row
+from fivefold.store.postgres.lists import Version
 from fivefold.store.postgres.read import PostgresReads
 from fivefold.store.postgres.read import translating as _translating
 from fivefold.store.rows import (
@@ -96,7 +97,7 @@ class PostgresStore(PostgresReads):
         self._tokenizer = Tokenizer()
         self._lines = LineCounts(self._tokenizer)
         self._catalogs: dict[str, tuple[Version, list[CatalogEntry]]] = {}
-        self._lists = ListCache()
+        self._bm25 = Lexical(self._tokenizer)
         self._build_failed: dict[str, float] = {}
         try:
             rebuild, reindexed = self._init_schema()
@@ -711,7 +712,7 @@ class PostgresStore(PostgresReads):
                 {"ns": namespace},
             ).fetchone()
             counted = conn.execute(_COUNTED_TOKENS, {"ns": namespace}).fetchone()
-            kept = self._namespace_row(conn, namespace)
+            kept = namespace_row(conn, namespace)
         expected = tuple(int(v) for v in counted) if counted else (0, 0, 0, 0, 0)
         return wrong is not None and wrong[0] == 0 and (kept[0], *kept[2:]) == expected
 
