@@ -20,6 +20,7 @@ import pytest
 
 import fivefold
 from fivefold import InvalidInput, Memory, NotAFivefoldStore, NotFound, UnsupportedBackend, validate
+from fivefold.text import normalize_name
 
 _canary = itertools.count(1)
 
@@ -473,15 +474,64 @@ def test_names_past_512_bytes_are_refused_and_nothing_is_written(hashing_mem: Me
         (lambda: hashing_mem.remember_many([{"content": "text", "speaker": long}]), "speaker"),
         (lambda: hashing_mem.relate(long, "knows", "Priya"), "source"),
         (lambda: hashing_mem.relate("Sarah", long, "Priya"), "relation"),
+        (lambda: hashing_mem.relate("Sarah", "knows", "Priya", user_id=long), "user_id"),
         (lambda: hashing_mem.alias("Priya Patel", long), "alias"),
-        (lambda: hashing_mem.recall("text", namespace=long), "namespace"),
-        (lambda: hashing_mem.recall("text", user_id=long), "user_id"),
     ]
     for call, name in calls:
         assert "bytes" in str(assert_rejected(call, InvalidInput, name))
     stats = hashing_mem.stats()
     assert (stats.memories, stats.entities, stats.edges) == (0, 0, 0)
     assert_store_works(hashing_mem)
+
+
+def test_reads_take_any_name_a_store_may_hold(hashing_mem: Memory) -> None:
+    """The byte bound is a write's: a store written before it may hold longer names, and what
+    it holds stays readable and forgettable (up to 256 characters, as before)."""
+    long = _letters(random.Random(5), 256)  # 768 bytes
+    assert hashing_mem.recall("text", namespace=long, user_id=long, session_id=long).hits == ()
+    assert hashing_mem.explain("text", namespace=long).hits == ()
+    assert hashing_mem.browse(namespace=long, agent_id=long) == []
+    assert hashing_mem.stats(namespace=long).memories == 0
+    assert_rejected(lambda: hashing_mem.forget(1, namespace=long), NotFound)
+    assert_rejected(lambda: hashing_mem.get(1, namespace=long), NotFound)
+    assert_rejected(lambda: hashing_mem.recall("text", namespace=long + "x"), InvalidInput)
+
+
+def test_an_entity_name_whose_key_grows_past_its_bound_is_refused(hashing_mem: Memory) -> None:
+    grows = "\ufdfa" * 60  # 180 bytes; normalized, each is a phrase of 33 bytes
+    assert len(normalize_name(grows).encode()) > validate.MAX_KEY_BYTES
+    for call, name in [
+        (lambda: hashing_mem.remember("text", entities=[grows]), "entities"),
+        (lambda: hashing_mem.relate(grows, "knows", "Priya"), "source"),
+        (lambda: hashing_mem.alias("Priya Patel", grows), "alias"),
+    ]:
+        assert "normalized" in str(assert_rejected(call, InvalidInput, name))
+    assert hashing_mem.stats().memories == 0
+    # Hangul spelled out in letters: 510 bytes, 1,530 normalized, within both bounds.
+    korean = _letters(random.Random(6), 170, first=0xAC00, span=11_172)
+    assert hashing_mem.remember("text", entities=[korean]).entities == (korean,)
+
+
+def test_a_relation_whose_fact_is_too_long_says_so(hashing_mem: Memory) -> None:
+    source, relation, target = "A" * 167, "b" * 167, "C" * 167  # each a valid name
+    error = assert_rejected(lambda: hashing_mem.relate(source, relation, target), InvalidInput)
+    assert "record=False" in str(error)
+    assert hashing_mem.stats().memories == 0
+    edge = hashing_mem.relate(source, relation, target, record=False)
+    assert edge.relation == relation
+    assert hashing_mem.stats().memories == 0
+
+
+def test_a_nul_in_a_name_is_refused_on_reads_too(hashing_mem: Memory) -> None:
+    hashing_mem.remember("the budget review")
+    for call, name in [
+        (lambda: hashing_mem.recall("budget", session_id="x\x00"), "session_id"),
+        (lambda: hashing_mem.recall("budget", namespace="d\x00"), "namespace"),
+        (lambda: hashing_mem.remember("text", session_id="s\x00"), "session_id"),
+        (lambda: hashing_mem.relate("Sarah", "kno\x00ws", "Priya"), "relation"),
+    ]:
+        assert "NUL" in str(assert_rejected(call, InvalidInput, name))
+    assert hashing_mem.stats().memories == 1
 
 
 def test_the_longest_names_are_stored_and_found(hashing_mem: Memory) -> None:
@@ -525,6 +575,8 @@ def test_a_long_capitalized_word_is_not_made_an_entity(hashing_mem: Memory) -> N
     record = hashing_mem.remember(f"Met {word} and Priya Patel today")
     assert record.entities == ("Priya Patel",)
     assert hashing_mem.stats().entities == 1
+    said = hashing_mem.remember(f"{word}: hello there")  # no speaker that long either
+    assert said.speaker is None
 
 
 # -- ids --------------------------------------------------------------------------------------

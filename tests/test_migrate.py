@@ -142,3 +142,70 @@ def test_the_command_copies_and_verifies(tmp_path: Path, pg_url: str) -> None:
     again = CliRunner().invoke(cli, ["migrate", source, pg_url])
     assert again.exit_code == 2
     assert "empty store" in again.output
+
+
+def _old_memory(source: Memory, **fields: object) -> None:
+    """A memory written below the API's checks, as an older version (or SQLite) took it."""
+    from fivefold.model import NewMemory, Scope
+
+    source.store.insert_memories(
+        [
+            NewMemory(
+                content=str(fields.get("content", "an old memory")),
+                type=fivefold.MemoryType.FACT,
+                predicate=None,
+                event_at=None,
+                created_at=NOW,
+                entities=tuple(fields.get("entities", ())),  # type: ignore[arg-type]
+                importance=0.5,
+                scope=Scope(str(fields.get("namespace", "zzz")), fields.get("user_id")),  # type: ignore[arg-type]
+                session_id=fields.get("session_id"),  # type: ignore[arg-type]
+                speaker=fields.get("speaker"),  # type: ignore[arg-type]
+            )
+        ],
+        source.embedder.embed([str(fields.get("content", "an old memory"))]),
+    )
+
+
+LONG = "".join(chr(0x4E00 + (n * 7919) % 3000) for n in range(200))  # 600 bytes
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"namespace": LONG},
+        {"user_id": LONG},
+        {"session_id": LONG},
+        {"entities": (LONG,)},
+        {"speaker": "Pri\x00ya"},
+        {"content": "an old\x00memory"},
+    ],
+    ids=["namespace", "user_id", "session_id", "entity", "nul-speaker", "nul-content"],
+)
+def test_what_postgres_cannot_hold_is_refused_before_anything_is_copied(
+    tmp_path: Path, pg_url: str, fields: dict[str, object]
+) -> None:
+    """An older (or an embedded) store can hold names past the bounds, or a NUL character;
+    Postgres could not key or hold them. The copy names the namespace and memory, and writes
+    nothing."""
+    source = _open(str(tmp_path / "old.db"))
+    source.remember("a normal memory", namespace="aaa")  # copied first, were it not checked
+    _old_memory(source, **fields)
+    namespace = str(fields.get("namespace", "zzz"))
+    assert len(source.recall("old memory", namespace=namespace).hits) == 1
+    target = _open(pg_url)
+    with pytest.raises(fivefold.InvalidInput, match="nothing was copied") as info:
+        migrate(source, target)
+    assert "bytes" in str(info.value) or "NUL" in str(info.value)
+    assert target.stats().memories == 0
+
+
+def test_an_embedded_store_with_long_names_copies_to_another(tmp_path: Path) -> None:
+    """The embedded store keys no name: a copy between two keeps them (and indexes the
+    tokens again, cut at 255 characters)."""
+    source = _open(str(tmp_path / "old.db"))
+    _old_memory(source, namespace=LONG, session_id=LONG, entities=(LONG,))
+    target = _open(str(tmp_path / "new.db"))
+    report = migrate(source, target)
+    assert report.verified
+    assert target.recall("old memory", namespace=LONG).hits[0].memory.session_id == LONG

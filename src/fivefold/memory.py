@@ -16,7 +16,7 @@ from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput, NotFound, StoreError
 from fivefold.extract.entities import extract_entities
-from fivefold.extract.prepare import prepare
+from fivefold.extract.prepare import MAX_PREDICATE_CHARS, prepare
 from fivefold.learned import Example
 from fivefold.metrics import MetricsSnapshot
 from fivefold.model import (
@@ -179,7 +179,10 @@ class Memory:
         self, fields: Mapping[str, Any], now: datetime, known: dict[Scope, dict[str, str]]
     ) -> NewMemory:
         scope = validate.scope(
-            fields.get("namespace", "default"), fields.get("user_id"), fields.get("agent_id")
+            fields.get("namespace", "default"),
+            fields.get("user_id"),
+            fields.get("agent_id"),
+            written=True,
         )
         if scope not in known:
             known[scope] = self._known_names(scope)
@@ -219,8 +222,8 @@ class Memory:
     ) -> Edge:
         """Add a typed edge between two entities (created if new). With ``record`` (default) the
         relation is also stored as a fact memory, so recall can return it as evidence."""
-        source = validate.name_text(source, "source").strip()
-        target = validate.name_text(target, "target").strip()
+        source = validate.entity_name(source, "source").strip()
+        target = validate.entity_name(target, "target").strip()
         relation = validate.name_text(relation, "relation").strip()
         start = validate.when(valid_from, "valid_from")
         end = validate.when(valid_to, "valid_to")
@@ -228,14 +231,20 @@ class Memory:
             raise InvalidInput("valid_to is before valid_from")
         edge_kind = validate.edge_kind(kind)
         edge_confidence = validate.unit_interval(confidence, "confidence")
-        scope = validate.scope(namespace, user_id, agent_id)
+        scope = validate.scope(namespace, user_id, agent_id, written=True)
         fact: NewMemory | None = None
         vector = None
         if record:
+            predicate = f"{source} {relation.replace('_', ' ')} {target}"
+            if len(predicate) > MAX_PREDICATE_CHARS:
+                raise InvalidInput(
+                    f"source, relation and target make a fact of {len(predicate):,} characters "
+                    f"(the limit is {MAX_PREDICATE_CHARS:,}); record=False adds the edge alone"
+                )
             item = {
                 "content": _relation_sentence(source, relation, target, end),
                 "type": "fact",
-                "predicate": f"{source} {relation.replace('_', ' ')} {target}",
+                "predicate": predicate,
                 "entities": [source, target],
                 "namespace": scope.namespace,
                 "user_id": scope.user_id,
@@ -264,8 +273,8 @@ class Memory:
         """Make ``alias`` another name of the entity ``name`` (created if new)."""
         return self._store.add_alias(
             validate.name_text(namespace, "namespace"),
-            validate.name_text(name, "name"),
-            validate.name_text(alias, "alias"),
+            validate.entity_name(name, "name"),
+            validate.entity_name(alias, "alias"),
         )
 
     def forget(
@@ -321,7 +330,7 @@ class Memory:
         """Counts of the store, or of one namespace's memories, entities and edges."""
         if namespace is None:
             return self._store.stats()
-        return self._store.stats(validate.name_text(namespace, "namespace"))
+        return self._store.stats(validate.scope(namespace, None, None).namespace)
 
     # -- reads ----------------------------------------------------------------------------------
     def recall(
@@ -394,13 +403,13 @@ class Memory:
     def examples(self, *, namespace: str = "default") -> list[Example]:
         """What ``train`` fits on: each recall with feedback asked again, its candidates and
         their features labelled by the feedback (for benchmarks and trainers of your own)."""
-        name = validate.name_text(namespace, "namespace")
+        name = validate.scope(namespace, None, None).namespace
         return self._reader.examples(self._store.feedback(name))
 
     def train(self, *, namespace: str = "default") -> TrainReport:
         """Fit learned fusion on the namespace's feedback and keep it if it does no worse than
         the rules on held-out recalls (``optimizer.mode = "learned"`` ranks with it)."""
-        name = validate.name_text(namespace, "namespace")
+        name = validate.scope(namespace, None, None).namespace
         return train(self._reader, self._store, name, self._config.learned)
 
     def explain(self, query: str, k: int = 10, **kwargs: Any) -> Explanation:

@@ -19,10 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from fivefold import validate
 from fivefold.errors import InvalidInput
 from fivefold.memory import Memory
 from fivefold.model import MemoryRecord, NewMemory, Scope
 from fivefold.store.base import Store
+from fivefold.store.sqlite.store import SQLiteStore
 
 PAGE = 1000
 Progress = Callable[[int, int], None]
@@ -73,6 +75,8 @@ def migrate(
         )
     src, dst = source.store, target.store
     namespaces = sorted(src.stats().namespaces)
+    if not isinstance(dst, SQLiteStore):  # the embedded store keys no name
+        _check_names(src, namespaces)
     total, done = src.stats().memories, 0
     relations = aliases = feedback = models = 0
     for namespace in namespaces:
@@ -111,6 +115,40 @@ def migrate(
     dst.compact()
     sampled, same = _compare_recalls(source, target, namespaces, sample)
     return MigrationReport(counts, relations, aliases, sampled, same, feedback, models)
+
+
+def _check_names(store: Store, namespaces: Sequence[str]) -> None:
+    """Every name the copy would write, checked as a write checks it, and every text for a
+    NUL character, before anything is written: an embedded store written before names were
+    bounded in bytes can hold longer ones, which Postgres could not key (its index rows hold
+    2,704 bytes), and it takes a NUL character, which Postgres text cannot hold."""
+    for namespace in namespaces:
+        try:
+            validate.scope(namespace, None, None, written=True)
+            for entry in store.catalog(namespace):
+                validate.entity_name(entry.name, "an entity's name")
+            for chunk in _chunks(_oldest_first(store, namespace), PAGE):
+                for memory_id, record in store.get_memories(namespace, chunk).items():
+                    try:
+                        _check_record(record)
+                    except InvalidInput as exc:
+                        raise InvalidInput(f"memory {memory_id}: {exc}") from None
+        except InvalidInput as exc:
+            raise InvalidInput(
+                f"{store.location}, namespace {namespace[:40]!r}: {exc}; nothing was copied"
+            ) from None
+
+
+def _check_record(record: MemoryRecord) -> None:
+    validate.scope(record.namespace, record.user_id, record.agent_id, written=True)
+    for value, name in ((record.session_id, "session_id"), (record.speaker, "speaker")):
+        if value:
+            validate.name_text(value, name)
+    for entity in record.entities:
+        validate.entity_name(entity, "an entity's name")
+    for value, name in ((record.content, "content"), (record.predicate, "predicate")):
+        if value and "\x00" in value:
+            raise InvalidInput(f"{name} contains a NUL character, which PostgreSQL cannot store")
 
 
 def _oldest_first(store: Store, namespace: str) -> list[int]:

@@ -77,7 +77,7 @@ class RecallArgs:
             now_given=given_now is not None,
             forced=validate.memory_types(kwargs.pop("types", None)),
             budget=validate.budget(kwargs.pop("budget", "mid")),
-            session=validate.optional_name(kwargs.pop("session_id", None), "session_id"),
+            session=validate.optional_read_name(kwargs.pop("session_id", None), "session_id"),
         )
         if kwargs:
             raise InvalidInput(f"unknown argument(s) {sorted(kwargs)}")

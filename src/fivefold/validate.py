@@ -21,6 +21,10 @@ MAX_SCOPE_CHARS = 256
 # of them in one B-tree row, which holds 2,704 bytes at most, so a name is bounded in bytes too
 # (256 characters of CJK are 768 bytes in UTF-8; 512 bytes are 170 of them, or 128 emoji).
 MAX_NAME_BYTES = 512
+# An entity's normalized key, indexed in its place, may be longer: NFKD spells ligatures out
+# (U+FDFA: 3 bytes, 33 normalized) and Hangul syllables in letters (3 bytes, 9). 1,536 bytes
+# beside a 512-byte namespace stay within the 2,704 of a Postgres index row.
+MAX_KEY_BYTES = 1_536
 MIN_YEAR, MAX_YEAR = 1, 9998
 # Metadata is stored as JSON with the memory: bounded so one write stays small and every
 # reader (and json itself, which recurses) can handle it.
@@ -50,9 +54,24 @@ def optional_text(value: object, name: str, *, max_chars: int) -> str | None:
     return None if value is None else text(value, name, max_chars=max_chars)
 
 
-def name_text(value: object, name: str) -> str:
-    """A name: text of at most ``MAX_SCOPE_CHARS`` characters and ``MAX_NAME_BYTES`` bytes."""
+def read_name(value: object, name: str) -> str:
+    """A name a read looks for: up to ``MAX_SCOPE_CHARS`` characters whatever their bytes (a
+    store written before names were bounded in bytes stays readable and forgettable), and no
+    NUL character (SQLite names each namespace's BM25 index after it; Postgres text cannot
+    hold one)."""
     out = text(value, name, max_chars=MAX_SCOPE_CHARS)
+    if "\x00" in out:
+        raise InvalidInput(f"{name} contains a NUL character; names cannot")
+    return out
+
+
+def optional_read_name(value: object, name: str) -> str | None:
+    return None if value is None else read_name(value, name)
+
+
+def name_text(value: object, name: str) -> str:
+    """A name written: a read's, and at most ``MAX_NAME_BYTES`` bytes."""
+    out = read_name(value, name)
     size = len(out.encode("utf-8"))
     if size > MAX_NAME_BYTES:
         raise InvalidInput(
@@ -66,17 +85,25 @@ def optional_name(value: object, name: str) -> str | None:
     return None if value is None else name_text(value, name)
 
 
-def scope(namespace: object, user_id: object, agent_id: object) -> Scope:
-    """Scope names are identifiers: a NUL character in one is refused (SQLite names each
-    namespace's BM25 tables after it, and Postgres text cannot hold NUL)."""
-    fields = {"namespace": namespace, "user_id": user_id, "agent_id": agent_id}
-    for name, value in fields.items():
-        if isinstance(value, str) and "\x00" in value:
-            raise InvalidInput(f"{name} contains a NUL character; scope names cannot")
+def entity_name(value: object, name: str) -> str:
+    """An entity's name: a name written whose normalized key (what the stores index) is at
+    most ``MAX_KEY_BYTES``."""
+    out = name_text(value, name)
+    size = len(normalize_name(out).encode("utf-8"))
+    if size > MAX_KEY_BYTES:
+        raise InvalidInput(
+            f"{name} is {size:,} bytes in UTF-8 once normalized; the limit is {MAX_KEY_BYTES:,}"
+        )
+    return out
+
+
+def scope(namespace: object, user_id: object, agent_id: object, *, written: bool = False) -> Scope:
+    """The scope of a read, or with ``written`` of a write (its names bounded in bytes too)."""
+    name, optional = (name_text, optional_name) if written else (read_name, optional_read_name)
     return Scope(
-        namespace=name_text(namespace, "namespace"),
-        user_id=optional_name(user_id, "user_id"),
-        agent_id=optional_name(agent_id, "agent_id"),
+        namespace=name(namespace, "namespace"),
+        user_id=optional(user_id, "user_id"),
+        agent_id=optional(agent_id, "agent_id"),
     )
 
 
@@ -163,7 +190,7 @@ def names(value: object, name: str) -> tuple[str, ...] | None:
         return None
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise InvalidInput(f"{name} must be a list of names, got {type(value).__name__}")
-    out = tuple(name_text(v, f"{name}[{i}]") for i, v in enumerate(value))
+    out = tuple(entity_name(v, f"{name}[{i}]") for i, v in enumerate(value))
     for i, item in enumerate(out):
         if not normalize_name(item):
             raise InvalidInput(f"{name}[{i}]={item!r} has no letters or digits")

@@ -100,7 +100,7 @@ def test_the_schema_is_versioned_and_a_newer_one_refused(url: str) -> None:
         memory.remember("one memory")
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("SELECT value FROM fivefold_meta WHERE key = 'schema_version'")
-        assert row.fetchone() == ("6",)
+        assert row.fetchone() == ("7",)
         conn.execute("UPDATE fivefold_meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(fivefold.NotAFivefoldStore, match="schema version 99"):
         _open(url)
@@ -467,6 +467,47 @@ def test_an_empty_store_of_schema_5_drops_its_derived_indexes_and_a_full_one_kee
     with _open(url):
         assert _has_searched_index(url)  # rebuilding it would cost the first search
         assert _has_index(url, "postings_impact")
+
+
+def test_a_store_that_indexed_tokens_past_255_characters_is_reindexed_at_schema_7(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tokens are cut at 255 characters since schema 7: a store that indexed a longer one
+    whole would keep its rows past a forget (which cuts it) and miscount it on a context
+    update. Its postings are made again from the rows when it opens."""
+    from fivefold.store import tokens
+    from fivefold.store.postgres import schema
+
+    long = "".join(chr(ord("a") + (n * 7) % 26) for n in range(300))
+    monkeypatch.setattr(tokens, "_TERM", "term")  # the whole token, as before schema 7
+    with _open(url) as memory:
+        first = memory.remember(f"attachment {long} received", session_id="s1")
+    monkeypatch.undo()
+    with psycopg.connect(url, autocommit=True) as conn:
+        longest = "SELECT max(char_length(term)) FROM term_stats"
+        assert conn.execute(longest).fetchone() == (300,)
+        conn.execute("UPDATE fivefold_meta SET value = '6' WHERE key = 'schema_version'")
+    with _open(url) as memory:
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute(longest).fetchone() == (tokens.MAX_TOKEN_CHARS,)
+        assert memory.recall(long).hits[0].memory.id == first.id
+        second = memory.remember(f"a reply about {long}", session_id="s1")  # a context update
+        assert all(f.ok for f in memory.store.check())
+        memory.forget(first.id)
+        memory.forget(second.id)
+        assert all(f.ok for f in memory.store.check())
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM postings").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM term_stats").fetchone() == (0,)
+        # A store of schema 6 without such a token is not reindexed (its generation stays).
+        conn.execute("UPDATE fivefold_meta SET value = '6' WHERE key = 'schema_version'")
+        generation = "SELECT generation FROM namespaces WHERE namespace = 'default'"
+        before = conn.execute(generation).fetchone()
+    assert schema.SCHEMA_VERSION == 7
+    with _open(url):
+        pass
+    with psycopg.connect(url, autocommit=True) as conn:
+        assert conn.execute(generation).fetchone() == before
 
 
 def test_the_statistics_check_finds_and_repairs_drift(url: str) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from importlib import resources
 
 from fivefold.text import COMMON_WORDS, STOP_WORDS, normalize_name
-from fivefold.validate import MAX_NAME_BYTES, MAX_SCOPE_CHARS
+from fivefold.validate import MAX_KEY_BYTES, MAX_NAME_BYTES, MAX_SCOPE_CHARS
 
 # Generic acronyms: naming them would put half the corpus one hop apart.
 _GENERIC_ACRONYMS = frozenset(
@@ -54,13 +54,14 @@ def extract_entities(text: str, known: Mapping[str, str] | None = None) -> list[
         if not word.isdigit() and not re.fullmatch(r"[A-Za-z]\d*|\d+[A-Za-z]{0,2}", word):
             canonical = known.get(normalize_name(word), word)
             found.setdefault(normalize_name(canonical), canonical)
-    return [name for key, name in found.items() if key and _fits(name) and _fits(key)]
+    return [name for key, name in found.items() if key and _fits(name, key)]
 
 
-def _fits(name: str) -> bool:
-    """Within the bounds a given name is held to (a 3,000-letter capitalized blob is no name,
-    and Postgres could not key it)."""
-    return len(name) <= MAX_SCOPE_CHARS and len(name.encode("utf-8")) <= MAX_NAME_BYTES
+def _fits(name: str, key: str) -> bool:
+    """Within the bounds a given name is held to (``validate.entity_name``): a 3,000-letter
+    capitalized blob is no name, and Postgres could not key it."""
+    short = len(name) <= MAX_SCOPE_CHARS and len(name.encode("utf-8")) <= MAX_NAME_BYTES
+    return short and len(key.encode("utf-8")) <= MAX_KEY_BYTES
 
 
 def _known_names(text: str, known: Mapping[str, str]) -> Iterable[str]:

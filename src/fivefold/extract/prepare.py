@@ -88,7 +88,10 @@ def prepare(
             else validate.unit_interval(importance, "importance")
         ),
         scope=validate.scope(
-            item.get("namespace", "default"), item.get("user_id"), item.get("agent_id")
+            item.get("namespace", "default"),
+            item.get("user_id"),
+            item.get("agent_id"),
+            written=True,
         ),
         session_id=validate.optional_name(item.get("session_id"), "session_id"),
         metadata=validate.metadata(item.get("metadata")),

@@ -202,7 +202,7 @@ class PostgresReads:
         wanted = sorted({tok for toks in tokens.values() for tok in toks})
         with self._read() as conn, conn.transaction():  # the total and the counts agree
             total = namespace_row(conn, namespace)[0]
-            # ``content``'s, as on the embedded store (its lexical.py says why).
+            # ``content``'s, as on the embedded store (store/sqlite/lexical.py says why).
             rows = conn.execute(
                 "SELECT term, df2 FROM term_stats WHERE namespace = %s AND field = %s "
                 "AND term = ANY(%s::text[])",

@@ -25,8 +25,9 @@ from typing import Any
 
 from fivefold.model import Scope
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
+from fivefold.store.tokens import MAX_TOKEN_CHARS
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 OWN, CONTEXT = 0, 1  # postings.field
 
@@ -278,6 +279,13 @@ DO $$ BEGIN
     END IF;
 END $$;
 """,
+    # 7: tokens are cut at ``MAX_TOKEN_CHARS``. A store holding a longer one (``LONG_TOKENS``)
+    # has its postings made again from the rows (``PostgresStore._init_schema``): a forget or
+    # a context update, cutting its tokens, would no longer find the whole one's rows.
+    "SELECT 1",
+)
+LONG_TOKENS = (
+    f"SELECT EXISTS (SELECT 1 FROM term_stats WHERE char_length(term) > {MAX_TOKEN_CHARS})"
 )
 # The order of a memory's (and a namespace's) ``tokens``: predicate, content, window, and the
 # window field's unused second column.

@@ -150,9 +150,14 @@ class PostgresStore(PostgresReads):
                     f"{self._location} has fivefold schema version {version}; this version of "
                     f"fivefold reads up to {schema.SCHEMA_VERSION}: upgrade fivefold"
                 )
+            held = conn.execute(schema.LONG_TOKENS).fetchone() if 5 <= version < 7 else None
+            long_tokens = held is not None and bool(held[0])
             for step in schema.MIGRATIONS[version:]:
                 conn.execute(step.format(dim=self._dim))
-            reindexed = 0 < version < 5  # the posting rows of schemas 2, 4 and 5 are derived
+            if long_tokens:  # schema 7
+                conn.execute("TRUNCATE postings, term_stats")
+            # The posting rows of schemas 2, 4 and 5 are derived, and 7's cut tokens.
+            reindexed = 0 < version < 5 or long_tokens
             if reindexed:
                 self._reindex_lexical(conn)
             if not meta:
