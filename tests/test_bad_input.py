@@ -414,7 +414,9 @@ BAD_RELATE_ARGS: list[tuple[dict[str, Any], str]] = [
     ({"valid_to": "2026-13-45"}, "valid_to"),
     ({"valid_from": "2026-03-02", "valid_to": "2026-03-01"}, "valid_to"),
     ({"source": ""}, "source"),
+    ({"source": "!!!"}, "source"),
     ({"target": 5}, "target"),
+    ({"target": "?!"}, "target"),
     ({"relation": " "}, "relation"),
     ({"namespace": ""}, "namespace"),
 ]

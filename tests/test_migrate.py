@@ -209,3 +209,46 @@ def test_an_embedded_store_with_long_names_copies_to_another(tmp_path: Path) -> 
     report = migrate(source, target)
     assert report.verified
     assert target.recall("old memory", namespace=LONG).hits[0].memory.session_id == LONG
+
+
+def test_a_nul_in_a_relation_or_a_feedback_query_is_refused_before_anything_is_copied(
+    tmp_path: Path, pg_url: str
+) -> None:
+    from fivefold.model import EdgeKind, NewEdge, Scope
+
+    for case in ("relation", "feedback"):
+        source = _open(str(tmp_path / f"{case}.db"))
+        source.remember("a normal memory about Sarah and Priya", namespace="aaa")
+        if case == "relation":  # as an older version took it
+            edge = NewEdge(
+                "Sarah", "kno\x00ws", "Priya", EdgeKind.STRUCTURAL, 1.0, None, None, Scope("zzz")
+            )
+            source.store.add_edge(edge)
+        else:  # a recall's query may hold one, and its feedback keeps it
+            source.store.add_feedback("zzz", "bud\x00get", "{}", {}, NOW)
+        source.remember("another memory", namespace="zzz")
+        target = _open(pg_url)
+        with pytest.raises(fivefold.InvalidInput, match="nothing was copied") as info:
+            migrate(source, target)
+        assert "NUL" in str(info.value)
+        assert target.stats().memories == 0
+
+
+def test_a_postgres_store_copies_to_another_whatever_names_it_holds(
+    postgres_server: str, pg_url: str
+) -> None:
+    """A Postgres store holds only what Postgres can: a copy into another is not checked
+    (an older version's names past the write bounds included)."""
+    import uuid
+
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in postgres_server else "?"
+    source = _open(f"{postgres_server}{separator}options=-csearch_path%3D{schema},public")
+    _old_memory(source, namespace=LONG)  # 600 bytes: Postgres keys it, below the write bound
+    report = migrate(source, _open(pg_url))
+    assert report.verified
+    assert report.namespaces[LONG].memories == (1, 1)

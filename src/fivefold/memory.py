@@ -225,6 +225,9 @@ class Memory:
         source = validate.entity_name(source, "source").strip()
         target = validate.entity_name(target, "target").strip()
         relation = validate.name_text(relation, "relation").strip()
+        for name, value in (("source", source), ("target", target)):
+            if not normalize_name(value):
+                raise InvalidInput(f"{name}={value!r} has no letters or digits")
         start = validate.when(valid_from, "valid_from")
         end = validate.when(valid_to, "valid_to")
         if start is not None and end is not None and end < start:
@@ -330,7 +333,7 @@ class Memory:
         """Counts of the store, or of one namespace's memories, entities and edges."""
         if namespace is None:
             return self._store.stats()
-        return self._store.stats(validate.scope(namespace, None, None).namespace)
+        return self._store.stats(validate.read_name(namespace, "namespace"))
 
     # -- reads ----------------------------------------------------------------------------------
     def recall(
@@ -403,13 +406,13 @@ class Memory:
     def examples(self, *, namespace: str = "default") -> list[Example]:
         """What ``train`` fits on: each recall with feedback asked again, its candidates and
         their features labelled by the feedback (for benchmarks and trainers of your own)."""
-        name = validate.scope(namespace, None, None).namespace
+        name = validate.read_name(namespace, "namespace")
         return self._reader.examples(self._store.feedback(name))
 
     def train(self, *, namespace: str = "default") -> TrainReport:
         """Fit learned fusion on the namespace's feedback and keep it if it does no worse than
         the rules on held-out recalls (``optimizer.mode = "learned"`` ranks with it)."""
-        name = validate.scope(namespace, None, None).namespace
+        name = validate.read_name(namespace, "namespace")
         return train(self._reader, self._store, name, self._config.learned)
 
     def explain(self, query: str, k: int = 10, **kwargs: Any) -> Explanation:

@@ -22,9 +22,8 @@ import numpy as np
 from fivefold import validate
 from fivefold.errors import InvalidInput
 from fivefold.memory import Memory
-from fivefold.model import MemoryRecord, NewMemory, Scope
+from fivefold.model import MemoryRecord, NewEdge, NewMemory, Scope
 from fivefold.store.base import Store
-from fivefold.store.sqlite.store import SQLiteStore
 
 PAGE = 1000
 Progress = Callable[[int, int], None]
@@ -75,7 +74,7 @@ def migrate(
         )
     src, dst = source.store, target.store
     namespaces = sorted(src.stats().namespaces)
-    if not isinstance(dst, SQLiteStore):  # the embedded store keys no name
+    if dst.keyed_names and not src.keyed_names:  # what the source holds, the destination may not
         _check_names(src, namespaces)
     total, done = src.stats().memories, 0
     relations = aliases = feedback = models = 0
@@ -118,25 +117,34 @@ def migrate(
 
 
 def _check_names(store: Store, namespaces: Sequence[str]) -> None:
-    """Every name the copy would write, checked as a write checks it, and every text for a
-    NUL character, before anything is written: an embedded store written before names were
-    bounded in bytes can hold longer ones, which Postgres could not key (its index rows hold
-    2,704 bytes), and it takes a NUL character, which Postgres text cannot hold."""
+    """Everything the copy will write into a store of keyed names, checked as a write checks
+    it, before anything is written: a store without them (the embedded one, or an older
+    version's) can hold names past the write bounds (Postgres could not key them: its index
+    rows hold 2,704 bytes) and NUL characters (its text cannot hold one)."""
     for namespace in namespaces:
         try:
             validate.scope(namespace, None, None, written=True)
             for entry in store.catalog(namespace):
-                validate.entity_name(entry.name, "an entity's name")
+                _checked(f"entity {entry.entity_id}", validate.entity_name, entry.name, "name")
             for chunk in _chunks(_oldest_first(store, namespace), PAGE):
                 for memory_id, record in store.get_memories(namespace, chunk).items():
-                    try:
-                        _check_record(record)
-                    except InvalidInput as exc:
-                        raise InvalidInput(f"memory {memory_id}: {exc}") from None
+                    _checked(f"memory {memory_id}", _check_record, record)
+            for edge in store.relations(namespace):
+                _checked(f"the relation {edge.relation[:40]!r}", _check_edge, edge)
+            for given in store.feedback(namespace):
+                _checked(f"feedback {given.id}", _no_nul, given.query, "its query")
         except InvalidInput as exc:
             raise InvalidInput(
-                f"{store.location}, namespace {namespace[:40]!r}: {exc}; nothing was copied"
+                f"{store.location}, namespace {namespace[:40]!r}: {exc}; nothing was copied "
+                "(forget it, or copy into an embedded store, which takes it)"
             ) from None
+
+
+def _checked(what: str, check: Callable[..., object], *args: Any) -> None:
+    try:
+        check(*args)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{what}: {exc}") from None
 
 
 def _check_record(record: MemoryRecord) -> None:
@@ -146,9 +154,20 @@ def _check_record(record: MemoryRecord) -> None:
             validate.name_text(value, name)
     for entity in record.entities:
         validate.entity_name(entity, "an entity's name")
-    for value, name in ((record.content, "content"), (record.predicate, "predicate")):
-        if value and "\x00" in value:
-            raise InvalidInput(f"{name} contains a NUL character, which PostgreSQL cannot store")
+    _no_nul(record.content, "content")
+    _no_nul(record.predicate, "predicate")
+
+
+def _check_edge(edge: NewEdge) -> None:
+    validate.scope(edge.scope.namespace, edge.scope.user_id, edge.scope.agent_id, written=True)
+    validate.entity_name(edge.source, "source")
+    validate.entity_name(edge.target, "target")
+    validate.name_text(edge.relation, "relation")
+
+
+def _no_nul(value: str | None, name: str) -> None:
+    if value and "\x00" in value:
+        raise InvalidInput(f"{name} contains a NUL character, which PostgreSQL cannot store")
 
 
 def _oldest_first(store: Store, namespace: str) -> list[int]:

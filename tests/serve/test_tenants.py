@@ -105,3 +105,17 @@ def test_posts_naming_another_namespace_write_nothing(keyed_server: Server, path
     }[path]
     assert _call(keyed_server, "alpha", "POST", path, json=body).status_code == 403
     assert _call(keyed_server, "beta", "GET", "/v1/stats").json()["memories"] == before
+
+
+def test_a_key_is_refused_for_a_name_no_write_could_use(tmp_path: Any) -> None:
+    """A key writes: its scope is held to the write bounds (512 bytes a name)."""
+    from fivefold.errors import ConfigError
+    from fivefold.serve.keys import add_key, load_keys
+
+    long = "".join(chr(0x4E00 + n) for n in range(171))  # 513 bytes
+    path = tmp_path / "config.toml"
+    with pytest.raises(ConfigError, match="bytes"):
+        add_key(path, namespace=long)
+    with pytest.raises(ConfigError, match="bytes"):
+        add_key(path, namespace="team", user_id=long)
+    assert not path.exists() or load_keys(path) == []

@@ -162,7 +162,7 @@ def add_key(
     """Make a key, append it to the file (created if missing) and return it with its token:
     the only time the secret exists outside the caller's hands."""
     try:
-        scope = validate.scope(namespace, user_id, agent_id)
+        scope = validate.scope(namespace, user_id, agent_id, written=True)  # a key writes
     except FivefoldError as exc:
         raise ConfigError(str(exc)) from exc
     existing = {key.id for key in load_keys(path)}

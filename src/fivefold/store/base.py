@@ -51,6 +51,13 @@ class Store(Protocol):
     def embedding_model(self) -> str: ...
 
     @property
+    def keyed_names(self) -> bool:
+        """Whether the backend keys names in index rows of bounded size and its text cannot
+        hold a NUL character (Postgres): what the write bounds of ``validate`` protect. A
+        copy into such a store from one without them checks the source first (``migrate``)."""
+        ...
+
+    @property
     def location(self) -> str: ...
 
     def close(self) -> None: ...

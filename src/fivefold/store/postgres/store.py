@@ -86,6 +86,8 @@ _SMOOTHING_KEY = "context_smoothing"
 class PostgresStore(PostgresReads):
     """Lifecycle and writes here; every read is ``PostgresReads``'s (``read.py``)."""
 
+    keyed_names = True  # index rows of 2,704 bytes at most; text without NUL
+
     def __init__(
         self, url: str, *, embedding_model: str, dim: int, settings: StoreSettings
     ) -> None:

@@ -106,6 +106,8 @@ def _translating(cls: type[T]) -> type[T]:
 class SQLiteStore:
     """Thread-safe: one connection, serialized by a lock (SQLite would serialize writes anyway)."""
 
+    keyed_names = False  # any text, NUL included, under any name (``Store.keyed_names``)
+
     def __init__(
         self, path: str, *, embedding_model: str, dim: int, settings: StoreSettings
     ) -> None:
