@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from fivefold import validate
 from fivefold.cli_context import open_memory, settings_of
 from fivefold.cli_errors import friendly
 from fivefold.config_file import config_in_effect, default_config_path
@@ -70,6 +71,8 @@ def mcp(
 
     if namespace is None and (user_id or agent_id):
         raise ConfigError("--user and --agent bind a scope inside a namespace: give --namespace")
+    if namespace is not None:  # bound as a key is: to the write bounds, refused before it serves
+        validate.scope(namespace, user_id, agent_id, written=True)
     with open_memory(ctx) as memory:
         build_server(lambda: memory, fixed_scope(namespace, user_id, agent_id)).run("stdio")
 

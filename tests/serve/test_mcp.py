@@ -138,3 +138,18 @@ def test_http_without_a_key_is_401(keyed_server: Server) -> None:
     )
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthorized"
+
+
+def test_a_stdio_scope_past_the_write_bounds_is_refused_before_serving(tmp_path: Path) -> None:
+    """Bound as a key is: a namespace no write could use is a bad argument (exit 2), not a
+    server whose every write fails."""
+    from click.testing import CliRunner
+
+    from fivefold.cli import cli
+
+    long = "".join(chr(0x4E00 + n) for n in range(171))  # 513 bytes
+    db = str(tmp_path / "m.db")
+    for args in (["-n", long], ["-n", "team", "--user", long]):
+        result = CliRunner().invoke(cli, ["--db", db, "mcp", *args])
+        assert result.exit_code == 2, result.output
+        assert "bytes" in result.output
