@@ -70,7 +70,13 @@ def test_stdio(tmp_path: Path, minilm: fivefold.MiniLMEmbedder) -> None:
 
     async def main() -> dict[str, Any]:
         async with Client(params) as client:
-            return await _session(client)
+            out = await _session(client)
+            # Another namespace is refused, and the refusal names what binds it (no key does).
+            refused = await client.call_tool("recall", {"query": "x", "namespace": "other"})
+            assert refused.is_error
+            text = refused.content[0].text
+            assert "forbidden: this server (fivefold mcp -n) is bound to namespace 'agent'" in text
+            return out
 
     out = asyncio.run(main())
     # The process wrote into the namespace it was bound to: the relation's fact is left.

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from fivefold import validate
 from fivefold.config_file import KEYS
@@ -49,6 +49,7 @@ class ApiKey:
     agent_id: str | None = None
     label: str = ""
     created: str = ""
+    holder: ClassVar[str] = "this key"  # who a refusal names
 
     def scope(
         self, namespace: str | None, user_id: str | None, agent_id: str | None
@@ -56,13 +57,13 @@ class ApiKey:
         """The scope a request acts in: the key's, narrowed by what the request names. Naming
         another namespace, user or agent than the key is bound to is refused."""
         if namespace is not None and namespace != self.namespace:
-            raise AccessDenied(f"this key is bound to namespace {self.namespace!r}")
+            raise AccessDenied(f"{self.holder} is bound to namespace {self.namespace!r}")
         for field, bound, asked in (
             ("user_id", self.user_id, user_id),
             ("agent_id", self.agent_id, agent_id),
         ):
             if bound is not None and asked is not None and asked != bound:
-                raise AccessDenied(f"this key is bound to {field} {bound!r}")
+                raise AccessDenied(f"{self.holder} is bound to {field} {bound!r}")
         return self.namespace, self.user_id or user_id, self.agent_id or agent_id
 
 

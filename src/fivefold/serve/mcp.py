@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -182,9 +183,18 @@ def build_server(memory: Callable[[], Memory], resolve: Resolve) -> MCPServer:
     return server
 
 
+@dataclass(frozen=True, slots=True)
+class StdioBinding(ApiKey):
+    """``fivefold mcp -n``'s scope, held like a key's (there is no key to name)."""
+
+    holder: ClassVar[str] = "this server (fivefold mcp -n)"
+
+
 def fixed_scope(namespace: str | None, user_id: str | None, agent_id: str | None) -> Resolve:
     """Stdio: the scope the process was started with binds every call, as a key would."""
-    bound = ApiKey("stdio", "", namespace, user_id, agent_id) if namespace is not None else None
+    bound = (
+        StdioBinding("stdio", "", namespace, user_id, agent_id) if namespace is not None else None
+    )
 
     def resolve(ns: str | None, user: str | None, agent: str | None) -> dict[str, Any]:
         try:
