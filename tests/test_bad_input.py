@@ -5,6 +5,7 @@ the store answers a normal remember + recall afterwards."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import random
@@ -877,3 +878,38 @@ def test_a_refused_batch_names_the_item(hashing_mem: fivefold.Memory) -> None:
         )
     assert refused.value.item == 2
     assert hashing_mem.stats().memories == 0
+
+
+def test_one_memory_refused_is_not_named_as_a_batch_item(hashing_mem: Memory) -> None:
+    """``remember`` writes a batch of one: its refusal does not say "item 0"."""
+    with pytest.raises(InvalidInput) as caught:
+        hashing_mem.remember("x", metadata={"score": math.nan})
+    assert "item 0" not in str(caught.value)
+    assert "metadata" in str(caught.value)
+    if hashing_mem.store.keyed_names:  # Postgres: its text holds no NUL (refused in the store)
+        with pytest.raises(InvalidInput) as caught:
+            hashing_mem.remember("a\x00b")
+        assert str(caught.value).startswith("content contains a NUL character")
+        with pytest.raises(InvalidInput, match="^item 1: content contains a NUL") as many:
+            hashing_mem.remember_many([{"content": "fine"}, {"content": "a\x00b"}])
+        assert many.value.item == 1
+    assert hashing_mem.stats().memories == 0
+
+
+def test_an_import_skips_a_record_the_store_refuses(hashing_mem: Memory, tmp_path: Path) -> None:
+    """A record refused by the store itself (Postgres: a NUL character) is skipped like one
+    refused before it, not the whole import failed."""
+    from fivefold.importers import import_file
+
+    lines = [{"content": f"note {n} on the Kestrel budget"} for n in range(5)]
+    lines[2] = {"content": "a NUL \x00 here"}
+    path = tmp_path / "notes.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    report = import_file(hashing_mem, path, on_error="skip", batch_size=10)
+    if hashing_mem.store.keyed_names:  # Postgres
+        assert report.imported == 4
+        assert [where for where, _ in report.skipped] == ["line 3"]
+        assert "NUL" in report.skipped[0][1]
+    else:  # SQLite stores it
+        assert report.imported == 5
+    assert hashing_mem.stats().memories == report.imported

@@ -37,6 +37,7 @@ from fivefold.text import normalize_name
 from fivefold.training import train
 
 VECTOR_FIELD = "vector"
+ITEM_0 = "item 0: "  # how a batch names its first item in an error
 
 
 class Memory:
@@ -125,7 +126,14 @@ class Memory:
             "metadata": metadata,
             "speaker": speaker,
         }
-        return self.remember_many([{k: v for k, v in item.items() if v is not None}])[0]
+        try:
+            return self.remember_many([{k: v for k, v in item.items() if v is not None}])[0]
+        except InvalidInput as exc:
+            # One memory: the batch's "item 0: " would point into a list the caller never made.
+            message = str(exc)
+            if exc.item == 0 and message.startswith(ITEM_0):
+                raise InvalidInput(message.removeprefix(ITEM_0)) from exc
+            raise
 
     def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
         """Store many memories in one transaction with one batched embedding call. An item may

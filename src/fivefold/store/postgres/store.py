@@ -271,7 +271,7 @@ class PostgresStore(PostgresReads):
             return []
         for position, memory in enumerate(memories):
             _no_nul(
-                f"item {position}: ",
+                position,
                 content=memory.content,
                 predicate=memory.predicate,
                 speaker=memory.speaker,
@@ -557,7 +557,7 @@ class PostgresStore(PostgresReads):
         self, edge: NewEdge, *, record: NewMemory | None = None, vector: Vectors | None = None
     ) -> Edge:
         scope = edge.scope
-        _no_nul("", source=edge.source, relation=edge.relation, target=edge.target)
+        _no_nul(None, source=edge.source, relation=edge.relation, target=edge.target)
         records: list[NewMemory] = [] if record is None else [record]
         if records and (vector is None or len(vector) != self._dim):
             raise InvalidInput(f"the record needs one {self._dim}-d vector")
@@ -581,7 +581,7 @@ class PostgresStore(PostgresReads):
         return stored_edge(edge, edge_id, memory_id)
 
     def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
-        _no_nul("", name=name, alias=alias)
+        _no_nul(None, name=name, alias=alias)
         alias_norm = normalize_name(alias)
         if not alias_norm:
             raise InvalidInput(f"alias {alias!r} has no letters or digits")
@@ -617,7 +617,7 @@ class PostgresStore(PostgresReads):
         labels: Mapping[int, float],
         created_at: datetime,
     ) -> int:
-        _no_nul("", query=query, args=args)
+        _no_nul(None, query=query, args=args)
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> int:
             row = conn.execute(
@@ -797,13 +797,16 @@ FROM memories WHERE namespace = %(ns)s
 """
 
 
-def _no_nul(where: str, **texts: str | None) -> None:
+def _no_nul(item: int | None, **texts: str | None) -> None:
     """PostgreSQL text cannot hold a NUL character: refused before anything is written (the
-    SQLite backend stores it)."""
+    SQLite backend stores it). ``item``: the position in a batch, named as ``remember_many``
+    names it."""
+    where = "" if item is None else f"item {item}: "
     for name, value in texts.items():
         if value is not None and "\x00" in value:
             raise InvalidInput(
-                f"{where}{name} contains a NUL character, which PostgreSQL text cannot store"
+                f"{where}{name} contains a NUL character, which PostgreSQL text cannot store",
+                item=item,
             )
 
 
