@@ -298,10 +298,12 @@ META_DDL = "CREATE TABLE IF NOT EXISTS fivefold_meta (key text PRIMARY KEY, valu
 ANALYZE_FROM = 256
 ANALYZE = "ANALYZE (SKIP_LOCKED) memories, postings, term_stats, entities, mentions, edges, aliases"
 # When a namespace of ``VACUUM_FROM`` memories or more grows an eighth (``growth_step``), the
-# tables read by index alone are vacuumed (and analyzed), so their visibility map covers the
-# new rows: an index-only scan otherwise visits the heap for each posting written since the
-# last vacuum (autovacuum waits for 20 % more rows of the whole table). Measured on a 100k
-# store just loaded: the postings of one common query 93 -> 33 ms, recall p99 251 -> 178 ms.
+# tables read by index alone are vacuumed, so their visibility map covers the new rows: an
+# index-only scan otherwise visits the heap for each posting written since the last vacuum
+# (autovacuum waits for 20 % more rows of the whole table). Measured on a 100k store just
+# loaded: the postings of one common query 93 -> 33 ms, recall p99 251 -> 178 ms. A vacuum
+# sets its tables' row counts too; their column statistics stay the last doubling's (an
+# ANALYZE of every table at each eighth as well was 9 % of a 100k bulk load).
 # Not below ``VACUUM_FROM``: a small namespace's postings are few, and a vacuum is of the whole
 # table, so a store of many small tenants would vacuum it every few writes. Not ``memories``:
 # its HNSW index makes a vacuum costly, and recall reads its heap anyway. SKIP_LOCKED: a writer
@@ -389,7 +391,7 @@ JOIN memories m ON m.namespace = t.namespace AND m.id = t.memory_id
 """
 COPY_POSTINGS = (
     "COPY postings (namespace, field, term, memory_id, first, second, norm1, norm2, type) "
-    "FROM STDIN (ENCODING 'UTF8')"  # what ``copy_postings`` sends, whatever the connection's
+    "FROM STDIN (ENCODING 'UTF8')"  # what ``copy_text`` formats, whatever the connection's
 )
 FIND_ALIASES = """
 SELECT norm, min(entity_id) FROM aliases

@@ -242,7 +242,7 @@ class PostgresStore(PostgresReads):
             with self._pool.connection() as conn:
                 if growth.vacuum:
                     conn.execute(schema.VACUUM)
-                if growth.analyze or growth.vacuum:  # a vacuum's new rows change statistics too
+                if growth.analyze:
                     conn.execute(schema.ANALYZE)
         except psycopg.Error as exc:
             log.warning("%s: refreshing statistics after a write failed: %s", self.location, exc)
