@@ -890,8 +890,9 @@ def test_one_memory_refused_is_not_named_as_a_batch_item(hashing_mem: Memory) ->
         with pytest.raises(InvalidInput) as caught:
             hashing_mem.remember("a\x00b")
         assert str(caught.value).startswith("content contains a NUL character")
-        with pytest.raises(InvalidInput, match="^item 1: content contains a NUL") as many:
+        with pytest.raises(InvalidInput) as many:
             hashing_mem.remember_many([{"content": "fine"}, {"content": "a\x00b"}])
+        assert str(many.value).startswith("item 1: content contains a NUL character")
         assert many.value.item == 1
     assert hashing_mem.stats().memories == 0
 

@@ -942,3 +942,64 @@ def test_sigkill_during_writes_loses_no_acknowledged_memory(url: str) -> None:
         everyone = memory.store.vector_search(Scope(), probe, total)[0]
         assert len(everyone) == total
         assert set(acknowledged) <= {i for i, _ in everyone}
+
+
+def test_a_statement_sent_from_the_writers_thread_fails_the_whole_write(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new rows and their postings go from a thread of their own (``Sender``): a failure
+    there is the write's, and nothing of the batch stays."""
+    from fivefold.errors import StoreError
+    from fivefold.store.postgres import store as pg_store
+
+    def failing_copy(conn: psycopg.Connection, text: bytes) -> None:
+        conn.execute("SELECT 1 / 0")
+
+    with _open(url) as memory:
+        _seed(memory, "default")
+        before = memory.stats().memories
+        monkeypatch.setattr(pg_store, "send_copy", failing_copy)
+        with pytest.raises(StoreError, match="division by zero"):
+            memory.remember_many(_filler(40))
+        assert memory.stats().memories == before
+        assert memory.store.lexical_search(Scope("default"), ["note"], 50, weights=W) == []
+        monkeypatch.undo()
+        assert all(f.ok for f in memory.store.check())
+        assert len(memory.remember_many(_filler(40))) == 40  # the store still takes writes
+
+
+def test_sent_statements_run_in_order_and_the_first_failure_is_raised() -> None:
+    from fivefold.store.postgres.sender import Sender
+
+    ran: list[int] = []
+
+    def statement(n: int, fail: bool = False) -> Any:
+        def run(conn: object) -> None:
+            time.sleep(0.01 * (3 - n % 3))  # later ones quicker: order is not by speed
+            ran.append(n)
+            if fail:
+                raise ValueError(f"statement {n}")
+
+        return run
+
+    def send(statements: list[Any], error: BaseException | None = None) -> None:
+        with Sender(psycopg.Connection.__new__(psycopg.Connection)) as sender:
+            for one in statements:
+                sender.send(one)
+            if error is not None:
+                raise error
+
+    send([statement(n) for n in range(6)])
+    assert ran == list(range(6))
+
+    ran.clear()
+    with pytest.raises(ValueError, match="statement 1"):
+        send([statement(n, fail=n in (1, 2)) for n in range(4)])
+    assert ran == list(range(4))
+
+    # The block's own error wins, after every statement sent has run (the connection is not
+    # handed back mid-statement).
+    ran.clear()
+    with pytest.raises(KeyError):
+        send([statement(0, fail=True), statement(1)], KeyError("the block's"))
+    assert ran == [0, 1]

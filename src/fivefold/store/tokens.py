@@ -166,10 +166,14 @@ def _summed(counts: dict[str, Counter[str]], text: str) -> Counter[str]:
 def window(own: Counter[str], near: Counter[str], far: Counter[str]) -> Counted:
     """A memory's window from the term counts of its content and of its context at distance 1
     and 2, as one column (the second is empty)."""
-    out: Counter[str] = Counter()
-    for counter, repeats in zip((own, near, far), WINDOW_REPEATS, strict=True):
+    mine, *around = WINDOW_REPEATS
+    # As ``out[term] += repeats * n`` over the three, in the same key order: without
+    # ``Counter.__missing__`` and ``+=``'s two lookups (a posting each in a bulk write).
+    out: Counter[str] = Counter({term: mine * n for term, n in own.items()})
+    get = out.get
+    for counter, repeats in zip((near, far), around, strict=True):
         for term, n in counter.items():
-            out[term] += repeats * n
+            out[term] = get(term, 0) + repeats * n
     return Counted(out, Counter())
 
 

@@ -16,7 +16,9 @@ import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -55,15 +57,20 @@ from fivefold.store.postgres.context_rows import (
     PostgresContextRows,
     Posting,
     as_array,
+    copy_lines,
     copy_postings,
     drop_postings,
+    escape,
     insert_postings,
     postings,
+    send_copy,
+    sorted_text,
 )
 from fivefold.store.postgres.lexical import Lexical, namespace_row
 from fivefold.store.postgres.lists import Version
 from fivefold.store.postgres.read import PostgresReads
 from fivefold.store.postgres.read import translating as _translating
+from fivefold.store.postgres.sender import Sender
 from fivefold.store.rows import (
     edge_values,
     feedback_entries,
@@ -303,18 +310,25 @@ class PostgresStore(PostgresReads):
             window(own.second, ctx.first, ctx.second)
             for own, ctx in zip(counted, around, strict=True)
         ]
-        with conn.cursor() as cur:
-            cur.executemany(
-                schema.INSERT_MEMORY,
-                [
-                    _memory_row(i, m, v, c, texts.get(i, ("", "")), w, rows.searched.get(i))
-                    for i, m, v, c, w in zip(ids, memories, vectors, counted, windows, strict=True)
-                ],
-            )
-        self._write_postings(conn, deltas, memories, ids, counted, windows)
+        _execute_many(
+            conn,
+            schema.INSERT_MEMORY,
+            [
+                _memory_row(i, m, v, c, texts.get(i, ("", "")), w, rows.searched.get(i))
+                for i, m, v, c, w in zip(ids, memories, vectors, counted, windows, strict=True)
+            ],
+        )
+        # The server inserts the postings while this thread works out the older rows' changes
+        # (``Sender``). Only COPY is sent from the other thread: it holds the GIL a moment per
+        # megabyte and then waits on the server, where an ``executemany`` sent from there
+        # held it for every row and ran 5x slower beside this thread's work.
+        with Sender(conn) as sender:
+            for text in self._new_postings(deltas, memories, ids, counted, windows):
+                sender.send(partial(send_copy, text=text))
+            older = self._older_changes(deltas, rows, set(ids))
         self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
-        self._update_older(conn, deltas, rows, set(ids))
+        self._update_older(conn, older)
         return ids
 
     @staticmethod
@@ -342,31 +356,27 @@ class PostgresStore(PostgresReads):
                     out.setdefault(wanted[int(k)][0], []).append(row)
         return out
 
-    def _update_older(
-        self, conn: psycopg.Connection, deltas: Deltas, rows: context.BatchRows, new: set[int]
-    ) -> None:
-        """The rows before the batch in its sessions: their context text (and its postings)
-        and searched vector, in one update each."""
+    def _older_changes(self, deltas: Deltas, rows: context.BatchRows, new: set[int]) -> OlderRows:
+        """The rows before the batch in its sessions: their new context text (and its
+        postings) and searched vector, worked out without the connection."""
         older = [
             (i, group[0]) for i in rows.searched if i not in new and (group := rows.group_of(i))
         ]
         texts = [(rows.was.get(i, rows.context_of(i)), rows.context_of(i)) for i, _ in older]
         own = self._lines.count([(rows.content_of(i), "") for i, _ in older])
         counted = self._lines.count([text for pair in texts for text in pair])
-        fresh: list[Posting] = []
-        gone: list[tuple[str, int, list[str], int]] = []  # DELETE_POSTINGS's parameters
-        updates = []
+        out = OlderRows()
         for n, ((memory_id, namespace), (old, text)) in enumerate(zip(older, texts, strict=True)):
             was, now = counted[2 * n], counted[2 * n + 1]
             before = window(own[n].first, was.first, was.second)
             after = window(own[n].first, now.first, now.second)
             if text != old:  # its window changed with it
-                gone.append((namespace, schema.CONTEXT, sorted(before.terms), memory_id))
+                out.gone.append((namespace, schema.CONTEXT, sorted(before.terms), memory_id))
                 deltas.add(namespace, schema.CONTEXT, before, -1)
-                fresh += postings(namespace, memory_id, after)
+                out.fresh += postings(namespace, memory_id, after)
                 deltas.add(namespace, schema.CONTEXT, after, 1)
             vector = rows.searched[memory_id]
-            updates.append(
+            out.updates.append(
                 (
                     *text,
                     after.first_length,
@@ -377,52 +387,58 @@ class PostgresStore(PostgresReads):
                     *old,
                 )
             )
-        # Each row only if it still holds the context this batch read: another writer may
-        # have deleted it, or rewritten it with a turn of its own in the same session, since;
-        # then the postings this batch would remove and add are not the row's, and the write
-        # starts again from a fresh read. Each row updated is locked until the commit.
+        return out
+
+    @staticmethod
+    def _update_older(conn: psycopg.Connection, older: OlderRows) -> None:
+        """The older rows' changes (``_older_changes``), in one update each. Each row only if
+        it still holds the context this batch read: another writer may have deleted it, or
+        rewritten it with a turn of its own in the same session, since; then the postings this
+        batch would remove and add are not the row's, and the write starts again from a fresh
+        read. Each row updated is locked until the commit."""
         types: dict[int, str] = {}
-        if updates:
+        if older.updates:
             with conn.cursor() as cur:
-                cur.executemany(schema.UPDATE_CONTEXT_AND_SEARCHED, updates, returning=True)
+                cur.executemany(schema.UPDATE_CONTEXT_AND_SEARCHED, older.updates, returning=True)
                 while True:
                     types.update((int(i), str(t)) for i, t in cur.fetchall())
                     if not cur.nextset():
                         break
-            if len(types) != len(updates):
+            if len(types) != len(older.updates):
                 raise MemoryGone(
-                    f"{len(updates) - len(types)} memories before this batch in its sessions "
-                    "were changed or deleted by a concurrent write; nothing was written: try again"
+                    f"{len(older.updates) - len(types)} memories before this batch in its "
+                    "sessions were changed or deleted by a concurrent write; nothing was "
+                    "written: try again"
                 )
-        if gone:
+        if older.gone:
             # A statement per row, on its own key: one for all of them (~30,000 keys a batch
             # here) was planned as a hash join over a scan of every posting.
-            with conn.cursor() as cur:
-                cur.executemany(schema.DELETE_POSTINGS, gone)
-        copy_postings(conn, schema.CONTEXT, fresh, types)
+            _execute_many(conn, schema.DELETE_POSTINGS, older.gone)
+        copy_postings(conn, schema.CONTEXT, older.fresh, types)
 
-    def _write_postings(
-        self,
-        conn: psycopg.Connection,
+    @staticmethod
+    def _new_postings(
         deltas: Deltas,
         memories: Sequence[NewMemory],
         ids: Sequence[int],
         counted: Sequence[Counted],
         windows: Sequence[Counted],
-    ) -> None:
-        """The postings of the new rows' own text and of their window."""
-        own: list[Posting] = []
-        around: list[Posting] = []
+    ) -> list[bytes]:
+        """The postings of the new rows' own text and of their window, as COPY's text."""
+        own: list[str] = []
+        around: list[str] = []
+        escaped: dict[str, str] = {}
         for memory, memory_id, count, text in zip(memories, ids, counted, windows, strict=True):
             namespace = memory.scope.namespace
-            own += postings(namespace, memory_id, count)
+            if namespace not in escaped:
+                escaped[namespace] = escape(namespace)
+            ns, mtype = escaped[namespace], memory.type.value
+            own += copy_lines(ns, schema.OWN, memory_id, count, mtype)
             deltas.add(namespace, schema.OWN, count, 1)
             deltas.memories[namespace] += 1
-            around += postings(namespace, memory_id, text)
+            around += copy_lines(ns, schema.CONTEXT, memory_id, text, mtype)
             deltas.add(namespace, schema.CONTEXT, text, 1)
-        types = {i: m.type.value for i, m in zip(ids, memories, strict=True)}
-        for kind, flat in ((schema.OWN, own), (schema.CONTEXT, around)):
-            copy_postings(conn, kind, flat, types)
+        return [sorted_text(own), sorted_text(around)]
 
     def _write_entities(
         self,
@@ -808,6 +824,21 @@ def _no_nul(item: int | None, **texts: str | None) -> None:
                 f"{where}{name} contains a NUL character, which PostgreSQL text cannot store",
                 item=item,
             )
+
+
+@dataclass
+class OlderRows:
+    """What a batch changes in the rows before it in its sessions: ``UPDATE_CONTEXT_AND_
+    SEARCHED``'s and ``DELETE_POSTINGS``'s parameters, and the new window postings."""
+
+    updates: list[tuple[Any, ...]] = field(default_factory=list)
+    gone: list[tuple[str, int, list[str], int]] = field(default_factory=list)
+    fresh: list[Posting] = field(default_factory=list)
+
+
+def _execute_many(conn: psycopg.Connection, statement: str, params: Sequence[Any]) -> None:
+    with conn.cursor() as cur:
+        cur.executemany(statement, params)
 
 
 def _columns(rows: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
