@@ -29,7 +29,7 @@ from fivefold import Memory, Scope
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
 from fivefold.store.sqlite import indexer as indexer_module
-from fivefold.store.sqlite import lexical, schema
+from fivefold.store.sqlite import indexer_child, lexical, schema
 
 
 def _open(path: Path) -> Memory:
@@ -395,7 +395,7 @@ def test_the_indexer_reports_a_failed_catch_up_and_goes_on(
 
     monkeypatch.setattr(lexical.LexicalIndexes, "current", current)
     monkeypatch.setattr(sys, "stdin", io.StringIO('"a"\n"b"\nnull\n"never"\n'))
-    assert indexer_module.main([str(db), store_id]) == 0
+    assert indexer_child.main([str(db), store_id]) == 0
     assert asked == ["a", "b"]  # on after the failure; stopped at the stop line
     assert capsys.readouterr().err.count("fivefold indexer:") == 1
 

@@ -38,6 +38,7 @@ import weakref
 
 __all__ = ["Indexer"]
 
+CHILD = __name__.rpartition(".")[0] + ".indexer_child"  # the child's module
 STOP_WAIT_S = 60.0  # the nudges sent finish; a longer catch-up is killed (the log stays)
 _STOP = "null"  # the last line: no namespace is JSON null
 
@@ -127,12 +128,13 @@ def _python() -> str:
 
 
 def _child_code() -> str:
-    """The child's program: this module's ``main``, imported with this process's ``sys.path``
+    """The child's program: ``indexer_child.main``, imported with this process's ``sys.path``
     (as ``multiprocessing`` does: the same copy of the package and of its dependencies, whatever
-    the environment or working directory says; ``-I`` keeps both out)."""
+    the environment or working directory says; ``-I`` keeps both out). Named, not imported:
+    the child's module imports the store, which imports this one."""
     return (
         f"import sys; sys.path[:] = {sys.path!r}; "
-        f"from {__name__} import main; sys.exit(main(sys.argv[1:]))"
+        f"from {CHILD} import main; sys.exit(main(sys.argv[1:]))"
     )
 
 
@@ -151,32 +153,3 @@ def _stop(process: subprocess.Popen[str], wait_s: float) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-
-
-def main(argv: list[str]) -> int:
-    """The child: catch up each namespace named on stdin until the stop line or its end."""
-    import sqlite3
-
-    from fivefold.errors import StoreError
-    from fivefold.store.sqlite.lexical import LexicalIndexes
-    from fivefold.store.sqlite.store import connect
-
-    path, store_id = argv
-    conn, _ = connect(path)
-    try:
-        indexes = LexicalIndexes(conn, path, store_id=store_id, read_only=False, in_memory=False)
-        for line in sys.stdin:
-            namespace = json.loads(line)
-            if namespace is None:
-                break
-            try:
-                indexes.current(namespace)
-            except (StoreError, OSError, ValueError, sqlite3.Error) as exc:
-                print(f"fivefold indexer: {path} {namespace!r}: {exc}", file=sys.stderr)
-    finally:
-        conn.close()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
