@@ -18,6 +18,18 @@ class InvalidInput(FivefoldError, ValueError):
         self.item = item
 
 
+def alone(exc: InvalidInput) -> InvalidInput | None:
+    """A batch of one's refusal as a single write's: without the "item 0: " that points into a
+    list its caller never made (None when the refusal does not name that item)."""
+    message = str(exc)
+    if exc.item == 0 and message.startswith(ITEM_0):
+        return InvalidInput(message.removeprefix(ITEM_0))
+    return None
+
+
+ITEM_0 = "item 0: "  # how a batch's refusal names its first item
+
+
 class NotFound(FivefoldError, LookupError):
     """An id or name does not exist in the scope it was asked for."""
 

@@ -14,7 +14,7 @@ import numpy as np
 from fivefold import validate
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
-from fivefold.errors import InvalidInput, NotFound, StoreError
+from fivefold.errors import InvalidInput, NotFound, StoreError, alone
 from fivefold.extract.entities import extract_entities
 from fivefold.extract.prepare import MAX_PREDICATE_CHARS, prepare
 from fivefold.learned import Example
@@ -37,7 +37,6 @@ from fivefold.text import normalize_name
 from fivefold.training import train
 
 VECTOR_FIELD = "vector"
-ITEM_0 = "item 0: "  # how a batch names its first item in an error
 
 
 class Memory:
@@ -129,10 +128,8 @@ class Memory:
         try:
             return self.remember_many([{k: v for k, v in item.items() if v is not None}])[0]
         except InvalidInput as exc:
-            # One memory: the batch's "item 0: " would point into a list the caller never made.
-            message = str(exc)
-            if exc.item == 0 and message.startswith(ITEM_0):
-                raise InvalidInput(message.removeprefix(ITEM_0)) from exc
+            if (single := alone(exc)) is not None:
+                raise single from exc
             raise
 
     def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:

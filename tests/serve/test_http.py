@@ -136,6 +136,7 @@ def test_bad_writes_are_refused_and_write_nothing(
     response = _bad(http, "POST", "/v1/memories", **args)
     assert response.status_code == status
     assert says in response.json()["error"]["message"]
+    assert "item 0" not in response.json()["error"]["message"]  # one memory, not a batch
     assert _count(http, ns) == 0
     assert http.get("/healthz").status_code == 200
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from fivefold.errors import InvalidInput, StoreError
+from fivefold.errors import InvalidInput, StoreError, alone
 from fivefold.serve.errors import TooLarge
 from fivefold.serve.keys import ApiKey, check_recall_scope, scope_for, token_of
 from fivefold.serve.schemas import (
@@ -73,7 +73,12 @@ def _write(served: Served, items: list[dict[str, Any]]) -> Any:
 
 @router.post("/memories", status_code=201, summary="Remember one memory")
 def remember(body: RememberBody, key: Caller, served: Server) -> JSONResponse:
-    return _json(_write(served, [_item(body, key)])[0], 201)
+    try:
+        return _json(_write(served, [_item(body, key)])[0], 201)
+    except InvalidInput as exc:  # as ``Memory.remember`` says it
+        if (single := alone(exc)) is not None:
+            raise single from exc
+        raise
 
 
 @router.post("/memories/batch", status_code=201, summary="Remember many, all or nothing")
