@@ -672,6 +672,23 @@ def test_a_failing_vacuum_neither_fails_nor_repeats_the_write(
     assert "refreshing statistics after a write failed" in caplog.text
 
 
+def test_a_vacuum_step_alone_refreshes_no_statistics(
+    url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Planner statistics at each doubling only (ANALYZE at each eighth's vacuum too was 9 %
+    of a bulk load); a failing ANALYZE shows which growth runs it."""
+    from fivefold.store.postgres import schema
+    from fivefold.store.postgres.context_rows import Growth
+
+    monkeypatch.setattr(schema, "ANALYZE", "ANALYZE no_such_table")
+    with _open(url) as memory:
+        store = memory.store
+        store._maintain(Growth(vacuum=True))  # type: ignore[attr-defined]
+        assert "refreshing statistics after a write failed" not in caplog.text
+        store._maintain(Growth(analyze=True))  # type: ignore[attr-defined]
+        assert "refreshing statistics after a write failed" in caplog.text
+
+
 def test_a_namespace_copy_would_read_as_separators_is_written_as_it_is(url: str) -> None:
     """Postings go by COPY's text format: a tab, newline or backslash in a namespace must
     arrive as itself, not split the row."""
@@ -944,37 +961,77 @@ def test_sigkill_during_writes_loses_no_acknowledged_memory(url: str) -> None:
         assert set(acknowledged) <= {i for i, _ in everyone}
 
 
-def test_a_statement_sent_from_the_writers_thread_fails_the_whole_write(
-    url: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("threaded_from", [1, 10**9], ids=["threaded", "inline"])
+def test_a_failing_sent_statement_fails_the_whole_write(
+    url: str, monkeypatch: pytest.MonkeyPatch, threaded_from: int
 ) -> None:
-    """The new rows and their postings go from a thread of their own (``Sender``): a failure
-    there is the write's, and nothing of the batch stays."""
+    """A bulk write's postings go by COPY from the sender's thread (``Sender``), a small one's
+    inline: a failure either way is the write's, and nothing of the batch stays."""
     from fivefold.errors import StoreError
     from fivefold.store.postgres import store as pg_store
 
     def failing_copy(conn: psycopg.Connection, text: bytes) -> None:
         conn.execute("SELECT 1 / 0")
 
+    monkeypatch.setattr(pg_store, "THREADED_FROM", threaded_from)
     with _open(url) as memory:
         _seed(memory, "default")
         before = memory.stats().memories
-        monkeypatch.setattr(pg_store, "send_copy", failing_copy)
-        with pytest.raises(StoreError, match="division by zero"):
-            memory.remember_many(_filler(40))
+        threads = threading.active_count()
+        with monkeypatch.context() as patched:
+            patched.setattr(pg_store, "send_copy", failing_copy)
+            with pytest.raises(StoreError, match="division by zero"):
+                memory.remember_many(_filler(40))
         assert memory.stats().memories == before
         assert memory.store.lexical_search(Scope("default"), ["note"], 50, weights=W) == []
-        monkeypatch.undo()
         assert all(f.ok for f in memory.store.check())
         assert len(memory.remember_many(_filler(40))) == 40  # the store still takes writes
+        assert threading.active_count() == threads  # the sender's thread is gone
+
+
+LATE_WRITER = textwrap.dedent(
+    """
+    import sys, threading, time
+    import fivefold
+    url = sys.argv[1]
+    memory = fivefold.Memory.open(url, embedder=fivefold.HashingEmbedder(dim=64))
+
+    def late() -> None:
+        time.sleep(0.5)  # the main thread has returned: the interpreter is shutting down
+        items = [{{"content": f"late note {{n}}", "session_id": "s"}} for n in range({n})]
+        print("ok", len(memory.remember_many(items)), flush=True)
+        memory.close()
+
+    threading.Thread(target=late).start()
+    """
+)
+
+
+def test_a_bulk_write_from_a_thread_outliving_the_main_one_is_written(url: str) -> None:
+    """No new thread can start once the interpreter shuts down: the sender sends inline."""
+    from fivefold.store.postgres.sender import THREADED_FROM
+
+    done = subprocess.run(
+        [sys.executable, "-c", LATE_WRITER.format(n=THREADED_FROM), url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok", str(THREADED_FROM)]
+    with _open(url) as memory:
+        assert memory.stats().memories == THREADED_FROM
 
 
 def test_sent_statements_run_in_order_and_the_first_failure_is_raised() -> None:
     from fivefold.store.postgres.sender import Sender
 
     ran: list[int] = []
+    started = threading.Event()
 
     def statement(n: int, fail: bool = False) -> Any:
         def run(conn: object) -> None:
+            started.set()
             time.sleep(0.01 * (3 - n % 3))  # later ones quicker: order is not by speed
             ran.append(n)
             if fail:
@@ -982,24 +1039,34 @@ def test_sent_statements_run_in_order_and_the_first_failure_is_raised() -> None:
 
         return run
 
-    def send(statements: list[Any], error: BaseException | None = None) -> None:
-        with Sender(psycopg.Connection.__new__(psycopg.Connection)) as sender:
+    def send(
+        statements: list[Any], error: BaseException | None = None, *, threaded: bool = True
+    ) -> None:
+        with Sender(psycopg.Connection.__new__(psycopg.Connection), threaded=threaded) as sender:
             for one in statements:
                 sender.send(one)
             if error is not None:
+                started.wait(5)
                 raise error
 
-    send([statement(n) for n in range(6)])
-    assert ran == list(range(6))
+    for threaded in (True, False):
+        ran.clear()
+        send([statement(n) for n in range(6)], threaded=threaded)
+        assert ran == list(range(6))
+        ran.clear()
+        with pytest.raises(ValueError, match="statement 1"):
+            send([statement(n, fail=n in (1, 2)) for n in range(4)], threaded=threaded)
+        assert ran == (list(range(4)) if threaded else [0, 1])  # inline: raised at once
+
+    # The block's own error wins, after the statement running has finished (the connection
+    # is not handed back mid-statement); the ones not started are dropped.
+    def slow(conn: object) -> None:
+        started.set()
+        time.sleep(0.5)  # the block raises while this runs
+        ran.append(0)
 
     ran.clear()
-    with pytest.raises(ValueError, match="statement 1"):
-        send([statement(n, fail=n in (1, 2)) for n in range(4)])
-    assert ran == list(range(4))
-
-    # The block's own error wins, after every statement sent has run (the connection is not
-    # handed back mid-statement).
-    ran.clear()
+    started.clear()
     with pytest.raises(KeyError):
-        send([statement(0, fail=True), statement(1)], KeyError("the block's"))
-    assert ran == [0, 1]
+        send([slow, statement(1), statement(2)], KeyError("the block's"))
+    assert ran == [0]

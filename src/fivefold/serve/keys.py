@@ -119,7 +119,7 @@ def check_recall_scope(
         asked.user_id,
         asked.agent_id,
     ):
-        raise AccessDenied("this recall_id is of a recall outside this key's scope")
+        raise AccessDenied("this recall_id is of a recall outside the caller's scope")
 
 
 def load_keys(path: Path | None) -> tuple[ApiKey, ...]:

@@ -70,7 +70,7 @@ from fivefold.store.postgres.lexical import Lexical, namespace_row
 from fivefold.store.postgres.lists import Version
 from fivefold.store.postgres.read import PostgresReads
 from fivefold.store.postgres.read import translating as _translating
-from fivefold.store.postgres.sender import Sender
+from fivefold.store.postgres.sender import THREADED_FROM, Sender
 from fivefold.store.rows import (
     edge_values,
     feedback_entries,
@@ -322,10 +322,10 @@ class PostgresStore(PostgresReads):
         # (``Sender``). Only COPY is sent from the other thread: it holds the GIL a moment per
         # megabyte and then waits on the server, where an ``executemany`` sent from there
         # held it for every row and ran 5x slower beside this thread's work.
-        with Sender(conn) as sender:
+        with Sender(conn, threaded=len(memories) >= THREADED_FROM) as sender:
             for text in self._new_postings(deltas, memories, ids, counted, windows):
                 sender.send(partial(send_copy, text=text))
-            older = self._older_changes(deltas, rows, set(ids))
+            older = self._older_changes(deltas=deltas, rows=rows, new=set(ids))
         self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
         self._update_older(conn, older)
@@ -356,7 +356,9 @@ class PostgresStore(PostgresReads):
                     out.setdefault(wanted[int(k)][0], []).append(row)
         return out
 
-    def _older_changes(self, deltas: Deltas, rows: context.BatchRows, new: set[int]) -> OlderRows:
+    def _older_changes(
+        self, *, deltas: Deltas, rows: context.BatchRows, new: set[int]
+    ) -> OlderRows:
         """The rows before the batch in its sessions: their new context text (and its
         postings) and searched vector, worked out without the connection."""
         older = [
@@ -826,10 +828,10 @@ def _no_nul(item: int | None, **texts: str | None) -> None:
             )
 
 
-@dataclass
+@dataclass(slots=True)
 class OlderRows:
-    """What a batch changes in the rows before it in its sessions: ``UPDATE_CONTEXT_AND_
-    SEARCHED``'s and ``DELETE_POSTINGS``'s parameters, and the new window postings."""
+    """What a batch changes in the rows before it in its sessions: the parameters of
+    ``UPDATE_CONTEXT_AND_SEARCHED`` and of ``DELETE_POSTINGS``, and the new window postings."""
 
     updates: list[tuple[Any, ...]] = field(default_factory=list)
     gone: list[tuple[str, int, list[str], int]] = field(default_factory=list)

@@ -12,6 +12,8 @@ from fivefold.errors import StoreError
 from fivefold.store.sqlite.lexical import LexicalIndexes
 from fivefold.store.sqlite.store import connect
 
+__all__ = ["main"]
+
 
 def main(argv: list[str]) -> int:
     """The child: catch up each namespace named on stdin until the stop line or its end."""
