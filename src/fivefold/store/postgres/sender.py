@@ -12,7 +12,7 @@ a thread, a reviewer's measure)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from types import TracebackType
 
 import psycopg
@@ -70,5 +70,26 @@ class Sender:
             sent.result()  # the first failure, as it was raised
 
     def _drain(self, *, cancel: bool) -> None:
-        if self._thread is not None:
-            self._thread.shutdown(wait=True, cancel_futures=cancel)
+        """Wait until every statement sent has run or, with ``cancel``, been dropped before it
+        started. None is left behind: an interrupt while waiting (Ctrl-C) drops those not
+        started, still waits for the one running, and is raised after it; else a statement
+        would run after the write's transaction was rolled back, on a connection that then
+        commits each statement, or that the pool has lent to another write (a hostile pass's
+        repro). The futures are waited on, not the thread: a ``join`` interrupted in Python
+        3.11 takes the thread for stopped while it runs."""
+        if self._thread is None:
+            return
+        interrupted: BaseException | None = None
+        while True:
+            try:
+                if cancel:
+                    for sent in self._sent:
+                        sent.cancel()  # a statement running or done is not
+                wait(self._sent)
+                break
+            except BaseException as exc:  # a signal's exception, raised again below
+                interrupted = interrupted or exc
+                cancel = True
+        self._thread.shutdown(wait=True)  # idle now: it only has to stop
+        if interrupted is not None:
+            raise interrupted
