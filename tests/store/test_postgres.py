@@ -1027,6 +1027,9 @@ INTERRUPTED_SENDER = textwrap.dedent(
     """
     import os, signal, threading, time
     from fivefold.store.postgres.sender import Sender
+    # Ctrl-C raises KeyboardInterrupt even where this runs with SIGINT ignored (a background
+    # job of a shell: Python then leaves it ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     ran = []
 
     def slow(conn):
@@ -1066,6 +1069,7 @@ INTERRUPTED_WRITE = textwrap.dedent(
     from fivefold.store.postgres import store as pg_store
 
     url = sys.argv[1]
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even as a background job's
     real = pg_store.send_copy
     copying = threading.Event()
 
