@@ -962,11 +962,11 @@ def test_sigkill_during_writes_loses_no_acknowledged_memory(url: str) -> None:
 
 
 @pytest.mark.parametrize("threaded_from", [1, 10**9], ids=["threaded", "inline"])
-def test_a_failing_sent_statement_fails_the_whole_write(
+def test_a_failing_copy_fails_the_whole_write(
     url: str, monkeypatch: pytest.MonkeyPatch, threaded_from: int
 ) -> None:
-    """A bulk write's postings go by COPY from the sender's thread (``Sender``), a small one's
-    inline: a failure either way is the write's, and nothing of the batch stays."""
+    """A bulk write works out its older rows beside its COPYs (``Beside``), a small one
+    inline: a failing COPY either way fails the write, and nothing of the batch stays."""
     from fivefold.errors import StoreError
     from fivefold.store.postgres import store as pg_store
 
@@ -986,7 +986,8 @@ def test_a_failing_sent_statement_fails_the_whole_write(
         assert memory.store.lexical_search(Scope("default"), ["note"], 50, weights=W) == []
         assert all(f.ok for f in memory.store.check())
         assert len(memory.remember_many(_filler(40))) == 40  # the store still takes writes
-        assert threading.active_count() == threads  # the sender's thread is gone
+        time.sleep(0.2)  # an abandoned computation ends on its own
+        assert threading.active_count() == threads  # the thread beside is gone
 
 
 LATE_WRITER = textwrap.dedent(
@@ -1008,8 +1009,8 @@ LATE_WRITER = textwrap.dedent(
 
 
 def test_a_bulk_write_from_a_thread_outliving_the_main_one_is_written(url: str) -> None:
-    """No new thread can start once the interpreter shuts down: the sender sends inline."""
-    from fivefold.store.postgres.sender import THREADED_FROM
+    """Whether or not a thread can start once the interpreter shuts down, the write is done."""
+    from fivefold.store.postgres.beside import THREADED_FROM
 
     done = subprocess.run(
         [sys.executable, "-c", LATE_WRITER.format(n=THREADED_FROM), url],
@@ -1021,45 +1022,6 @@ def test_a_bulk_write_from_a_thread_outliving_the_main_one_is_written(url: str) 
     assert done.stdout.split() == ["ok", str(THREADED_FROM)]
     with _open(url) as memory:
         assert memory.stats().memories == THREADED_FROM
-
-
-INTERRUPTED_SENDER = textwrap.dedent(
-    """
-    import os, signal, threading, time
-    from fivefold.store.postgres.sender import Sender
-    # Ctrl-C raises KeyboardInterrupt even where this runs with SIGINT ignored (a background
-    # job of a shell: Python then leaves it ignored).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    ran = []
-
-    def slow(conn):
-        time.sleep(0.6)
-        ran.append("slow")
-
-    def then(conn):
-        ran.append("then")
-
-    # Ctrl-C while the block waits for what it sent: the one running finishes, the one not
-    # started never runs (it would run after the transaction's rollback).
-    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
-    try:
-        with Sender(None, threaded=True) as sender:
-            sender.send(slow)
-            sender.send(then)
-    except KeyboardInterrupt:
-        print("interrupted", ran, threading.active_count(), flush=True)
-    time.sleep(1.0)
-    print("after", ran, flush=True)
-    """
-)
-
-
-def test_an_interrupt_while_waiting_for_sent_statements_leaves_none_behind() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_SENDER], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["interrupted ['slow'] 1", "after ['slow']"]
 
 
 INTERRUPTED_WRITE = textwrap.dedent(
@@ -1096,7 +1058,7 @@ INTERRUPTED_WRITE = textwrap.dedent(
             print("written")
         except KeyboardInterrupt:
             print("interrupted")
-        time.sleep(1.5)  # what the sender had not started would have run by now
+        time.sleep(1.5)  # anything left running on the connection would have run by now
         pg_store.send_copy = real
         print(memory.stats().memories, all(f.ok for f in memory.store.check()), flush=True)
     """
@@ -1106,7 +1068,7 @@ INTERRUPTED_WRITE = textwrap.dedent(
 def test_a_bulk_write_interrupted_while_its_postings_go_leaves_no_postings(url: str) -> None:
     """Ctrl-C as a bulk write waits for its COPYs: the write is rolled back whole, and no
     posting of it is committed after the rollback (a hostile pass found 2,401)."""
-    from fivefold.store.postgres.sender import THREADED_FROM
+    from fivefold.store.postgres.beside import THREADED_FROM
 
     done = subprocess.run(
         [sys.executable, "-c", INTERRUPTED_WRITE.format(n=THREADED_FROM + 44), url],
@@ -1124,50 +1086,31 @@ def test_a_bulk_write_interrupted_while_its_postings_go_leaves_no_postings(url: 
     assert orphans == (0,)
 
 
-def test_sent_statements_run_in_order_and_the_first_failure_is_raised() -> None:
-    from fivefold.store.postgres.sender import Sender
+def test_work_beside_returns_its_value_or_its_error_whether_threaded_or_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fivefold.store.postgres.beside import Beside
 
-    ran: list[int] = []
-    started = threading.Event()
+    where: list[str] = []
 
-    def statement(n: int, fail: bool = False) -> Any:
-        def run(conn: object) -> None:
-            started.set()
-            time.sleep(0.01 * (3 - n % 3))  # later ones quicker: order is not by speed
-            ran.append(n)
-            if fail:
-                raise ValueError(f"statement {n}")
+    def work() -> int:
+        where.append(threading.current_thread().name)
+        return 42
 
-        return run
+    def failing() -> int:
+        raise ValueError("the work's")
 
-    def send(
-        statements: list[Any], error: BaseException | None = None, *, threaded: bool = True
-    ) -> None:
-        with Sender(psycopg.Connection.__new__(psycopg.Connection), threaded=threaded) as sender:
-            for one in statements:
-                sender.send(one)
-            if error is not None:
-                started.wait(5)
-                raise error
-
+    assert Beside(work, threaded=True).result() == 42
+    assert Beside(work, threaded=False).result() == 42
+    assert where == ["fivefold-beside", threading.current_thread().name]
     for threaded in (True, False):
-        ran.clear()
-        send([statement(n) for n in range(6)], threaded=threaded)
-        assert ran == list(range(6))
-        ran.clear()
-        with pytest.raises(ValueError, match="statement 1"):
-            send([statement(n, fail=n in (1, 2)) for n in range(4)], threaded=threaded)
-        assert ran == (list(range(4)) if threaded else [0, 1])  # inline: raised at once
+        with pytest.raises(ValueError, match="the work's"):
+            Beside(failing, threaded=threaded).result()
 
-    # The block's own error wins, after the statement running has finished (the connection
-    # is not handed back mid-statement); the ones not started are dropped.
-    def slow(conn: object) -> None:
-        started.set()
-        time.sleep(0.5)  # the block raises while this runs
-        ran.append(0)
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
 
-    ran.clear()
-    started.clear()
-    with pytest.raises(KeyError):
-        send([slow, statement(1), statement(2)], KeyError("the block's"))
-    assert ran == [0]
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    where.clear()
+    assert Beside(work, threaded=True).result() == 42  # inline
+    assert where == [threading.current_thread().name]

@@ -50,6 +50,7 @@ from fivefold.store import batch, context
 from fivefold.store.base import StoreSettings
 from fivefold.store.context import Group, SessionRow
 from fivefold.store.postgres import schema
+from fivefold.store.postgres.beside import THREADED_FROM, Beside
 from fivefold.store.postgres.context_rows import (
     Deltas,
     Growth,
@@ -70,7 +71,6 @@ from fivefold.store.postgres.lexical import Lexical, namespace_row
 from fivefold.store.postgres.lists import Version
 from fivefold.store.postgres.read import PostgresReads
 from fivefold.store.postgres.read import translating as _translating
-from fivefold.store.postgres.sender import THREADED_FROM, Sender
 from fivefold.store.rows import (
     edge_values,
     feedback_entries,
@@ -318,17 +318,19 @@ class PostgresStore(PostgresReads):
                 for i, m, v, c, w in zip(ids, memories, vectors, counted, windows, strict=True)
             ],
         )
-        # The server inserts the postings while this thread works out the older rows' changes
-        # (``Sender``). Only COPY is sent from the other thread: it holds the GIL a moment per
-        # megabyte and then waits on the server, where an ``executemany`` sent from there
-        # held it for every row and ran 5x slower beside this thread's work.
-        with Sender(conn, threaded=len(memories) >= THREADED_FROM) as sender:
-            for text in self._new_postings(deltas, memories, ids, counted, windows):
-                sender.send(partial(send_copy, text=text))
-            older = self._older_changes(deltas=deltas, rows=rows, new=set(ids))
+        new_postings = self._new_postings(deltas, memories, ids, counted, windows)
+        # The older rows' changes are worked out beside the new postings' COPY and the entities
+        # (``Beside``: this thread waits on the server meanwhile); ``deltas`` is the other
+        # thread's until its result is taken.
+        older = Beside(
+            partial(self._older_changes, deltas=deltas, rows=rows, new=set(ids)),
+            threaded=len(memories) >= THREADED_FROM,
+        )
+        for text in new_postings:
+            send_copy(conn, text)
         self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
-        self._update_older(conn, older)
+        self._update_older(conn, older.result())
         return ids
 
     @staticmethod
