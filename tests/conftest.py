@@ -68,6 +68,12 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         url = server.get_uri()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+        # The stores vacuum and analyze as they grow; autovacuum beside them would only add
+        # races: its ANALYZE of another test's tables holds a snapshot, and a test's VACUUM
+        # then cannot mark its fresh rows all-visible (a fresh-clone run saw a vacuumed
+        # postings table with no page visible).
+        conn.execute("ALTER SYSTEM SET autovacuum = off")
+        conn.execute("SELECT pg_reload_conf()")
     yield url
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
