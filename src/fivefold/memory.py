@@ -17,6 +17,7 @@ from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput, NotFound, StoreError, alone
 from fivefold.extract.entities import extract_entities
 from fivefold.extract.prepare import MAX_PREDICATE_CHARS, prepare
+from fivefold.gate import Gate, gated
 from fivefold.learned import Example
 from fivefold.metrics import MetricsSnapshot
 from fivefold.model import (
@@ -47,6 +48,7 @@ class Memory:
         self._embedder = embedder
         self._config = config
         self._reader = Reader(store, embedder, config)
+        self._gate = Gate(store.location)
 
     @classmethod
     def open(
@@ -78,7 +80,9 @@ class Memory:
         self.close()
 
     def close(self) -> None:
-        self._store.close()
+        """Close the store once the calls in flight are done; later calls are refused."""
+        if self._gate.close():
+            self._store.close()
 
     @property
     def store(self) -> Store:
@@ -93,6 +97,7 @@ class Memory:
         return self._embedder
 
     # -- writes ---------------------------------------------------------------------------------
+    @gated
     def remember(
         self,
         content: str,
@@ -132,6 +137,7 @@ class Memory:
                 raise single from exc
             raise
 
+    @gated
     def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
         """Store many memories in one transaction with one batched embedding call. An item may
         carry a precomputed ``vector`` (same model and dimension as the store's)."""
@@ -210,6 +216,7 @@ class Memory:
             out[missing] = self._embedder.embed([_embed_text(prepared[i]) for i in missing])
         return out
 
+    @gated
     def relate(
         self,
         source: str,
@@ -277,6 +284,7 @@ class Memory:
             vector=vector,
         )
 
+    @gated
     def alias(self, name: str, alias: str, *, namespace: str = "default") -> Entity:
         """Make ``alias`` another name of the entity ``name`` (created if new)."""
         return self._store.add_alias(
@@ -285,6 +293,7 @@ class Memory:
             validate.entity_name(alias, "alias"),
         )
 
+    @gated
     def forget(
         self,
         memory_id: int,
@@ -300,6 +309,7 @@ class Memory:
         if not self._store.delete_memory(validate.memory_id(memory_id), scope):
             raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
 
+    @gated
     def get(
         self,
         memory_id: int,
@@ -316,6 +326,7 @@ class Memory:
             raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
         return record
 
+    @gated
     def browse(
         self,
         *,
@@ -334,6 +345,7 @@ class Memory:
         records = self._store.get_memories(scope.namespace, ids)
         return [records[i] for i in ids if i in records]
 
+    @gated
     def stats(self, *, namespace: str | None = None) -> StoreStats:
         """Counts of the store, or of one namespace's memories, entities and edges."""
         if namespace is None:
@@ -341,6 +353,7 @@ class Memory:
         return self._store.stats(validate.read_name(namespace, "namespace"))
 
     # -- reads ----------------------------------------------------------------------------------
+    @gated
     def recall(
         self,
         query: str,
@@ -381,6 +394,7 @@ class Memory:
         kept = tuple(h for h in result.hits if h.confidence >= floor)
         return replace(result, hits=kept, dropped=len(result.hits) - len(kept))
 
+    @gated
     def feedback(
         self,
         recall_id: str,
@@ -408,18 +422,21 @@ class Memory:
             scope.namespace, args.text, recall_id, labels, datetime.now(UTC)
         )
 
+    @gated
     def examples(self, *, namespace: str = "default") -> list[Example]:
         """What ``train`` fits on: each recall with feedback asked again, its candidates and
         their features labelled by the feedback (for benchmarks and trainers of your own)."""
         name = validate.read_name(namespace, "namespace")
         return self._reader.examples(self._store.feedback(name))
 
+    @gated
     def train(self, *, namespace: str = "default") -> TrainReport:
         """Fit learned fusion on the namespace's feedback and keep it if it does no worse than
         the rules on held-out recalls (``optimizer.mode = "learned"`` ranks with it)."""
         name = validate.read_name(namespace, "namespace")
         return train(self._reader, self._store, name, self._config.learned)
 
+    @gated
     def explain(self, query: str, k: int = 10, **kwargs: Any) -> Explanation:
         """Everything recall decided: the parse, the features, the plan, each retriever's
         list and every fusion term (never served from the cache)."""
