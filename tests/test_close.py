@@ -28,12 +28,12 @@ def test_close_waits_for_a_write_it_met_after_the_commit(
     committed, closing = threading.Event(), threading.Event()
     insert = memory.store.insert_memories
 
-    def slow_insert(*args: Any, **kwargs: Any) -> list[int]:
-        ids = insert(*args, **kwargs)
+    def slow_insert(*args: Any, **kwargs: Any) -> Any:
+        written = insert(*args, **kwargs)
         committed.set()
         closing.wait(10)
         time.sleep(0.3)  # close() runs now, unless it waits for this call
-        return ids
+        return written
 
     memory.store.insert_memories = slow_insert  # type: ignore[method-assign]
     outcome: list[Any] = []

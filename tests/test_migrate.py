@@ -3,6 +3,7 @@ recalls that rank the same."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,8 +25,23 @@ QUERIES = [
 ]
 
 
+_OPENED: list[Memory] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_what_was_opened() -> Iterator[None]:
+    """Each store a test opens is closed after it: a Postgres pool left to the garbage
+    collector can be collected on its own worker thread, which then cannot join itself (an
+    unraisable error pytest pins on whichever test runs then)."""
+    yield
+    while _OPENED:
+        _OPENED.pop().close()
+
+
 def _open(url: str) -> Memory:
-    return Memory.open(url, embedder=fivefold.HashingEmbedder())
+    memory = Memory.open(url, embedder=fivefold.HashingEmbedder())
+    _OPENED.append(memory)
+    return memory
 
 
 def _seed(memory: Memory) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 from fivefold import validate
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
-from fivefold.errors import InvalidInput, NotFound, StoreError, alone
+from fivefold.errors import InvalidInput, NotFound, alone
 from fivefold.extract.entities import extract_entities
 from fivefold.extract.prepare import MAX_PREDICATE_CHARS, prepare
 from fivefold.gate import Gate, gated
@@ -144,18 +144,7 @@ class Memory:
         prepared, vectors = self._prepare_batch(items)
         if not prepared:
             return []
-        ids = self._store.insert_memories(prepared, vectors)
-        records: dict[int, MemoryRecord] = {}
-        for namespace in {m.scope.namespace for m in prepared}:
-            mine = [i for i, m in zip(ids, prepared, strict=True) if m.scope.namespace == namespace]
-            records.update(self._store.get_memories(namespace, mine))
-        missing = [i for i in ids if i not in records]
-        if missing:  # written, but not readable back: a damaged file
-            raise StoreError(
-                f"{self._store.location}: memories {missing[:5]} were written but cannot be "
-                "read back; check the store with `fivefold doctor`"
-            )
-        return [records[i] for i in ids]
+        return self._store.insert_memories(prepared, vectors)
 
     def _prepare_batch(
         self, items: Iterable[Mapping[str, Any]]

@@ -86,7 +86,7 @@ def migrate(
             copied = dst.insert_memories(
                 [_as_new(records[i]) for i in chunk], np.stack([vectors[i] for i in chunk])
             )
-            mapping.update(zip(chunk, copied, strict=True))
+            mapping.update(zip(chunk, (r.id for r in copied), strict=True))
             done += len(chunk)
             if on_progress is not None:
                 on_progress(done, total)

@@ -8,7 +8,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -194,3 +194,41 @@ def test_a_writer_racing_into_the_same_session_waits_for_the_batch(
         assert rows[old] == ("old 1\nA1", "old 0\nA2")
         assert rows[first.id] == ("old 2\nA2", "old 1\nB1")
         assert rows[second.id] == ("A1\nB1", "old 2\nB2")
+
+
+def test_the_records_a_write_returns_are_the_ones_read_back(store_url: str) -> None:
+    """``remember_many`` builds its records from what it wrote (nothing is read after the
+    commit): they must equal what ``get`` reads, field by field, whatever the entities'
+    spellings (an existing entity's name, an alias, two spellings of one), metadata, times
+    and scopes."""
+    with fivefold.Memory.open(store_url, embedder=fivefold.HashingEmbedder(dim=16)) as mem:
+        mem.remember("Priya Patel leads Kestrel", entities=["Priya Patel", "Kestrel"])
+        mem.alias("Kestrel", "KST")
+        mem.remember("Dana Lee", namespace="other", entities=["DANA lee"])
+        rng = random.Random(5)
+        items: list[dict[str, Any]] = []
+        for n in range(60):
+            item: dict[str, Any] = {
+                "content": f"note {n} about {rng.choice(WORDS)} and {rng.choice(WORDS)}",
+                "namespace": rng.choice(["default", "other"]),
+                "entities": rng.sample(PEOPLE + ["KST", "kestrel", "dana LEE"], rng.randint(0, 4)),
+                "importance": rng.random(),
+                "metadata": {"n": n, "x": [1, 2.5, {"b": None}], "ü": "ß", "f": rng.random()},
+            }
+            if n % 3 == 0:
+                offset = timezone(timedelta(hours=rng.randint(-11, 12), minutes=30))
+                item["event_at"] = datetime(2025, 3, 1, 8, 0, 0, rng.randrange(10**6), offset)
+            if n % 4 == 0:
+                item |= {"user_id": f"u{n % 2}", "session_id": f"s{n % 3}", "speaker": "Priya"}
+            if n % 5 == 0:
+                item |= {"agent_id": "bot", "type": "preference", "predicate": "likes"}
+            items.append(item)
+        written = mem.remember_many(items)
+        assert len(written) == len(items)
+        for record in written:
+            assert mem.get(record.id, namespace=record.namespace) == record
+        priya = [r for r in written if "Priya Patel" in r.entities]
+        assert priya  # the entity the first memory created, by its stored spelling
+        assert all("priya  patel" not in r.entities for r in written)
+        named = [r for r, i in zip(written, items, strict=True) if "KST" in i["entities"]]
+        assert all("Kestrel" in r.entities for r in named if r.namespace == "default")

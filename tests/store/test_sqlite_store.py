@@ -632,7 +632,8 @@ def test_insert_failing_mid_batch_leaves_nothing(hashing_mem: Memory, now: datet
     assert len(hashing_mem.store.vector_search(Scope(), HASHING.embed(["ziggurat"]), 10)[0]) == 1
     # The same batch without the bad item goes through whole.
     del batch[3]
-    new_ids = hashing_mem.store.insert_memories(batch, HASHING.embed([m.content for m in batch]))
+    written = hashing_mem.store.insert_memories(batch, HASHING.embed([m.content for m in batch]))
+    new_ids = [r.id for r in written]
     assert len(hashing_mem.store.lexical_search(Scope(), ["ziggurat"], 10, weights=W)) == 4
     found = hashing_mem.store.vector_search(Scope(), HASHING.embed(["ziggurat"]), 10)[0]
     assert set(new_ids) <= {i for i, _ in found}

@@ -63,9 +63,12 @@ class Store(Protocol):
     def close(self) -> None: ...
 
     # -- writes ------------------------------------------------------------------------------
-    def insert_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
+    def insert_memories(
+        self, memories: Sequence[NewMemory], vectors: Vectors
+    ) -> list[MemoryRecord]:
         """Write all memories (with embeddings, index entries, mentions, co-mention edges and
-        session log) in one transaction; return their ids in order."""
+        session log) in one transaction; return their records in order, as ``get_memories``
+        would read them (built from the write: nothing is read after the commit)."""
         ...
 
     def delete_memory(self, memory_id: int, scope: Scope) -> bool:

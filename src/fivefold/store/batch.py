@@ -17,9 +17,10 @@ from typing import Any
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
-from fivefold.model import NewMemory
+from fivefold.model import MemoryRecord, NewMemory
 from fivefold.store import context
 from fivefold.store.context import Group, SessionRow
+from fivefold.store.rows import memory_record
 from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
 
@@ -114,6 +115,23 @@ def memory_values(memory: NewMemory) -> tuple[Any, ...]:
     )
 
 
+def records(
+    rows: Sequence[Sequence[Any]], found: Mentions, names: Mapping[int, str]
+) -> list[MemoryRecord]:
+    """The batch's records as a read of what it wrote returns them, from its rows (each an id
+    then its ``memory_values``, as written), its mentions and its entities' stored names
+    (id -> name), with the read's conversions (``rows.memory_record``) and its order of
+    entities (by id). Built, not read back: once the write has committed, nothing may fail
+    its caller (a store closed, or a Ctrl-C, between the commit and a read-back told the
+    caller that a stored write failed)."""
+    held: dict[int, list[int]] = {}
+    for _, entity_id, memory_id, _, _ in found.rows:
+        held.setdefault(memory_id, []).append(entity_id)
+    return [
+        memory_record(row, [names[e] for e in sorted(held.get(int(row[0]), ()))]) for row in rows
+    ]
+
+
 def group_of(memory: NewMemory) -> Group | None:
     """The session a memory belongs to (None: it has none)."""
     if not memory.session_id:
@@ -189,6 +207,7 @@ __all__ = [
     "group_of",
     "memory_values",
     "mentions",
+    "records",
     "session_context",
     "session_members",
     "sessions",

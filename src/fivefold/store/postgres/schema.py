@@ -393,12 +393,15 @@ COPY_POSTINGS = (
     "COPY postings (namespace, field, term, memory_id, first, second, norm1, norm2, type) "
     "FROM STDIN (ENCODING 'UTF8')"  # what ``copy_text`` formats, whatever the connection's
 )
+# (key, entity id, its stored name): the names are the written records' (``batch.records``).
 FIND_ALIASES = """
-SELECT norm, min(entity_id) FROM aliases
-WHERE namespace = %s AND norm = ANY(%s::text[]) GROUP BY norm
+SELECT a.norm, a.entity_id, e.name FROM (
+    SELECT norm, min(entity_id) AS entity_id FROM aliases
+    WHERE namespace = %(ns)s AND norm = ANY(%(keys)s::text[]) GROUP BY norm
+) a JOIN entities e ON e.namespace = %(ns)s AND e.id = a.entity_id
 """
 FIND_ENTITIES = """
-SELECT norm, id FROM entities WHERE namespace = %s AND norm = ANY(%s::text[])
+SELECT norm, id, name FROM entities WHERE namespace = %(ns)s AND norm = ANY(%(keys)s::text[])
 """
 # New entities in the order they were first named (their ids in that order, as on SQLite); a
 # key another writer created meanwhile is taken as it is (a no-op update, to return its id).
@@ -409,7 +412,7 @@ FROM unnest(%s::text[], %s::text[], %s::text[], %s::float8[])
      WITH ORDINALITY AS t(namespace, name, norm, created, n)
 ORDER BY t.n
 ON CONFLICT (namespace, norm) DO UPDATE SET mentions = e.mentions
-RETURNING id, namespace, norm
+RETURNING id, namespace, norm, name
 """
 INSERT_MENTIONS = """
 INSERT INTO mentions (namespace, entity_id, memory_id, joined, type)

@@ -42,6 +42,7 @@ from fivefold.model import (
     Entity,
     Feedback,
     Finding,
+    MemoryRecord,
     NewEdge,
     NewMemory,
     Scope,
@@ -255,7 +256,9 @@ class PostgresStore(PostgresReads):
             log.warning("%s: refreshing statistics after a write failed: %s", self.location, exc)
 
     # -- writes ---------------------------------------------------------------------------------
-    def insert_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
+    def insert_memories(
+        self, memories: Sequence[NewMemory], vectors: Vectors
+    ) -> list[MemoryRecord]:
         if len(memories) != len(vectors):
             raise InvalidInput("one vector per memory is required")
         if len(vectors) and vectors.shape[1] != self._dim:
@@ -270,7 +273,7 @@ class PostgresStore(PostgresReads):
         deltas: Deltas,
         memories: Sequence[NewMemory],
         vectors: Vectors,
-    ) -> list[int]:
+    ) -> list[MemoryRecord]:
         """A batch in a few statements: ids reserved at once, rows and postings sent together,
         entities, mentions, co-mentions and sessions resolved per batch (the same rules as
         the SQLite backend's row-by-row path), then the session context."""
@@ -310,12 +313,13 @@ class PostgresStore(PostgresReads):
             window(own.second, ctx.first, ctx.second)
             for own, ctx in zip(counted, around, strict=True)
         ]
+        values = [(i, *batch.memory_values(m)) for i, m in zip(ids, memories, strict=True)]
         _execute_many(
             conn,
             schema.INSERT_MEMORY,
             [
-                _memory_row(i, m, v, c, texts.get(i, ("", "")), w, rows.searched.get(i))
-                for i, m, v, c, w in zip(ids, memories, vectors, counted, windows, strict=True)
+                _memory_row(r, v, c, texts.get(r[0], ("", "")), w, rows.searched.get(r[0]))
+                for r, v, c, w in zip(values, vectors, counted, windows, strict=True)
             ],
         )
         new_postings = self._new_postings(deltas, memories, ids, counted, windows)
@@ -328,10 +332,10 @@ class PostgresStore(PostgresReads):
         )
         for text in new_postings:
             send_copy(conn, text)
-        self._write_entities(conn, memories, ids, named)
+        found, names = self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
         self._update_older(conn, older.result())
-        return ids
+        return batch.records(values, found, names)
 
     @staticmethod
     def _newest(
@@ -450,23 +454,29 @@ class PostgresStore(PostgresReads):
         memories: Sequence[NewMemory],
         ids: Sequence[int],
         named: Sequence[batch.Named],
-    ) -> None:
+    ) -> tuple[batch.Mentions, dict[int, str]]:
         """Names resolved per namespace (an alias wins, else the entity of that key, created
-        with the first spelling met), then mentions, mention counts and co-mention edges."""
+        with the first spelling met), then mentions, mention counts and co-mention edges.
+        Returns the mentions and each named entity's stored name (id -> name)."""
         first = batch.first_spellings(memories, named)
         resolved: dict[tuple[str, str], int] = {}
+        names: dict[int, str] = {}
         for namespace in dict.fromkeys(ns for ns, _ in first):
             keys = [k for ns, k in first if ns == namespace]
             for statement in (schema.FIND_ENTITIES, schema.FIND_ALIASES):  # an alias wins
-                for key, entity_id in conn.execute(statement, (namespace, keys)):
+                for key, entity_id, name in conn.execute(
+                    statement, {"ns": namespace, "keys": keys}
+                ):
                     resolved[namespace, str(key)] = int(entity_id)
+                    names[int(entity_id)] = str(name)
         fresh = [key for key in first if key not in resolved]  # in first-met order
         if fresh:
             rows = conn.execute(
                 schema.UPSERT_ENTITIES,
                 _columns([(ns, first[ns, k][0], k, first[ns, k][1]) for ns, k in fresh]),
             ).fetchall()
-            resolved.update(((str(ns), str(k)), int(i)) for i, ns, k in rows)
+            resolved.update(((str(ns), str(k)), int(i)) for i, ns, k, _ in rows)
+            names.update((int(i), str(name)) for i, _, _, name in rows)
         found = batch.mentions(
             memories, ids, named, resolved, self._settings.write.max_comention_entities
         )
@@ -487,6 +497,7 @@ class PostgresStore(PostgresReads):
                     [created for _, (_, created) in pairs],
                 ),
             )
+        return found, names
 
     def _write_sessions(self, conn: psycopg.Connection, memories: Sequence[NewMemory]) -> None:
         spans = sorted(batch.sessions(memories).items())
@@ -587,8 +598,8 @@ class PostgresStore(PostgresReads):
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> tuple[int, int | None]:
             now = to_ts(datetime.now().astimezone())
-            ids = self._write_memories(conn, deltas, records, matrix)
-            memory_id = ids[0] if ids else edge.memory_id
+            written = self._write_memories(conn, deltas, records, matrix)
+            memory_id = written[0].id if written else edge.memory_id
             source = self._entity_id(conn, scope.namespace, edge.source, now, 0)
             target = self._entity_id(conn, scope.namespace, edge.target, now, 0)
             row = conn.execute(
@@ -868,8 +879,7 @@ def _session_keys(groups: Iterable[Group]) -> Iterator[int]:
 
 
 def _memory_row(
-    memory_id: int,
-    memory: NewMemory,
+    values: tuple[Any, ...],
     vector: Vectors,
     counted: Counted,
     text: tuple[str, str],
@@ -878,8 +888,7 @@ def _memory_row(
 ) -> tuple[Any, ...]:
     embedding = np.asarray(vector, np.float32)
     return (
-        memory_id,
-        *batch.memory_values(memory),
+        *values,  # the id, then ``batch.memory_values``
         [counted.first_length, counted.second_length, window.first_length, window.second_length],
         *text,
         embedding,

@@ -170,19 +170,23 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 INSERT_VECTOR = "INSERT INTO vectors (memory_id, embedding, context) VALUES (?, ?, ?)"
 UPDATE_CONTEXT = "UPDATE memories SET context_near = ?, context_far = ? WHERE id = ?"
 UPDATE_SEARCHED = "UPDATE vectors SET context = ? WHERE memory_id = ?"
+# (key, entity id, its stored name): the names are the written records' (``batch.records``).
 FIND_ALIASES = """
-SELECT norm, min(entity_id) FROM aliases
-WHERE namespace = ? AND norm IN (SELECT value FROM json_each(?)) GROUP BY norm
+SELECT a.norm, a.entity_id, e.name FROM (
+    SELECT norm, min(entity_id) AS entity_id FROM aliases
+    WHERE namespace = ? AND norm IN (SELECT value FROM json_each(?)) GROUP BY norm
+) a JOIN entities e ON e.id = a.entity_id
 """
 FIND_ENTITIES = """
-SELECT norm, id FROM entities WHERE namespace = ? AND norm IN (SELECT value FROM json_each(?))
+SELECT norm, id, name FROM entities
+WHERE namespace = ? AND norm IN (SELECT value FROM json_each(?))
 """
 
 FIND_ALIAS = "SELECT entity_id FROM aliases WHERE namespace = ? AND norm = ? ORDER BY entity_id"
 UPSERT_ENTITY = """
 INSERT INTO entities (namespace, name, norm, mentions, created_at) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (namespace, norm) DO UPDATE SET mentions = mentions + excluded.mentions
-RETURNING id
+RETURNING id, name
 """
 BUMP_ENTITY_MENTIONS = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
 # ``joined``: the mention took part in the memory's co-mention edges (WriteConfig caps them), so

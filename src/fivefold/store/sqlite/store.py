@@ -354,18 +354,22 @@ class SQLiteStore:
             yield self._side[1]
 
     # -- writes ---------------------------------------------------------------------------------
-    def insert_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
+    def insert_memories(
+        self, memories: Sequence[NewMemory], vectors: Vectors
+    ) -> list[MemoryRecord]:
         if len(memories) != len(vectors):
             raise InvalidInput("one vector per memory is required")
         if len(vectors) and vectors.shape[1] != self._dim:
             raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
         with self._transaction():
-            ids = self._write_memories(memories, vectors)
+            written = self._write_memories(memories, vectors)
         with self._lock:  # the lexical indexes share the connection: never beside a reader
             self._lexical.written(m.scope.namespace for m in memories)
-        return ids
+        return written
 
-    def _write_memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[int]:
+    def _write_memories(
+        self, memories: Sequence[NewMemory], vectors: Vectors
+    ) -> list[MemoryRecord]:
         """Inside a transaction: a batch in a statement per table. Ids are taken first, the
         session context is worked out in memory, and each new memory is written once, with
         its final context; then the ones before it in its session, entities, mentions,
@@ -382,12 +386,9 @@ class SQLiteStore:
         rows = batch.session_context(
             memories, ids, vectors, self._smoothing(), self._context.newest
         )
+        values = [(i, *batch.memory_values(m)) for i, m in zip(ids, memories, strict=True)]
         self._conn.executemany(
-            schema.INSERT_MEMORY,
-            [
-                (i, *batch.memory_values(m), *rows.contexts.get(i, ("", "")))
-                for i, m in zip(ids, memories, strict=True)
-            ],
+            schema.INSERT_MEMORY, [(*v, *rows.contexts.get(v[0], ("", ""))) for v in values]
         )
         self._conn.executemany(
             schema.INSERT_VECTOR,
@@ -403,7 +404,7 @@ class SQLiteStore:
             schema.UPDATE_SEARCHED,
             [(_blob(v), i) for i, v in rows.searched.items() if i not in new],
         )
-        self._write_entities(memories, ids, named)
+        found, names = self._write_entities(memories, ids, named)
         self._conn.executemany(
             schema.UPSERT_SESSION,
             [(*group, low, high) for group, (low, high) in batch.sessions(memories).items()],
@@ -412,7 +413,7 @@ class SQLiteStore:
         self._conn.executemany(
             schema.BUMP_NAMESPACE, [(ns, count, 1) for ns, count in counts.items()]
         )
-        return ids
+        return batch.records(values, found, names)
 
     def _smoothing(self) -> context.Smoothing:
         cfg = self._settings.context
@@ -420,22 +421,26 @@ class SQLiteStore:
 
     def _write_entities(
         self, memories: Sequence[NewMemory], ids: Sequence[int], named: Sequence[batch.Named]
-    ) -> None:
+    ) -> tuple[batch.Mentions, dict[int, str]]:
         """Names resolved per namespace (an alias wins, else the entity of that key, created
-        with the first spelling met), then mentions, mention counts and co-mention edges."""
+        with the first spelling met), then mentions, mention counts and co-mention edges.
+        Returns the mentions and each named entity's stored name (id -> name)."""
         resolved: dict[tuple[str, str], int] = {}
+        names: dict[int, str] = {}
         first = batch.first_spellings(memories, named)
         for namespace in dict.fromkeys(ns for ns, _ in first):
             keys = json.dumps([k for ns, k in first if ns == namespace])
             for statement in (schema.FIND_ENTITIES, schema.FIND_ALIASES):  # an alias wins
-                for key, entity_id in self._conn.execute(statement, (namespace, keys)):
+                for key, entity_id, name in self._conn.execute(statement, (namespace, keys)):
                     resolved[namespace, str(key)] = int(entity_id)
+                    names[int(entity_id)] = str(name)
         for (namespace, key), (name, created) in first.items():  # new ones in first-met order
             if (namespace, key) not in resolved:
                 row = self._conn.execute(
                     schema.UPSERT_ENTITY, (namespace, name, key, 0, created)
                 ).fetchone()
                 resolved[namespace, key] = int(row[0])
+                names[int(row[0])] = str(row[1])
         found = batch.mentions(
             memories, ids, named, resolved, self._settings.write.max_comention_entities
         )
@@ -449,6 +454,7 @@ class SQLiteStore:
             schema.UPSERT_COMENTIONS,
             [(*key, n, created) for key, (n, created) in sorted(found.pairs.items())],
         )
+        return found, names
 
     def _entity_id(self, namespace: str, name: str, created: float, mentions: int) -> int:
         """Resolve a name to an entity (an alias wins over creating a new one)."""
@@ -513,8 +519,8 @@ class SQLiteStore:
             len(records), self._dim
         )
         with self._transaction():
-            ids = self._write_memories(records, matrix)
-            memory_id = ids[0] if ids else memory_id
+            written = self._write_memories(records, matrix)
+            memory_id = written[0].id if written else memory_id
             source = self._entity_id(scope.namespace, edge.source, now, 0)
             target = self._entity_id(scope.namespace, edge.target, now, 0)
             cur = self._conn.execute(
