@@ -300,6 +300,11 @@ BAD_REMEMBER_ARGS: list[tuple[dict[str, Any], str]] = [
     ({"metadata": {"when": object()}}, "metadata"),
     ({"metadata": {"tags": {"a", "b"}}}, "metadata"),
     ({"metadata": {"score": math.nan}}, "metadata"),
+    ({"metadata": {"n": "\ud800"}}, "metadata"),  # stored, it failed every UTF-8 response
+    ({"metadata": {"\udfff": 1}}, "metadata"),
+    ({"metadata": {"deep": [{"x": "a\ud83d"}]}}, "metadata"),
+    ({"metadata": {1: "a", "1": "b"}}, "metadata"),  # one key as JSON: a value lost
+    ({"metadata": {"in": {True: 1, "true": 2}}}, "metadata"),
     ({"entities": "Priya"}, "entities"),
     ({"entities": [""]}, "entities"),
     ({"entities": [42]}, "entities"),
@@ -371,7 +376,15 @@ def test_remember_many_with_one_invalid_item_stores_nothing(
 
 
 @pytest.mark.parametrize(
-    "bad", [[0.0] * 64, [math.inf] + [1.0] * 63, [1.0] * 63, "sixty-four", [1e309] * 64]
+    "bad",
+    [
+        [0.0] * 64,
+        [math.inf] + [1.0] * 63,
+        [1.0] * 63,
+        "sixty-four",
+        [1e309] * 64,
+        [10**400] * 64,  # an int past a float's range: OverflowError, not ValueError
+    ],
 )
 def test_one_bad_vector_among_valid_ones_is_named(hashing_mem: Memory, bad: Any) -> None:
     """Every item carries a vector (the bulk path checks them as one array): the bad one is
@@ -420,6 +433,8 @@ BAD_RELATE_ARGS: list[tuple[dict[str, Any], str]] = [
     ({"target": "?!"}, "target"),
     ({"relation": " "}, "relation"),
     ({"namespace": ""}, "namespace"),
+    ({"record": "no"}, "record"),  # was taken as True
+    ({"record": None}, "record"),
 ]
 
 

@@ -3,6 +3,7 @@ rules, learned ranking, and the model's storage, on both backends."""
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -126,7 +127,8 @@ def test_feedback_is_checked_and_stays_in_its_scope(hashing_mem: fivefold.Memory
         hashing_mem.feedback(result.recall_id, relevant=[10**9])
     with pytest.raises(InvalidInput, match="names no memory"):
         hashing_mem.feedback(result.recall_id)
-    for bad in ("", "r1.!!!", "r1." + "a" * 10, 42, None):
+    nested = "r1." + base64.urlsafe_b64encode(b"[" * 100_000).decode()  # RecursionError
+    for bad in ("", "r1.!!!", "r1." + "a" * 10, 42, None, nested):
         with pytest.raises(InvalidInput):
             hashing_mem.feedback(bad, relevant=[mine.id])  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):

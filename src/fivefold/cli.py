@@ -217,7 +217,8 @@ def import_(
         )
     for where, problem in report.skipped:
         click.echo(f"skipped {path}: {where}: {problem}", err=True)
-    skipped = f"; skipped {len(report.skipped)} bad records" if report.skipped else ""
+    count = len(report.skipped)
+    skipped = f"; skipped {count} bad record{'s' * (count != 1)}" if count else ""
     click.echo(f"imported {report.imported} memories from {path}{skipped}")
 
 

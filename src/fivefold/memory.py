@@ -223,6 +223,8 @@ class Memory:
     ) -> Edge:
         """Add a typed edge between two entities (created if new). With ``record`` (default) the
         relation is also stored as a fact memory, so recall can return it as evidence."""
+        if not isinstance(record, bool):  # "no" would be taken as True
+            raise InvalidInput(f"record must be True or False, got {record!r}")
         source = validate.entity_name(source, "source").strip()
         target = validate.entity_name(target, "target").strip()
         relation = validate.name_text(relation, "relation").strip()
@@ -497,7 +499,7 @@ def _unit_vectors(raws: Sequence[Any], dim: int, positions: Sequence[int]) -> np
     vectors: np.ndarray | None
     try:
         vectors = np.array(raws, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # Overflow: an int past a float's range
         vectors = None
     if vectors is None or vectors.shape != (len(raws), dim) or not np.all(np.isfinite(vectors)):
         return np.array([_unit_vector(r, dim, p) for r, p in zip(raws, positions, strict=True)])
@@ -514,7 +516,7 @@ def _unit_vector(raw: Any, dim: int, position: int) -> np.ndarray:
     # float64 first: a float32 cast would turn 1e39 into inf and its square into 0 norm.
     try:
         vector = np.asarray(raw, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise InvalidInput(f"item {position}: vector must be {dim} numbers", item=position) from exc
     if vector.shape != (dim,) or not np.all(np.isfinite(vector)):
         raise InvalidInput(f"item {position}: vector must be {dim} finite numbers", item=position)

@@ -120,7 +120,8 @@ class RecallArgs:
                 budget=data["budget"],
                 session_id=data["session"],
             )
-        except (binascii.Error, ValueError, KeyError, TypeError) as exc:
+        # RecursionError: a body of 100,000 "[" (json nests each one on the stack).
+        except (binascii.Error, ValueError, KeyError, TypeError, RecursionError) as exc:
             if isinstance(exc, InvalidInput):
                 raise
             raise InvalidInput("recall_id is not a recall_id fivefold issued") from exc

@@ -202,9 +202,16 @@ def metadata(value: object) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise InvalidInput(f"metadata must be a dict, got {type(value).__name__}")
-    _check_depth(value)
+    keys = _check_depth(value)
     try:
         encoded = json.dumps(dict(value), allow_nan=False)
+        # A lone surrogate passes the ASCII-escaped JSON above, then fails every response
+        # that has to encode the memory as UTF-8 (its reads, its recalls).
+        json.dumps(dict(value), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            "metadata contains a lone surrogate (in a key or a value); pass valid Unicode text"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"metadata must be JSON-serializable: {exc}") from exc
     if len(encoded) > MAX_METADATA_BYTES:
@@ -212,21 +219,29 @@ def metadata(value: object) -> dict[str, Any]:
             f"metadata is {len(encoded):,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,}"
         )
     decoded: dict[str, Any] = json.loads(encoded)
+    if _check_depth(decoded) != keys:  # {1: "a", "1": "b"}: one key once JSON, one value lost
+        raise InvalidInput(
+            'metadata has two keys that are the same as JSON text (say 1 and "1"); keep one'
+        )
     return decoded
 
 
-def _check_depth(value: object) -> None:
+def _check_depth(value: object) -> int:
     """Refuse nesting deeper than MAX_METADATA_DEPTH without recursing (a 10,000-level list
-    would overflow the stack of a recursive walk, and of json)."""
+    would overflow the stack of a recursive walk, and of json). Returns how many keys the
+    mappings hold between them."""
+    keys = 0
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_METADATA_DEPTH:
             raise InvalidInput(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
         if isinstance(node, Mapping):
+            keys += len(node)
             stack.extend((child, depth + 1) for child in node.values())
         elif isinstance(node, list | tuple):
             stack.extend((child, depth + 1) for child in node)
+    return keys
 
 
 def memory_id(value: object) -> int:

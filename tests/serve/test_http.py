@@ -141,6 +141,23 @@ def test_bad_writes_are_refused_and_write_nothing(
     assert http.get("/healthz").status_code == 200
 
 
+@pytest.mark.parametrize("metadata", ['{"n": "\\ud800"}', '{"\\udfff": 1}'])
+def test_a_lone_surrogate_in_metadata_is_refused_and_reads_go_on(
+    http: httpx.Client, ns: str, metadata: str
+) -> None:
+    """JSON may escape a lone surrogate; stored, it failed the write's response (a 500 for
+    a stored memory) and every later read that returned it."""
+    assert http.post("/v1/memories", json={"content": "zebra crossing", "namespace": ns})
+    body = f'{{"content": "zebra note", "namespace": "{ns}", "metadata": {metadata}}}'
+    headers = {"content-type": "application/json"}
+    response = _bad(http, "POST", "/v1/memories", content=body.encode(), headers=headers)
+    assert "surrogate" in response.json()["error"]["message"]
+    assert _count(http, ns) == 1
+    found = http.post("/v1/recall", json={"query": "zebra", "k": 5, "namespace": ns})
+    assert found.status_code == 200
+    assert [h["memory"]["content"] for h in found.json()["hits"]] == ["zebra crossing"]
+
+
 def test_a_batch_with_one_bad_item_writes_nothing(http: httpx.Client, ns: str) -> None:
     items: list[dict[str, Any]] = [{"content": "fine"}, {"content": "bad", "importance": 7}]
     response = _bad(http, "POST", "/v1/memories/batch", json={"items": items, "namespace": ns})

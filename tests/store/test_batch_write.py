@@ -211,7 +211,7 @@ def test_the_records_a_write_returns_are_the_ones_read_back(store_url: str) -> N
             item: dict[str, Any] = {
                 "content": f"note {n} about {rng.choice(WORDS)} and {rng.choice(WORDS)}",
                 "namespace": rng.choice(["default", "other"]),
-                "entities": rng.sample(PEOPLE + ["KST", "kestrel", "dana LEE"], rng.randint(0, 4)),
+                "entities": rng.sample([*PEOPLE, "KST", "kestrel", "dana LEE"], rng.randint(0, 4)),
                 "importance": rng.random(),
                 "metadata": {"n": n, "x": [1, 2.5, {"b": None}], "ü": "ß", "f": rng.random()},
             }

@@ -66,7 +66,11 @@ def build_server(memory: Callable[[], Memory], resolve: Resolve) -> MCPServer:
             list[str] | None, Field(description="People, places, projects it names")
         ] = None,
         event_at: Annotated[
-            str | None, Field(description="When it happened: ISO 8601 or 'yesterday'")
+            str | None,
+            Field(
+                description="When it happened: an ISO 8601 date or datetime "
+                "(2026-03-20, 2026-03-20T17:00:00+00:00)"
+            ),
         ] = None,
         session_id: Annotated[
             str | None, Field(description="The conversation it came from")

@@ -36,7 +36,10 @@ class RememberBody(ScopeFields):
     content: str
     type: str | None = None
     predicate: str | None = None
-    event_at: str | None = Field(default=None, description="ISO 8601 or a phrase ('yesterday')")
+    event_at: str | None = Field(
+        default=None,
+        description="An ISO 8601 date or datetime (2026-03-20, 2026-03-20T17:00:00+00:00)",
+    )
     entities: list[str] | None = None
     importance: float | None = None
     session_id: str | None = None
