@@ -152,7 +152,7 @@ def test_a_writer_racing_into_the_same_session_waits_for_the_batch(
     """Postgres: batch A takes its session's lock and its ids; B, writing turns of the same
     session meanwhile, waits for A to commit, then takes ids after A's and finds A's turns:
     every context is as if they had written one after the other."""
-    from fivefold.store.postgres.store import PostgresStore
+    from fivefold.store.postgres.write import Writer
 
     with (
         fivefold.Memory.open(pg_url, embedder=fivefold.HashingEmbedder()) as a,
@@ -160,7 +160,7 @@ def test_a_writer_racing_into_the_same_session_waits_for_the_batch(
     ):
         *_, last = a.remember_many([{"content": f"old {i}", "session_id": "s"} for i in range(3)])
         old = last.id
-        newest = PostgresStore._newest
+        newest = Writer._newest
         written: list[Any] = []
         other = threading.Thread(
             target=lambda: written.extend(
@@ -175,11 +175,11 @@ def test_a_writer_racing_into_the_same_session_waits_for_the_batch(
                 assert not written
             return newest(conn, wanted, limit)
 
-        monkeypatch.setattr(PostgresStore, "_newest", staticmethod(racing))
+        monkeypatch.setattr(Writer, "_newest", staticmethod(racing))
         first, second = a.remember_many(
             [{"content": "A1", "session_id": "s"}, {"content": "A2", "session_id": "s"}]
         )
-        monkeypatch.setattr(PostgresStore, "_newest", staticmethod(newest))
+        monkeypatch.setattr(Writer, "_newest", staticmethod(newest))
         other.join(timeout=30)
         assert [r.content for r in written] == ["B1", "B2"]
         assert written[0].id > second.id

@@ -782,7 +782,7 @@ def test_a_posting_whose_memory_is_gone_is_not_dropped_silently(url: str) -> Non
 def test_a_write_that_lost_a_neighbour_is_retried_whole(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fivefold.store.postgres import context_rows, store
+    from fivefold.store.postgres import context_rows, write
 
     real = context_rows.copy_postings
     calls = {"n": 0}
@@ -793,7 +793,7 @@ def test_a_write_that_lost_a_neighbour_is_retried_whole(
             raise context_rows.MemoryGone("a neighbour was deleted meanwhile")
         real(*args)
 
-    monkeypatch.setattr(store, "copy_postings", once_gone)
+    monkeypatch.setattr(write, "copy_postings", once_gone)
     with _open(url) as memory:
         records = memory.remember_many(_filler(5))
         assert memory.stats().memories == 5  # the first attempt rolled back, the second wrote
@@ -807,11 +807,11 @@ def test_a_neighbour_forgotten_while_a_batch_writes_waits_for_it(
     # The batch reads the session's earlier turns, then another writer forgets one of them:
     # the forget waits for the batch (the session's lock), then refreshes its neighbours, so no
     # context keeps the forgotten text and no posting counts a memory that is gone.
-    from fivefold.store.postgres import store
+    from fivefold.store.postgres.write import Writer
 
     with _open(url) as memory:
         first = memory.remember("the Kestrel kickoff was on Monday", session_id="s")
-        real = store.PostgresStore._newest
+        real = Writer._newest
         forgot: list[bool] = []
 
         def forget() -> None:
@@ -829,7 +829,7 @@ def test_a_neighbour_forgotten_while_a_batch_writes_waits_for_it(
                 assert not forgot
             return rows
 
-        monkeypatch.setattr(store.PostgresStore, "_newest", staticmethod(read_then_lose))
+        monkeypatch.setattr(Writer, "_newest", staticmethod(read_then_lose))
         later = memory.remember("the Kestrel budget was approved", session_id="s")
         other.join(timeout=30)
         assert forgot == [True]
@@ -877,12 +877,12 @@ def test_two_writers_adding_turns_to_one_session_keep_postings_and_statistics_ri
 def test_a_write_that_keeps_losing_neighbours_fails_clearly_and_writes_nothing(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fivefold.store.postgres import context_rows, store
+    from fivefold.store.postgres import context_rows, write
 
     def always_gone(*args: Any) -> None:
         raise context_rows.MemoryGone("a neighbour was deleted meanwhile; try again")
 
-    monkeypatch.setattr(store, "copy_postings", always_gone)
+    monkeypatch.setattr(write, "copy_postings", always_gone)
     with _open(url) as memory:
         with pytest.raises(fivefold.StoreError, match="try again"):
             memory.remember_many(_filler(5))
@@ -968,18 +968,18 @@ def test_a_failing_copy_fails_the_whole_write(
     """A bulk write works out its older rows beside its COPYs (``Beside``), a small one
     inline: a failing COPY either way fails the write, and nothing of the batch stays."""
     from fivefold.errors import StoreError
-    from fivefold.store.postgres import store as pg_store
+    from fivefold.store.postgres import write as pg_write
 
     def failing_copy(conn: psycopg.Connection, text: bytes) -> None:
         conn.execute("SELECT 1 / 0")
 
-    monkeypatch.setattr(pg_store, "THREADED_FROM", threaded_from)
+    monkeypatch.setattr(pg_write, "THREADED_FROM", threaded_from)
     with _open(url) as memory:
         _seed(memory, "default")
         before = memory.stats().memories
         threads = threading.active_count()
         with monkeypatch.context() as patched:
-            patched.setattr(pg_store, "send_copy", failing_copy)
+            patched.setattr(pg_write, "send_copy", failing_copy)
             with pytest.raises(StoreError, match="division by zero"):
                 memory.remember_many(_filler(40))
         assert memory.stats().memories == before
@@ -1028,11 +1028,11 @@ INTERRUPTED_WRITE = textwrap.dedent(
     """
     import os, signal, sys, threading, time
     import fivefold
-    from fivefold.store.postgres import store as pg_store
+    from fivefold.store.postgres import write as pg_write
 
     url = sys.argv[1]
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even as a background job's
-    real = pg_store.send_copy
+    real = pg_write.send_copy
     copying = threading.Event()
 
     def slow_copy(conn, text):  # a slow server
@@ -1051,7 +1051,7 @@ INTERRUPTED_WRITE = textwrap.dedent(
     ]
     with fivefold.Memory.open(url, embedder=fivefold.HashingEmbedder(dim=64)) as memory:
         memory.remember_many(items[:10])
-        pg_store.send_copy = slow_copy
+        pg_write.send_copy = slow_copy
         threading.Thread(target=interrupt, daemon=True).start()
         try:
             memory.remember_many(items)
@@ -1059,7 +1059,7 @@ INTERRUPTED_WRITE = textwrap.dedent(
         except KeyboardInterrupt:
             print("interrupted")
         time.sleep(1.5)  # anything left running on the connection would have run by now
-        pg_store.send_copy = real
+        pg_write.send_copy = real
         print(memory.stats().memories, all(f.ok for f in memory.store.check()), flush=True)
     """
 )

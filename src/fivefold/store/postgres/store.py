@@ -14,12 +14,9 @@ import logging
 import random
 import time
 import uuid
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from functools import partial
-from typing import Any, TypeVar
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -47,38 +44,30 @@ from fivefold.model import (
     NewMemory,
     Scope,
 )
-from fivefold.store import batch, context
+from fivefold.store import context
 from fivefold.store.base import StoreSettings
-from fivefold.store.context import Group, SessionRow
 from fivefold.store.postgres import schema
-from fivefold.store.postgres.beside import THREADED_FROM, Beside
 from fivefold.store.postgres.context_rows import (
     Deltas,
     Growth,
     MemoryGone,
     PostgresContextRows,
     Posting,
-    as_array,
-    copy_lines,
-    copy_postings,
-    drop_postings,
-    escape,
     insert_postings,
     postings,
-    send_copy,
-    sorted_text,
 )
 from fivefold.store.postgres.lexical import Lexical, namespace_row
 from fivefold.store.postgres.lists import Version
 from fivefold.store.postgres.read import PostgresReads
 from fivefold.store.postgres.read import translating as _translating
+from fivefold.store.postgres.write import Writer, no_nul
 from fivefold.store.rows import (
     edge_values,
     feedback_entries,
     stored_edge,
 )
 from fivefold.store.timeconv import to_ts
-from fivefold.store.tokens import Counted, LineCounts, Tokenizer, window
+from fivefold.store.tokens import Tokenizer, window
 from fivefold.text import normalize_name
 
 T = TypeVar("T")
@@ -92,7 +81,8 @@ _SMOOTHING_KEY = "context_smoothing"
 
 @_translating
 class PostgresStore(PostgresReads):
-    """Lifecycle and writes here; every read is ``PostgresReads``'s (``read.py``)."""
+    """Lifecycle, transactions (retried, then maintained) and upkeep here; the statements of a
+    write are ``Writer``'s (``write.py``), every read is ``PostgresReads``'s (``read.py``)."""
 
     keyed_names = True  # index rows of 2,704 bytes at most; text without NUL
 
@@ -105,7 +95,7 @@ class PostgresStore(PostgresReads):
         self._dim = dim
         self._settings = settings
         self._tokenizer = Tokenizer()
-        self._lines = LineCounts(self._tokenizer)
+        self._writer = Writer(settings, self._tokenizer, dim)
         self._catalogs: dict[str, tuple[Version, list[CatalogEntry]]] = {}
         self._bm25 = Lexical(self._tokenizer)
         self._build_failed: dict[str, float] = {}
@@ -175,7 +165,7 @@ class PostgresStore(PostgresReads):
                     "embedding_model": self._model,
                     "embedding_dim": str(self._dim),
                     "store_id": uuid.uuid4().hex,
-                    _SMOOTHING_KEY: self._smoothing().tag,
+                    _SMOOTHING_KEY: self._writer.smoothing().tag,
                 }
                 for key, value in meta.items():
                     conn.execute(
@@ -194,11 +184,7 @@ class PostgresStore(PostgresReads):
                 f"({self._dim}-d); open it with the model it was built with, or migrate into a "
                 "new store"
             )
-        return meta.get(_SMOOTHING_KEY) != self._smoothing().tag, reindexed
-
-    def _smoothing(self) -> context.Smoothing:
-        cfg = self._settings.context
-        return context.Smoothing(window=cfg.window, near=cfg.vector_near, far=cfg.vector_far)
+        return meta.get(_SMOOTHING_KEY) != self._writer.smoothing().tag, reindexed
 
     def _rebuild_context(self) -> None:
         def run(conn: psycopg.Connection, deltas: Deltas) -> None:
@@ -212,12 +198,12 @@ class PostgresStore(PostgresReads):
                 by_namespace.setdefault(str(namespace), []).append(int(memory_id))
             for namespace, ids in by_namespace.items():
                 rows.namespace = namespace
-                context.refresh(rows, ids, self._smoothing())
+                context.refresh(rows, ids, self._writer.smoothing())
                 rows.flush()
                 deltas.memories[namespace] += 0  # bumps the generation: caches drop
             conn.execute(
                 "UPDATE fivefold_meta SET value = %s WHERE key = %s",
-                (self._smoothing().tag, _SMOOTHING_KEY),
+                (self._writer.smoothing().tag, _SMOOTHING_KEY),
             )
 
         self._write(run)
@@ -264,331 +250,17 @@ class PostgresStore(PostgresReads):
         if len(vectors) and vectors.shape[1] != self._dim:
             raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
         return self._write(
-            lambda conn, deltas: self._write_memories(conn, deltas, memories, vectors)
+            lambda conn, deltas: self._writer.memories(conn, deltas, memories, vectors)
         )
-
-    def _write_memories(
-        self,
-        conn: psycopg.Connection,
-        deltas: Deltas,
-        memories: Sequence[NewMemory],
-        vectors: Vectors,
-    ) -> list[MemoryRecord]:
-        """A batch in a few statements: ids reserved at once, rows and postings sent together,
-        entities, mentions, co-mentions and sessions resolved per batch (the same rules as
-        the SQLite backend's row-by-row path), then the session context."""
-        if not memories:
-            return []
-        for position, memory in enumerate(memories):
-            _no_nul(
-                position,
-                content=memory.content,
-                predicate=memory.predicate,
-                speaker=memory.speaker,
-                session_id=memory.session_id,
-                entity=" ".join(memory.entities),
-            )
-        bounds = self._settings.write
-        named = [
-            batch.entity_keys(m.entities[: bounds.max_entities]) for m in memories
-        ]  # refuses first
-        # Before the ids: a session's writes then take their ids in the order they commit.
-        _lock_sessions(conn, (g for m in memories if (g := batch.group_of(m)) is not None))
-        counted = self._lines.count([(m.predicate or "", m.content) for m in memories])
-        reserved = conn.execute(
-            "SELECT nextval('fivefold_memory_ids') FROM generate_series(1, %s)", (len(memories),)
-        ).fetchall()
-        ids = sorted(int(r[0]) for r in reserved)
-        # Each new row is written once with its final context and searched vector, and each
-        # older row its context changes in one update: every row version is an insertion into
-        # the HNSW graph.
-        rows = batch.session_context(
-            memories, ids, vectors, self._smoothing(), lambda w, n: self._newest(conn, w, n)
-        )
-        texts = rows.contexts
-        # Every memory has a window: its own text (counted above), and its neighbours' where
-        # it has some.
-        around = self._lines.count([texts.get(i, ("", "")) for i in ids])
-        windows = [
-            window(own.second, ctx.first, ctx.second)
-            for own, ctx in zip(counted, around, strict=True)
-        ]
-        values = [(i, *batch.memory_values(m)) for i, m in zip(ids, memories, strict=True)]
-        _execute_many(
-            conn,
-            schema.INSERT_MEMORY,
-            [
-                _memory_row(r, v, c, texts.get(r[0], ("", "")), w, rows.searched.get(r[0]))
-                for r, v, c, w in zip(values, vectors, counted, windows, strict=True)
-            ],
-        )
-        new_postings = self._new_postings(deltas, memories, ids, counted, windows)
-        # The older rows' changes are worked out beside the new postings' COPY and the entities
-        # (``Beside``: this thread waits on the server meanwhile); ``deltas`` is the other
-        # thread's until its result is taken.
-        older = Beside(
-            partial(self._older_changes, deltas=deltas, rows=rows, new=set(ids)),
-            threaded=len(memories) >= THREADED_FROM,
-        )
-        for text in new_postings:
-            send_copy(conn, text)
-        found, names = self._write_entities(conn, memories, ids, named)
-        self._write_sessions(conn, memories)
-        self._update_older(conn, older.result())
-        return batch.records(values, found, names)
-
-    @staticmethod
-    def _newest(
-        conn: psycopg.Connection, wanted: Sequence[tuple[Group, int]], limit: int
-    ) -> dict[Group, list[tuple[int, SessionRow]]]:
-        """One statement per namespace (a shard's), for all its sessions wanted."""
-        out: dict[Group, list[tuple[int, SessionRow]]] = {}
-        for namespace in dict.fromkeys(group[0] for group, _ in wanted):
-            mine = [(k, g, b) for k, (g, b) in enumerate(wanted) if g[0] == namespace]
-            params = {
-                "k": [k for k, _, _ in mine],
-                "usr": [g[1] for _, g, _ in mine],
-                "agt": [g[2] for _, g, _ in mine],
-                "ses": [g[3] for _, g, _ in mine],
-                "below": [b for _, _, b in mine],
-                "ns": namespace,
-                "limit": limit,
-            }
-            # Binary: pgvector parses its text form float by float (1.4 s of a 30 s bulk
-            # write of 20,000 memories).
-            with conn.cursor(binary=True) as cur:
-                for k, i, c, v, n, f in cur.execute(schema.NEWEST_IN_SESSIONS, params):
-                    row = (int(i), SessionRow(str(c), as_array(v), (str(n), str(f))))
-                    out.setdefault(wanted[int(k)][0], []).append(row)
-        return out
-
-    def _older_changes(
-        self, *, deltas: Deltas, rows: context.BatchRows, new: set[int]
-    ) -> OlderRows:
-        """The rows before the batch in its sessions: their new context text (and its
-        postings) and searched vector, worked out without the connection."""
-        older = [
-            (i, group[0]) for i in rows.searched if i not in new and (group := rows.group_of(i))
-        ]
-        texts = [(rows.was.get(i, rows.context_of(i)), rows.context_of(i)) for i, _ in older]
-        own = self._lines.count([(rows.content_of(i), "") for i, _ in older])
-        counted = self._lines.count([text for pair in texts for text in pair])
-        out = OlderRows()
-        for n, ((memory_id, namespace), (old, text)) in enumerate(zip(older, texts, strict=True)):
-            was, now = counted[2 * n], counted[2 * n + 1]
-            before = window(own[n].first, was.first, was.second)
-            after = window(own[n].first, now.first, now.second)
-            if text != old:  # its window changed with it
-                out.gone.append((namespace, schema.CONTEXT, sorted(before.terms), memory_id))
-                deltas.add(namespace, schema.CONTEXT, before, -1)
-                out.fresh += postings(namespace, memory_id, after)
-                deltas.add(namespace, schema.CONTEXT, after, 1)
-            vector = rows.searched[memory_id]
-            out.updates.append(
-                (
-                    *text,
-                    after.first_length,
-                    after.second_length,
-                    None if vector is None else np.asarray(vector, np.float32),
-                    namespace,
-                    memory_id,
-                    *old,
-                )
-            )
-        return out
-
-    @staticmethod
-    def _update_older(conn: psycopg.Connection, older: OlderRows) -> None:
-        """The older rows' changes (``_older_changes``), in one update each. Each row only if
-        it still holds the context this batch read: another writer may have deleted it, or
-        rewritten it with a turn of its own in the same session, since; then the postings this
-        batch would remove and add are not the row's, and the write starts again from a fresh
-        read. Each row updated is locked until the commit."""
-        types: dict[int, str] = {}
-        if older.updates:
-            with conn.cursor() as cur:
-                cur.executemany(schema.UPDATE_CONTEXT_AND_SEARCHED, older.updates, returning=True)
-                while True:
-                    types.update((int(i), str(t)) for i, t in cur.fetchall())
-                    if not cur.nextset():
-                        break
-            if len(types) != len(older.updates):
-                raise MemoryGone(
-                    f"{len(older.updates) - len(types)} memories before this batch in its "
-                    "sessions were changed or deleted by a concurrent write; nothing was "
-                    "written: try again"
-                )
-        if older.gone:
-            # A statement per row, on its own key: one for all of them (~30,000 keys a batch
-            # here) was planned as a hash join over a scan of every posting.
-            _execute_many(conn, schema.DELETE_POSTINGS, older.gone)
-        copy_postings(conn, schema.CONTEXT, older.fresh, types)
-
-    @staticmethod
-    def _new_postings(
-        deltas: Deltas,
-        memories: Sequence[NewMemory],
-        ids: Sequence[int],
-        counted: Sequence[Counted],
-        windows: Sequence[Counted],
-    ) -> list[bytes]:
-        """The postings of the new rows' own text and of their window, as COPY's text."""
-        own: list[str] = []
-        around: list[str] = []
-        escaped: dict[str, str] = {}
-        for memory, memory_id, count, text in zip(memories, ids, counted, windows, strict=True):
-            namespace = memory.scope.namespace
-            if namespace not in escaped:
-                escaped[namespace] = escape(namespace)
-            ns, mtype = escaped[namespace], memory.type.value
-            own += copy_lines(ns, schema.OWN, memory_id, count, mtype)
-            deltas.add(namespace, schema.OWN, count, 1)
-            deltas.memories[namespace] += 1
-            around += copy_lines(ns, schema.CONTEXT, memory_id, text, mtype)
-            deltas.add(namespace, schema.CONTEXT, text, 1)
-        return [sorted_text(own), sorted_text(around)]
-
-    def _write_entities(
-        self,
-        conn: psycopg.Connection,
-        memories: Sequence[NewMemory],
-        ids: Sequence[int],
-        named: Sequence[batch.Named],
-    ) -> tuple[batch.Mentions, dict[int, str]]:
-        """Names resolved per namespace (an alias wins, else the entity of that key, created
-        with the first spelling met), then mentions, mention counts and co-mention edges.
-        Returns the mentions and each named entity's stored name (id -> name)."""
-        first = batch.first_spellings(memories, named)
-        resolved: dict[tuple[str, str], int] = {}
-        names: dict[int, str] = {}
-        for namespace in dict.fromkeys(ns for ns, _ in first):
-            keys = [k for ns, k in first if ns == namespace]
-            for statement in (schema.FIND_ENTITIES, schema.FIND_ALIASES):  # an alias wins
-                for key, entity_id, name in conn.execute(
-                    statement, {"ns": namespace, "keys": keys}
-                ):
-                    resolved[namespace, str(key)] = int(entity_id)
-                    names[int(entity_id)] = str(name)
-        fresh = [key for key in first if key not in resolved]  # in first-met order
-        if fresh:
-            rows = conn.execute(
-                schema.UPSERT_ENTITIES,
-                _columns([(ns, first[ns, k][0], k, first[ns, k][1]) for ns, k in fresh]),
-            ).fetchall()
-            resolved.update(((str(ns), str(k)), int(i)) for i, ns, k, _ in rows)
-            names.update((int(i), str(name)) for i, _, _, name in rows)
-        found = batch.mentions(
-            memories, ids, named, resolved, self._settings.write.max_comention_entities
-        )
-        if found.rows:
-            conn.execute(schema.INSERT_MENTIONS, _columns([r[:4] for r in found.rows]))
-            ordered = sorted(found.bumps.items())
-            conn.execute(
-                schema.BUMP_ENTITIES_MENTIONS,
-                ([k[0] for k, _ in ordered], [k[1] for k, _ in ordered], [n for _, n in ordered]),
-            )
-        if found.pairs:
-            pairs = sorted(found.pairs.items())
-            conn.execute(
-                schema.UPSERT_COMENTIONS,
-                (
-                    *_columns([key for key, _ in pairs]),
-                    [n for _, (n, _) in pairs],
-                    [created for _, (_, created) in pairs],
-                ),
-            )
-        return found, names
-
-    def _write_sessions(self, conn: psycopg.Connection, memories: Sequence[NewMemory]) -> None:
-        spans = sorted(batch.sessions(memories).items())
-        if spans:
-            conn.execute(
-                schema.UPSERT_SESSIONS,
-                (
-                    *_columns([group for group, _ in spans]),
-                    [low for _, (low, _) in spans],
-                    [high for _, (_, high) in spans],
-                ),
-            )
-
-    def _entity_id(
-        self, conn: psycopg.Connection, namespace: str, name: str, created: float, mentions: int
-    ) -> int:
-        norm = normalize_name(name)
-        if not norm:
-            raise InvalidInput(f"entity name {name!r} has no letters or digits")
-        alias = conn.execute(schema.FIND_ALIAS, (namespace, norm)).fetchone()
-        if alias is not None:
-            if mentions:
-                conn.execute(schema.BUMP_ENTITY_MENTIONS, (mentions, namespace, alias[0]))
-            return int(alias[0])
-        row = conn.execute(
-            schema.UPSERT_ENTITY, (namespace, name.strip(), norm, mentions, created)
-        ).fetchone()
-        return int(row[0]) if row else 0
 
     def delete_memory(self, memory_id: int, scope: Scope) -> bool:
-        return self._write(lambda conn, deltas: self._delete(conn, deltas, memory_id, scope))
-
-    def _delete(
-        self, conn: psycopg.Connection, deltas: Deltas, memory_id: int, scope: Scope
-    ) -> bool:
-        ns = scope.namespace
-        session = conn.execute(
-            "SELECT user_id, agent_id, session_id FROM memories WHERE namespace = %s AND id = %s",
-            (ns, memory_id),
-        ).fetchone()
-        if session is not None and session[2]:  # its neighbours' context is refreshed below
-            _lock_sessions(conn, [(ns, session[0] or "", session[1] or "", session[2])])
-        row = conn.execute(
-            "SELECT user_id, agent_id, predicate, content, context_near, context_far "
-            "FROM memories WHERE namespace = %s AND id = %s FOR UPDATE",
-            (ns, memory_id),
-        ).fetchone()
-        if row is None or not scope.admits(ns, row[0] or None, row[1] or None):
-            return False
-        user, agent, predicate, content, near, far = row
-        rows = PostgresContextRows(conn, self._tokenizer, deltas, self._dim)
-        rows.namespace = ns
-        around = context.around(rows, memory_id)
-        mentioned = conn.execute(
-            "SELECT entity_id, joined FROM mentions WHERE namespace = %s AND memory_id = %s "
-            "ORDER BY entity_id",
-            (ns, memory_id),
-        ).fetchall()
-        entity_ids = [int(r[0]) for r in mentioned]
-        joined = [int(r[0]) for r in mentioned if r[1]]
-        for entity_id in entity_ids:
-            conn.execute(schema.BUMP_ENTITY_MENTIONS, (-1, ns, entity_id))
-        for i, a in enumerate(joined):
-            for b in joined[i + 1 :]:
-                conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
-        conn.execute(schema.PRUNE_COMENTIONS, (ns,))
-        own, ctx = self._tokenizer.count([(predicate or "", content), (near, far)])
-        gone = window(own.second, ctx.first, ctx.second)
-        drop_postings(conn, ns, schema.OWN, memory_id, own)
-        deltas.add(ns, schema.OWN, own, -1)
-        deltas.memories[ns] -= 1
-        drop_postings(conn, ns, schema.CONTEXT, memory_id, gone)
-        deltas.add(ns, schema.CONTEXT, gone, -1)
-        conn.execute(
-            "DELETE FROM mentions WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
-        )
-        conn.execute("DELETE FROM edges WHERE namespace = %s AND memory_id = %s", (ns, memory_id))
-        conn.execute("DELETE FROM memories WHERE namespace = %s AND id = %s", (ns, memory_id))
-        conn.execute(
-            "DELETE FROM feedback_labels WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
-        )
-        context.refresh(rows, around, self._smoothing())
-        rows.flush()
-        conn.execute(schema.DROP_ORPHAN_ENTITIES, (ns, entity_ids))
-        return True
+        return self._write(lambda conn, deltas: self._writer.delete(conn, deltas, memory_id, scope))
 
     def add_edge(
         self, edge: NewEdge, *, record: NewMemory | None = None, vector: Vectors | None = None
     ) -> Edge:
         scope = edge.scope
-        _no_nul(None, source=edge.source, relation=edge.relation, target=edge.target)
+        no_nul(None, source=edge.source, relation=edge.relation, target=edge.target)
         records: list[NewMemory] = [] if record is None else [record]
         if records and (vector is None or len(vector) != self._dim):
             raise InvalidInput(f"the record needs one {self._dim}-d vector")
@@ -598,10 +270,10 @@ class PostgresStore(PostgresReads):
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> tuple[int, int | None]:
             now = to_ts(datetime.now().astimezone())
-            written = self._write_memories(conn, deltas, records, matrix)
+            written = self._writer.memories(conn, deltas, records, matrix)
             memory_id = written[0].id if written else edge.memory_id
-            source = self._entity_id(conn, scope.namespace, edge.source, now, 0)
-            target = self._entity_id(conn, scope.namespace, edge.target, now, 0)
+            source = self._writer.entity_id(conn, scope.namespace, edge.source, now, 0)
+            target = self._writer.entity_id(conn, scope.namespace, edge.target, now, 0)
             row = conn.execute(
                 schema.INSERT_EDGE, edge_values(edge, source, target, memory_id, now)
             ).fetchone()
@@ -612,14 +284,14 @@ class PostgresStore(PostgresReads):
         return stored_edge(edge, edge_id, memory_id)
 
     def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
-        _no_nul(None, name=name, alias=alias)
+        no_nul(None, name=name, alias=alias)
         alias_norm = normalize_name(alias)
         if not alias_norm:
             raise InvalidInput(f"alias {alias!r} has no letters or digits")
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> Entity:
             now = to_ts(datetime.now().astimezone())
-            entity_id = self._entity_id(conn, namespace, name, now, 0)
+            entity_id = self._writer.entity_id(conn, namespace, name, now, 0)
             conn.execute(schema.INSERT_ALIAS, (namespace, alias_norm, alias.strip(), entity_id))
             deltas.memories[namespace] += 0
             canonical = conn.execute(
@@ -648,7 +320,7 @@ class PostgresStore(PostgresReads):
         labels: Mapping[int, float],
         created_at: datetime,
     ) -> int:
-        _no_nul(None, query=query, args=args)
+        no_nul(None, query=query, args=args)
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> int:
             row = conn.execute(
@@ -826,74 +498,6 @@ SELECT count(*), coalesce(sum(tokens[1]), 0), coalesce(sum(tokens[2]), 0),
        coalesce(sum(tokens[3]), 0), coalesce(sum(tokens[4]), 0)
 FROM memories WHERE namespace = %(ns)s
 """
-
-
-def _no_nul(item: int | None, **texts: str | None) -> None:
-    """PostgreSQL text cannot hold a NUL character: refused before anything is written (the
-    SQLite backend stores it). ``item``: the position in a batch, named as ``remember_many``
-    names it."""
-    where = "" if item is None else f"item {item}: "
-    for name, value in texts.items():
-        if value is not None and "\x00" in value:
-            raise InvalidInput(
-                f"{where}{name} contains a NUL character, which PostgreSQL text cannot store",
-                item=item,
-            )
-
-
-@dataclass(slots=True)
-class OlderRows:
-    """What a batch changes in the rows before it in its sessions: the parameters of
-    ``UPDATE_CONTEXT_AND_SEARCHED`` and of ``DELETE_POSTINGS``, and the new window postings."""
-
-    updates: list[tuple[Any, ...]] = field(default_factory=list)
-    gone: list[tuple[str, int, list[str], int]] = field(default_factory=list)
-    fresh: list[Posting] = field(default_factory=list)
-
-
-def _execute_many(conn: psycopg.Connection, statement: str, params: Sequence[Any]) -> None:
-    with conn.cursor() as cur:
-        cur.executemany(statement, params)
-
-
-def _columns(rows: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
-    """Rows as columns: the arrays a statement unnests."""
-    return [list(column) for column in zip(*rows, strict=True)]
-
-
-def _lock_sessions(conn: psycopg.Connection, groups: Iterable[Group]) -> None:
-    """Take the sessions' write locks (``schema.SESSION_LOCK``), in one order for every writer:
-    two cannot wait on each other for them."""
-    keys = sorted(set(_session_keys(groups)))
-    if keys:
-        conn.execute(schema.LOCK_SESSIONS, (schema.SESSION_LOCK, keys))
-
-
-def _session_keys(groups: Iterable[Group]) -> Iterator[int]:
-    """Each session's lock key: its namespace and a bucket of its user, agent and id, as a
-    signed 32-bit integer (stable across processes, unlike ``hash``)."""
-    for namespace, user, agent, session in groups:
-        bucket = zlib.crc32("\x00".join((user, agent, session)).encode()) % schema.SESSION_BUCKETS
-        key = zlib.crc32(f"{namespace}\x00{bucket}".encode())
-        yield key - (1 << 32) if key >= 1 << 31 else key
-
-
-def _memory_row(
-    values: tuple[Any, ...],
-    vector: Vectors,
-    counted: Counted,
-    text: tuple[str, str],
-    window: Counted,
-    searched: Vectors | None,
-) -> tuple[Any, ...]:
-    embedding = np.asarray(vector, np.float32)
-    return (
-        *values,  # the id, then ``batch.memory_values``
-        [counted.first_length, counted.second_length, window.first_length, window.second_length],
-        *text,
-        embedding,
-        embedding if searched is None else np.asarray(searched, np.float32),
-    )
 
 
 def _without_password(url: str) -> str:
