@@ -11,23 +11,19 @@ class FivefoldError(Exception):
 
 class InvalidInput(FivefoldError, ValueError):
     """An argument is of the wrong type, out of range or unparseable. ``item`` is the position
-    of the offending item when a batch (``remember_many``) was refused."""
+    of the offending item when a batch (``remember_many``) was refused: the message then says
+    "item N: " before ``detail``, what is wrong with that item."""
 
     def __init__(self, message: str, *, item: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message if item is None else f"item {item}: {message}")
         self.item = item
+        self.detail = message
 
 
 def alone(exc: InvalidInput) -> InvalidInput | None:
     """A batch of one's refusal as a single write's: without the "item 0: " that points into a
     list its caller never made (None when the refusal does not name that item)."""
-    message = str(exc)
-    if exc.item == 0 and message.startswith(ITEM_0):
-        return InvalidInput(message.removeprefix(ITEM_0))
-    return None
-
-
-ITEM_0 = "item 0: "  # how a batch's refusal names its first item
+    return InvalidInput(exc.detail) if exc.item == 0 else None
 
 
 class NotFound(FivefoldError, LookupError):

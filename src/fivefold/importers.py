@@ -88,7 +88,7 @@ def _write_batch(
                 if exc.item is None:
                     raise
                 bad = pending[exc.item]
-                bad = Record(bad.where, bad.fields, str(exc).split(": ", 1)[-1])
+                bad = Record(bad.where, bad.fields, exc.detail)
         if on_error == "stop":
             raise InvalidInput(
                 f"{path}: {bad.where}: {bad.problem}; stopped there with {report.imported} "

@@ -162,16 +162,14 @@ class Memory:
         known: dict[Scope, dict[str, str]] = {}
         for position, item in enumerate(batch):
             if not isinstance(item, Mapping):
-                raise InvalidInput(
-                    f"item {position} is a {type(item).__name__}, not a dict", item=position
-                )
+                raise InvalidInput(f"must be a dict, got {type(item).__name__}", item=position)
             fields = dict(item)
             if VECTOR_FIELD in fields:
                 given[position] = fields.pop(VECTOR_FIELD)
             try:
                 prepared.append(self._prepare(fields, now, known))
             except InvalidInput as exc:
-                raise InvalidInput(f"item {position}: {exc}", item=position) from exc
+                raise InvalidInput(str(exc), item=position) from exc
         prepared = _share_batch_names(prepared, batch, known)
         return prepared, self._vectors(prepared, given)
 
@@ -517,12 +515,12 @@ def _unit_vector(raw: Any, dim: int, position: int) -> np.ndarray:
     try:
         vector = np.asarray(raw, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError, OverflowError) as exc:
-        raise InvalidInput(f"item {position}: vector must be {dim} numbers", item=position) from exc
+        raise InvalidInput(f"vector must be {dim} numbers", item=position) from exc
     if vector.shape != (dim,) or not np.all(np.isfinite(vector)):
-        raise InvalidInput(f"item {position}: vector must be {dim} finite numbers", item=position)
+        raise InvalidInput(f"vector must be {dim} finite numbers", item=position)
     scale = float(np.max(np.abs(vector)))
     if scale == 0.0:
-        raise InvalidInput(f"item {position}: vector is all zeros", item=position)
+        raise InvalidInput("vector is all zeros", item=position)
     scaled = vector / scale  # no overflow in the norm of [1e300, ...]
     return (scaled / np.linalg.norm(scaled)).astype(np.float32)
 

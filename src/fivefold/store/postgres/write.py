@@ -375,12 +375,10 @@ def no_nul(item: int | None, **texts: str | None) -> None:
     """PostgreSQL text cannot hold a NUL character: refused before anything is written (the
     SQLite backend stores it). ``item``: the position in a batch, named as ``remember_many``
     names it."""
-    where = "" if item is None else f"item {item}: "
     for name, value in texts.items():
         if value is not None and "\x00" in value:
             raise InvalidInput(
-                f"{where}{name} contains a NUL character, which PostgreSQL text cannot store",
-                item=item,
+                f"{name} contains a NUL character, which PostgreSQL text cannot store", item=item
             )
 
 
