@@ -176,7 +176,7 @@ def unit_interval(value: object, name: str) -> float:
     number = float(value)
     if math.isnan(number) or not 0.0 <= number <= 1.0:
         raise InvalidInput(f"{name} must be in [0, 1], got {value!r}")
-    return number
+    return number + 0.0  # -0.0 -> 0.0: SQLite stores it as 0, a write must return what it reads
 
 
 def top_k(value: object, name: str = "k") -> int:

@@ -1114,3 +1114,41 @@ def test_work_beside_returns_its_value_or_its_error_whether_threaded_or_not(
     where.clear()
     assert Beside(work, threaded=True).result() == 42  # inline
     assert where == [threading.current_thread().name]
+
+
+def test_a_batch_whose_entity_a_concurrent_forget_drops_is_retried(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch finds entity "Bob"; before it writes the mention, another process forgets
+    Bob's last memory, which drops Bob. The batch's mention would point at nothing and its
+    record would name an entity ``get`` does not show (a reviewer's repro): it starts again and
+    makes Bob anew."""
+    from fivefold.store import batch
+
+    with _open(url) as memory, _open(url) as other:
+        first = memory.remember("first note about Bob", entities=["Bob"])
+        real = batch.mentions
+        forgot: list[bool] = []
+
+        def forget_first(*args: Any, **kwargs: Any) -> Any:
+            if not forgot:
+                forgot.append(True)
+                worker = threading.Thread(target=lambda: other.forget(first.id))
+                worker.start()
+                worker.join(30)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(batch, "mentions", forget_first)
+        second = memory.remember("second note about Bob", entities=["Bob"])
+        monkeypatch.setattr(batch, "mentions", real)
+        assert forgot == [True]
+        assert second.entities == ("Bob",)
+        assert memory.get(second.id) == second
+        assert memory.stats().memories == 1
+        assert all(f.ok for f in memory.store.check())
+    with psycopg.connect(url) as conn:
+        dangling = conn.execute(
+            "SELECT count(*) FROM mentions m WHERE NOT EXISTS "
+            "(SELECT 1 FROM entities e WHERE e.namespace = m.namespace AND e.id = m.entity_id)"
+        ).fetchone()
+    assert dangling == (0,)

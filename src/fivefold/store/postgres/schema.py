@@ -426,6 +426,7 @@ BUMP_ENTITIES_MENTIONS = """
 UPDATE entities e SET mentions = e.mentions + t.n
 FROM unnest(%s::text[], %s::bigint[], %s::int[]) AS t(namespace, id, n)
 WHERE e.namespace = t.namespace AND e.id = t.id
+RETURNING e.id
 """
 UPSERT_COMENTIONS = f"""
 INSERT INTO edges AS ed (namespace, user_id, agent_id, source_id, target_id, relation, kind,

@@ -272,10 +272,18 @@ class Writer:
         if found.rows:
             conn.execute(schema.INSERT_MENTIONS, _columns([r[:4] for r in found.rows]))
             ordered = sorted(found.bumps.items())
-            conn.execute(
+            bumped = conn.execute(
                 schema.BUMP_ENTITIES_MENTIONS,
                 ([k[0] for k, _ in ordered], [k[1] for k, _ in ordered], [n for _, n in ordered]),
-            )
+            ).fetchall()
+            if len(bumped) != len(ordered):
+                # A concurrent forget dropped an entity this batch found (its last mention
+                # went between the lookup and this update, which waits for that forget's
+                # commit): the mentions would point at nothing. The write starts again.
+                raise MemoryGone(
+                    f"{len(ordered) - len(bumped)} entities this batch names were deleted by a "
+                    "concurrent forget; nothing was written: try again"
+                )
         if found.pairs:
             pairs = sorted(found.pairs.items())
             conn.execute(
