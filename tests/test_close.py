@@ -91,3 +91,42 @@ def test_close_from_inside_a_call_does_not_wait_for_itself(store_url: str) -> No
     memory.stats()
     with pytest.raises(StoreError, match="closed"):
         memory.recall("anything")
+
+
+def test_a_second_close_waits_for_the_first() -> None:
+    """Two threads close at once while a call runs: neither returns before the store is
+    closed (the second returned at once, with the store still open)."""
+    memory = _open(":memory:")
+    inside, release = threading.Event(), threading.Event()
+    closed: list[float] = []
+    store_close = memory.store.close
+
+    def slow_stats(*args: Any, **kwargs: Any) -> Any:
+        inside.set()
+        release.wait(10)
+        return None
+
+    def closing() -> None:
+        store_close()
+        closed.append(time.monotonic())
+
+    memory.store.stats = slow_stats  # type: ignore[method-assign]
+    memory.store.close = closing  # type: ignore[method-assign]
+    caller = threading.Thread(target=memory.stats)
+    caller.start()
+    assert inside.wait(10)
+    returned: list[float] = []
+    closers = [
+        threading.Thread(target=lambda: (memory.close(), returned.append(time.monotonic())))
+        for _ in range(2)
+    ]
+    for closer in closers:
+        closer.start()
+    time.sleep(0.3)
+    assert returned == []  # both wait for the call in flight
+    release.set()
+    for thread in (caller, *closers):
+        thread.join(10)
+    assert len(closed) == 1  # closed once
+    assert len(returned) == 2
+    assert min(returned) >= closed[0]

@@ -1,10 +1,10 @@
 """The calls in flight on a ``Memory``, so that closing it waits for them.
 
-Without it, ``close()`` from one thread while another's ``remember_many`` runs could close the
-store between the write's commit and its read-back: the write was stored, and its caller was
-told it failed (a caller that retries then stores it twice). Closing waits instead; a call that
-starts after ``close()`` began is refused with ``StoreError``, and a call made from inside
-another on the same thread (``remember`` calls ``remember_many``) always goes on.
+Without it, ``close()`` from one thread while another's call ran closed the store under that
+call: a write could commit and its caller then be told it failed (a caller that retries stores
+it twice). Closing waits instead; a call that starts after ``close()`` began is refused with
+``StoreError``, and a call made from inside another on the same thread (``remember`` calls
+``remember_many``) always goes on.
 """
 
 from __future__ import annotations
@@ -22,45 +22,56 @@ R = TypeVar("R")
 
 
 class Gate:
-    """Counts the calls in flight; ``close`` refuses new ones and waits for the rest."""
+    """Counts each thread's calls in flight; ``close`` refuses new ones and waits for the
+    other threads' to end, then closes once (a second closer waits for the first)."""
 
     def __init__(self, location: str) -> None:
         self._location = location
         self._changed = threading.Condition()
-        self._busy = 0
-        self._closing = False
-        self._depth = threading.local()  # this thread's calls in flight
+        self._calls: dict[int, int] = {}  # thread -> its calls in flight
+        self._state = _OPEN
 
     @contextmanager
     def call(self) -> Iterator[None]:
-        depth = getattr(self._depth, "n", 0)
+        me = threading.get_ident()
         with self._changed:
-            if self._closing and depth == 0:
+            if self._state != _OPEN and me not in self._calls:
                 raise StoreError(f"{self._location}: the store is closed")
-            self._busy += 1
-        self._depth.n = depth + 1
+            self._calls[me] = self._calls.get(me, 0) + 1
         try:
             yield
         finally:
-            self._depth.n = depth
             with self._changed:
-                self._busy -= 1
+                left = self._calls.pop(me) - 1
+                if left:
+                    self._calls[me] = left
                 self._changed.notify_all()
 
-    def close(self) -> bool:
-        """Refuse new calls and wait until the others' are done (not this thread's own, if
-        it closes from inside a call). False when it was closed before: nothing to do."""
-        mine = getattr(self._depth, "n", 0)
+    def close(self, closing: Callable[[], None]) -> None:
+        """Refuse new calls, wait until no other thread has one in flight, then run
+        ``closing`` once. The closing thread's own calls are not waited for: a call that
+        closes its own ``Memory``, or a count a Ctrl-C cut out of the bookkeeping (it reaches
+        the main thread only; so a close from another thread could wait on it). Another
+        closer meanwhile waits for the first; an interrupted close can be made again."""
+        me = threading.get_ident()
         with self._changed:
-            if self._closing:
-                return False
-            self._closing = True
-            try:
-                self._changed.wait_for(lambda: self._busy <= mine)
-            except BaseException:  # Ctrl-C while waiting: not closed, so it can be again
-                self._closing = False
-                raise
-        return True
+            self._changed.wait_for(lambda: self._state != _CLOSING)
+            if self._state == _CLOSED:
+                return
+            self._state = _CLOSING
+        done = False
+        try:
+            with self._changed:
+                self._changed.wait_for(lambda: all(t == me for t in self._calls))
+            closing()
+            done = True
+        finally:
+            with self._changed:
+                self._state = _CLOSED if done else _OPEN
+                self._changed.notify_all()
+
+
+_OPEN, _CLOSING, _CLOSED = 0, 1, 2
 
 
 class Gated(Protocol):

@@ -81,8 +81,7 @@ class Memory:
 
     def close(self) -> None:
         """Close the store once the calls in flight are done; later calls are refused."""
-        if self._gate.close():
-            self._store.close()
+        self._gate.close(self._store.close)
 
     @property
     def store(self) -> Store:
