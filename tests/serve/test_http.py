@@ -240,3 +240,25 @@ def test_bad_feedback_is_refused_and_writes_nothing(
     trained = _bad(http, "POST", "/v1/train", json={"namespace": ns})
     assert trained.status_code == 422
     assert "feedback on 1 recalls" in trained.json()["error"]["message"]
+
+
+def test_a_loopback_server_answers_only_loopback_names(open_server: Server) -> None:
+    """DNS rebinding: a page whose own name resolves to 127.0.0.1 sends its Host (and its
+    Origin); the keyless server read and wrote every namespace for it (only /mcp refused)."""
+    port = open_server.url.rsplit(":", 1)[1]
+    with httpx.Client(base_url=open_server.url, timeout=30) as client:
+        for headers in (
+            {"host": f"attacker.example:{port}"},
+            {"host": "attacker.example"},
+            {"origin": f"http://attacker.example:{port}"},
+            {"origin": "null"},
+        ):
+            for method, path in (("GET", "/v1/memories"), ("GET", "/"), ("POST", "/v1/recall")):
+                body = {"query": "x"} if method == "POST" else None
+                response = client.request(method, path, headers=headers, json=body)
+                assert response.status_code == 421, (headers, path, response.text)
+                assert response.json()["error"]["code"] == "misdirected"
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost"):
+            assert client.get("/v1/memories", headers={"host": host}).status_code == 200
+        origin = {"origin": f"http://127.0.0.1:{port}"}
+        assert client.get("/v1/memories", headers=origin).status_code == 200

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -116,3 +117,62 @@ def test_without_keys_the_server_refuses_a_public_address(tmp_path: Path) -> Non
     assert done.returncode == 1
     assert "binds only to loopback" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_sigterm_finishes_a_write_that_outlasts_uvicorns_graceful_timeout(
+    tmp_path: Path,
+) -> None:
+    """A batch still writing 30 s after SIGTERM (uvicorn's graceful timeout was 30 s, then it
+    cancelled the request with a 500 while the write went on to commit: the hostile pass saw
+    four stored batches answered 500) is finished and answered 201."""
+    server = start_server(tmp_path)
+    words = " ".join(f"word{j}" for j in range(60))
+    items = [{"content": f"item {i} {words}"} for i in range(1_000)]  # ~30 s of the model here
+    answer: list[httpx.Response] = []
+    client = threading.Thread(
+        target=lambda: answer.append(
+            httpx.post(f"{server.url}/v1/memories/batch", json={"items": items}, timeout=600)
+        )
+    )
+    client.start()
+    time.sleep(1.0)
+    began = time.monotonic()
+    assert server.stop(signal.SIGTERM, timeout=600) in (0, -signal.SIGTERM)
+    client.join(600)
+    (response,) = answer
+    assert response.status_code == 201, response.text
+    assert len(response.json()) == 1_000
+    stored = sqlite3.connect(server.db).execute("SELECT count(*) FROM memories").fetchone()
+    assert stored == (1_000,)
+    print(f"drained in {time.monotonic() - began:.1f} s")  # past 30 s: the old limit
+
+
+def test_a_second_ctrl_c_quits_and_answers_nothing(tmp_path: Path) -> None:
+    """The batch is still embedding when Ctrl-C comes twice: the process ends at once, the
+    client gets no answer (uvicorn's own handling answered 500, then let the write commit)."""
+    server = start_server(tmp_path)
+    items = [{"content": f"note {i} " + "lorem " * 50} for i in range(400)]
+    failed: list[BaseException] = []
+    answered: list[httpx.Response] = []
+
+    def post() -> None:
+        try:
+            url = f"{server.url}/v1/memories/batch"
+            answered.append(httpx.post(url, json={"items": items}, timeout=600))
+        except httpx.HTTPError as exc:
+            failed.append(exc)
+
+    client = threading.Thread(target=post)
+    client.start()
+    time.sleep(1.0)
+    began = time.monotonic()
+    server.process.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    server.process.send_signal(signal.SIGINT)
+    assert server.process.wait(60) == 128 + signal.SIGINT
+    assert time.monotonic() - began < 10  # not the batch's ~12 s
+    client.join(60)
+    assert answered == []  # no answer: neither a 2xx nor a 500 (uvicorn's own second Ctrl-C)
+    assert len(failed) == 1
+    stored = sqlite3.connect(server.db).execute("SELECT count(*) FROM memories").fetchone()
+    assert stored == (0,)  # the write had not committed: it went with the process

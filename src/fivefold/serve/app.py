@@ -32,6 +32,7 @@ from fivefold.memory import Memory
 from fivefold.serve import routes
 from fivefold.serve.errors import error_body, status_of
 from fivefold.serve.keys import KeyRing
+from fivefold.serve.loopback import LoopbackOnly, loopback
 from fivefold.serve.state import Served
 from fivefold.serve.telemetry import CONTENT_TYPE, Telemetry
 
@@ -69,7 +70,10 @@ def create_app(
                     await stack.enter_async_context(endpoint.running())
                 yield
         finally:
-            memory.close()
+            # Off the event loop: closing waits for calls in flight (none after the drain,
+            # which waits for every request), and a blocked loop would not see a second
+            # Ctrl-C.
+            await to_thread.run_sync(memory.close)
 
     app = FastAPI(
         title="fivefold",
@@ -86,6 +90,8 @@ def create_app(
         )
     app.mount("/static", StaticFiles(directory=str(WEB)), name="static")
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    if loopback(settings.host):
+        app.add_middleware(LoopbackOnly)
     return app
 
 

@@ -1,15 +1,19 @@
 """Starting the server: uvicorn with N worker processes, each opening the store itself.
 
 Workers are separate processes (uvicorn imports ``app_from_env`` in each), so what they need
-travels in environment variables set by ``fivefold serve``. SIGTERM stops accepting
-connections and lets in-flight requests finish (up to ``DRAIN_SECONDS``): a write is committed
-before its 2xx is sent, so a drained server has lost nothing it acknowledged.
+travels in environment variables set by ``fivefold serve``. SIGTERM (or Ctrl-C) stops
+accepting connections and lets every request in flight finish, however long it takes: a write
+is committed before its 2xx is sent, so a drained server has lost nothing it acknowledged, and
+none is cut off with a 500 while its write goes on to commit (uvicorn cancels a request at its
+graceful timeout, but the thread running its write cannot be stopped: the hostile pass saw
+four such 500s for stored batches). A second Ctrl-C quits at once: the requests in flight
+get no answer, and a write not yet committed is rolled back with the process.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,12 +23,12 @@ from fivefold.config_file import settings_in_effect
 from fivefold.errors import ConfigError
 from fivefold.memory import Memory
 from fivefold.serve.keys import KeyRing, load_keys
+from fivefold.serve.loopback import loopback
 
-__all__ = ["DRAIN_SECONDS", "app_from_env", "check_binding", "serve"]
+__all__ = ["app_from_env", "check_binding", "serve"]
 
 DB_ENV = "FIVEFOLD_SERVE_DB"
 CONFIG_ENV = "FIVEFOLD_SERVE_CONFIG"
-DRAIN_SECONDS = 30
 
 
 def app_from_env() -> Any:
@@ -66,21 +70,12 @@ def check_binding(host: str, keys: KeyRing) -> str:
     non-loopback address, and say what the server is about to do either way."""
     if keys:
         return f"API keys required ({len(keys)} configured)"
-    if not _loopback(host):
+    if not loopback(host):
         raise ConfigError(
             f"no API keys are configured, so the server binds only to loopback, not {host}; "
             "add one with `fivefold keys add --namespace NAME`"
         )
     return "no API keys configured: no authentication, loopback only"
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve(
@@ -96,13 +91,37 @@ def serve(
         os.environ.setdefault(
             "PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="fivefold-metrics-")
         )
-    uvicorn.run(
-        "fivefold.serve.run:app_from_env",
-        factory=True,
-        host=settings.host,
-        port=settings.port,
-        workers=settings.workers,
-        timeout_graceful_shutdown=DRAIN_SECONDS,
-        log_level=log_level,
-        access_log=False,
-    )
+    options: dict[str, Any] = {
+        "factory": True,
+        "host": settings.host,
+        "port": settings.port,
+        "workers": settings.workers,
+        "timeout_graceful_shutdown": None,  # every request in flight is finished: see above
+        "log_level": log_level,
+        "access_log": False,
+    }
+    if settings.workers > 1:  # uvicorn's supervisor: each worker drains as one server does
+        uvicorn.run("fivefold.serve.run:app_from_env", **options)
+        return
+    server = _quitting_server(uvicorn.Config("fivefold.serve.run:app_from_env", **options))
+    server.run()
+    if not server.started:
+        raise SystemExit(3)  # uvicorn's STARTUP_FAILURE, as ``uvicorn.run`` exits
+
+
+def _quitting_server(config: Any) -> Any:
+    """uvicorn's server, but a second signal quits at once. uvicorn's own second Ctrl-C
+    cancels the requests in flight, answers each with a 500, and the interpreter then waits
+    for the threads still running their writes, which commit: a stored write its client was
+    told failed. Ended here, the process takes its uncommitted transactions with it and
+    answers nothing. (uvicorn is imported when a server starts, not with the CLI.)"""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.should_exit:
+                sys.stderr.flush()
+                os._exit(128 + sig)
+            super().handle_exit(sig, frame)
+
+    return Server(config=config)

@@ -1,0 +1,64 @@
+"""A server bound to loopback answers only requests addressed to loopback.
+
+Without keys the server has no authentication and listens on loopback only; a web page the
+user visits could still reach it through DNS rebinding (its own name made to resolve to
+127.0.0.1: the browser then sends ``Host: attacker.example``) and read, write or forget any
+namespace. ``/mcp`` already refused such a Host (the MCP SDK's check); this does the same for
+the rest: a Host that is not a loopback name is refused with 421, and so is a browser's
+``Origin`` that is not loopback (a cross-site page). Keyed servers bound to loopback get the
+same check; a server bound elsewhere (keys required) is reached by whatever name its users
+give it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from fivefold.serve.errors import error_body
+
+__all__ = ["LoopbackOnly", "loopback"]
+
+
+def loopback(host: str) -> bool:
+    """Whether a host name or address (no port) is this machine's loopback."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _hostname(header: str) -> str:
+    """The name in a Host header, without its port: ``[::1]:8477`` -> ``::1``."""
+    if header.startswith("["):
+        return header[1 : header.find("]")] if "]" in header else header
+    name, _, port = header.rpartition(":")
+    return name if name and port.isdigit() else header
+
+
+class LoopbackOnly:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = {k.lower(): v for k, v in scope.get("headers", ())}
+            host = headers.get(b"host", b"").decode("latin-1")
+            origin = headers.get(b"origin")
+            problem = None
+            if not loopback(_hostname(host)):
+                problem = f"this server answers loopback names only, not Host {host!r}"
+            elif origin is not None:
+                origin_host = urlsplit(origin.decode("latin-1")).hostname or ""
+                if not loopback(origin_host):
+                    problem = "this server answers pages served from loopback only"
+            if problem is not None:
+                response = JSONResponse(error_body("misdirected", problem), status_code=421)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
