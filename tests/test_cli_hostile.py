@@ -130,3 +130,42 @@ def test_import_skip_reports_every_bad_line_and_keeps_the_good(tmp_path: Path) -
     reported = [line.split(": ")[1] for line in err.strip().splitlines()]
     assert reported == ["line 2", "line 4", "line 5", "line 6"]
     assert count(db) == 3
+
+
+def test_ctrl_c_during_an_import_says_how_far_it_got(tmp_path: Path) -> None:
+    """It printed "Aborted!" alone: the user could not tell which records to import again."""
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    lines = [json.dumps({"content": f"note {i} about the lake"}) for i in range(5_000)]
+    path = _lines(tmp_path, "big.jsonl", ("\n".join(lines) + "\n").encode())
+    db = tmp_path / "ctrl-c.db"
+    # A background job (CI) inherits SIGINT ignored, and Python keeps it so: restore it.
+    code = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    code += "from fivefold.cli import main; main()"
+    command = [sys.executable, "-c", code, "--db", str(db), "import", path, "--batch-size", "50"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    stored = 0
+    while stored < 100 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.2)
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                stored = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+        except sqlite3.Error:
+            pass  # not made yet
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    said = err.strip().splitlines()[-1]
+    assert said.startswith("interrupted: ")
+    imported = int(said.split()[1])
+    assert imported >= 100
+    assert imported % 50 == 0  # whole batches
+    first = imported + 1  # the batch being written starts at the next line
+    assert f"the batch line {first} to line {first + 49} may or may not have been" in said
+    assert count(db) in (imported, imported + 50)

@@ -209,12 +209,22 @@ def import_(
 ) -> None:
     """Import memories from a JSONL file (one remember() record per line) or LoCoMo JSON.
     Each batch is one transaction; a bad record is reported with its line number."""
-    from fivefold.importers import import_file
+    from fivefold.importers import ImportInterrupted, import_file
 
     with open_memory(ctx) as mem:
-        report = import_file(
-            mem, path, fmt=fmt, namespace=namespace, batch_size=batch_size, on_error=on_error
-        )
+        try:
+            report = import_file(
+                mem, path, fmt=fmt, namespace=namespace, batch_size=batch_size, on_error=on_error
+            )
+        except ImportInterrupted as stopped:
+            click.echo(
+                f"interrupted: {stopped.report.imported} memories from {path} were imported "
+                f"(whole batches before {stopped.first}); the batch {stopped.first} to "
+                f"{stopped.last} may or may not have been (`fivefold stats` counts them); "
+                "nothing after it was",
+                err=True,
+            )
+            ctx.exit(130)
     for where, problem in report.skipped:
         click.echo(f"skipped {path}: {where}: {problem}", err=True)
     count = len(report.skipped)

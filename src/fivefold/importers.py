@@ -36,6 +36,16 @@ class ImportReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
+class ImportInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an import: ``report`` counts the batches that were committed, and the
+    batch being written (records ``first`` to ``last``) may or may not have been (an interrupt
+    just after its commit cannot be told from one just before)."""
+
+    def __init__(self, report: ImportReport, first: str, last: str) -> None:
+        super().__init__(f"interrupted while writing {first} to {last}")
+        self.report, self.first, self.last = report, first, last
+
+
 def import_file(
     mem: Memory,
     path: Path,
@@ -59,7 +69,10 @@ def import_file(
         task = progress.add_task(f"importing {path.name}", total=len(records))
         for start in range(0, len(records), batch_size):
             batch = records[start : start + batch_size]
-            _write_batch(mem, batch, report, path, on_error)
+            try:
+                _write_batch(mem, batch, report, path, on_error)
+            except KeyboardInterrupt:
+                raise ImportInterrupted(report, batch[0].where, batch[-1].where) from None
             progress.advance(task, len(batch))
     report.skipped.sort(key=lambda skipped: int(skipped[0].split()[-1]))
     return report
