@@ -7,7 +7,8 @@ is committed before its 2xx is sent, so a drained server has lost nothing it ack
 none is cut off with a 500 while its write goes on to commit (uvicorn cancels a request at its
 graceful timeout, but the thread running its write cannot be stopped: the hostile pass saw
 four such 500s for stored batches). A second Ctrl-C quits at once: the requests in flight
-get no answer, and a write not yet committed is rolled back with the process.
+get no answer, and a write not yet committed is rolled back with the process. (A client that
+never finishes sending its request holds the drain until then, or a supervisor's SIGKILL.)
 """
 
 from __future__ import annotations
