@@ -217,9 +217,13 @@ def import_(
                 mem, path, fmt=fmt, namespace=namespace, batch_size=batch_size, on_error=on_error
             )
         except ImportInterrupted as stopped:
+            done = stopped.report
+            for where, problem in done.skipped:
+                click.echo(f"skipped {path}: {where}: {problem}", err=True)
+            left_out = f", {len(done.skipped)} bad left out" if done.skipped else ""
             click.echo(
-                f"interrupted: {stopped.report.imported} memories from {path} were imported "
-                f"(whole batches before {stopped.first}); the batch {stopped.first} to "
+                f"interrupted: {done.imported} memories from {path} were imported (the "
+                f"records before {stopped.first}{left_out}); the batch {stopped.first} to "
                 f"{stopped.last} may or may not have been (`fivefold stats` counts them); "
                 "nothing after it was",
                 err=True,

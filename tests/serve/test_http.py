@@ -258,7 +258,27 @@ def test_a_loopback_server_answers_only_loopback_names(open_server: Server) -> N
                 response = client.request(method, path, headers=headers, json=body)
                 assert response.status_code == 421, (headers, path, response.text)
                 assert response.json()["error"]["code"] == "misdirected"
-        for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost"):
-            assert client.get("/v1/memories", headers={"host": host}).status_code == 200
+        for host in (
+            "[::1].attacker.example",
+            f"[::1]x:{port}",
+            f"127.0.0.1.attacker.example:{port}",
+        ):
+            assert client.get("/v1/memories", headers={"host": host}).status_code == 421, host
+        loopbacks = (f"localhost:{port}", f"127.0.0.1:{port}", "localhost", f"localhost.:{port}")
+        for host in (*loopbacks, f"[::1]:{port}", f"[::ffff:127.0.0.1]:{port}", "LOCALHOST"):
+            assert client.get("/v1/memories", headers={"host": host}).status_code == 200, host
         origin = {"origin": f"http://127.0.0.1:{port}"}
         assert client.get("/v1/memories", headers=origin).status_code == 200
+
+
+def test_a_request_without_a_host_is_no_browsers_and_is_answered(open_server: Server) -> None:
+    """HTTP/1.0 without Host (some health probes): a browser always sends one."""
+    import socket
+
+    port = int(open_server.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]

@@ -176,3 +176,25 @@ def test_a_second_ctrl_c_quits_and_answers_nothing(tmp_path: Path) -> None:
     assert len(failed) == 1
     stored = sqlite3.connect(server.db).execute("SELECT count(*) FROM memories").fetchone()
     assert stored == (0,)  # the write had not committed: it went with the process
+
+
+def test_a_repeated_sigterm_drains_as_the_first(tmp_path: Path) -> None:
+    """A wrapper forwarding SIGTERM to its process group can deliver it twice: only a second
+    Ctrl-C quits at once (as uvicorn escalates), so the write is finished and answered."""
+    server = start_server(tmp_path)
+    items = [{"content": f"note {i} " + "lorem " * 50} for i in range(300)]
+    answer: list[httpx.Response] = []
+    client = threading.Thread(
+        target=lambda: answer.append(
+            httpx.post(f"{server.url}/v1/memories/batch", json={"items": items}, timeout=600)
+        )
+    )
+    client.start()
+    time.sleep(1.0)
+    server.process.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    assert server.stop(signal.SIGTERM, timeout=600) in (0, -signal.SIGTERM)
+    client.join(600)
+    assert [r.status_code for r in answer] == [201]
+    stored = sqlite3.connect(server.db).execute("SELECT count(*) FROM memories").fetchone()
+    assert stored == (300,)

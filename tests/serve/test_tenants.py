@@ -119,3 +119,13 @@ def test_a_key_is_refused_for_a_name_no_write_could_use(tmp_path: Any) -> None:
     with pytest.raises(ConfigError, match="bytes"):
         add_key(path, namespace="team", user_id=long)
     assert not path.exists() or load_keys(path) == []
+
+
+def test_a_keyed_server_answers_any_host_name(keyed_server: Server) -> None:
+    """Only a keyless server checks names (DNS rebinding needs no key there); a keyed one is
+    reached by whatever name its users or a reverse proxy give it. (The first check keyed on
+    the config file's host, which `serve --host` does not change: a keyed server started with
+    `--host 0.0.0.0` answered every remote request 421.)"""
+    headers = {**keyed_server.headers("alpha"), "host": "memory.internal.example:443"}
+    response = httpx.get(keyed_server.url + "/v1/stats", headers=headers, timeout=30)
+    assert response.status_code == 200, response.text

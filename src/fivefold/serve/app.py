@@ -32,7 +32,7 @@ from fivefold.memory import Memory
 from fivefold.serve import routes
 from fivefold.serve.errors import error_body, status_of
 from fivefold.serve.keys import KeyRing
-from fivefold.serve.loopback import LoopbackOnly, loopback
+from fivefold.serve.loopback import LoopbackOnly
 from fivefold.serve.state import Served
 from fivefold.serve.telemetry import CONTENT_TYPE, Telemetry
 
@@ -90,7 +90,7 @@ def create_app(
         )
     app.mount("/static", StaticFiles(directory=str(WEB)), name="static")
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    if loopback(settings.host):
+    if not keys:  # no authentication: loopback only (``run.check_binding``), by name too
         app.add_middleware(LoopbackOnly)
     return app
 

@@ -5,9 +5,9 @@ user visits could still reach it through DNS rebinding (its own name made to res
 127.0.0.1: the browser then sends ``Host: attacker.example``) and read, write or forget any
 namespace. ``/mcp`` already refused such a Host (the MCP SDK's check); this does the same for
 the rest: a Host that is not a loopback name is refused with 421, and so is a browser's
-``Origin`` that is not loopback (a cross-site page). Keyed servers bound to loopback get the
-same check; a server bound elsewhere (keys required) is reached by whatever name its users
-give it.
+``Origin`` that is not loopback (a cross-site page). Only a keyless server checks: with keys a
+page has no key to send, and a keyed server is reached by whatever name its users (or a
+reverse proxy on the same machine) give it.
 """
 
 from __future__ import annotations
@@ -25,20 +25,29 @@ __all__ = ["LoopbackOnly", "loopback"]
 
 def loopback(host: str) -> bool:
     """Whether a host name or address (no port) is this machine's loopback."""
-    if host.lower() == "localhost":
+    name = host.lower().removesuffix(".")  # "localhost." is the same name
+    if name == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
-def _hostname(header: str) -> str:
-    """The name in a Host header, without its port: ``[::1]:8477`` -> ``::1``."""
+def _hostname(header: str) -> str | None:
+    """The name in a Host header, without its port (``[::1]:8477`` -> ``::1``); None when it
+    is not a name and an optional port."""
     if header.startswith("["):
-        return header[1 : header.find("]")] if "]" in header else header
-    name, _, port = header.rpartition(":")
-    return name if name and port.isdigit() else header
+        address, bracket, rest = header[1:].partition("]")
+        if not bracket or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
+            return None
+        return address
+    name, colon, port = header.rpartition(":")
+    if colon and port.isdigit():
+        return name
+    return header
 
 
 class LoopbackOnly:
@@ -51,7 +60,10 @@ class LoopbackOnly:
             host = headers.get(b"host", b"").decode("latin-1")
             origin = headers.get(b"origin")
             problem = None
-            if not loopback(_hostname(host)):
+            name = _hostname(host)
+            # No Host at all (HTTP/1.0, a health probe) is no browser's: a page's request
+            # always names the host it was sent to.
+            if host and (name is None or not loopback(name)):
                 problem = f"this server answers loopback names only, not Host {host!r}"
             elif origin is not None:
                 origin_host = urlsplit(origin.decode("latin-1")).hostname or ""

@@ -14,8 +14,10 @@ never finishes sending its request holds the drain until then, or a supervisor's
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ __all__ = ["app_from_env", "check_binding", "serve"]
 
 DB_ENV = "FIVEFOLD_SERVE_DB"
 CONFIG_ENV = "FIVEFOLD_SERVE_CONFIG"
+HOST_ENV = "FIVEFOLD_SERVE_HOST"  # the address bound (``--host`` wins over the file's)
 
 
 def app_from_env() -> Any:
@@ -40,6 +43,8 @@ def app_from_env() -> Any:
     given = os.environ.get(CONFIG_ENV)
     path = Path(given) if given else None
     config = settings_in_effect(path)
+    if host := os.environ.get(HOST_ENV):
+        config = replace(config, serve=replace(config.serve, host=host))
     db = os.environ.get(DB_ENV) or None
     return create_app(
         lambda: Memory.open(db, config=config, embedder=_embedder()),
@@ -87,6 +92,7 @@ def serve(
     settings = config.serve
     os.environ[DB_ENV] = db or ""
     os.environ[CONFIG_ENV] = "" if config_path is None else str(config_path.absolute())
+    os.environ[HOST_ENV] = settings.host
     if settings.workers > 1:
         # prometheus-client merges the workers' counters through files in this folder.
         os.environ.setdefault(
@@ -111,7 +117,7 @@ def serve(
 
 
 def _quitting_server(config: Any) -> Any:
-    """uvicorn's server, but a second signal quits at once. uvicorn's own second Ctrl-C
+    """uvicorn's server, but a second Ctrl-C quits at once. uvicorn's own second Ctrl-C
     cancels the requests in flight, answers each with a 500, and the interpreter then waits
     for the threads still running their writes, which commit: a stored write its client was
     told failed. Ended here, the process takes its uncommitted transactions with it and
@@ -120,7 +126,9 @@ def _quitting_server(config: Any) -> Any:
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
-            if self.should_exit:
+            # A second Ctrl-C, as uvicorn escalates: a repeated SIGTERM (a wrapper forwarding
+            # one to its process group) drains as the first does.
+            if self.should_exit and sig == signal.SIGINT:
                 sys.stderr.flush()
                 os._exit(128 + sig)
             super().handle_exit(sig, frame)
