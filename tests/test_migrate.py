@@ -268,3 +268,76 @@ def test_a_postgres_store_copies_to_another_whatever_names_it_holds(
     report = migrate(source, _open(pg_url))
     assert report.verified
     assert report.namespaces[LONG].memories == (1, 1)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_copy_that_did_not_finish_is_reported_and_refused(
+    backend: str, tmp_path: Path, pg_url: str
+) -> None:
+    """A copy cut off half way left a store that `fivefold doctor` called ok (a hostile pass's
+    find: kill -9 during `fivefold migrate`); now its mark stays until the copy is whole."""
+    source = _open(str(tmp_path / "src.db"))
+    _seed(source)
+    target = _open(str(tmp_path / "dst.db") if backend == "sqlite" else pg_url)
+
+    def cut_off(done: int, total: int) -> None:
+        raise KeyboardInterrupt  # as Ctrl-C or a kill after the first batch
+
+    with pytest.raises(KeyboardInterrupt):
+        migrate(source, target, batch=5, on_progress=cut_off)
+    assert target.stats().memories == 5  # a part
+    findings = [f for f in target.store.check() if not f.ok]
+    assert [f.part for f in findings] == ["copy"]
+    assert "did not finish" in findings[0].detail
+    assert "src.db" in findings[0].detail
+    with pytest.raises(fivefold.InvalidInput, match="did not finish"):
+        migrate(source, target)
+    whole = _open(str(tmp_path / "whole.db") if backend == "sqlite" else _fresh(pg_url))
+    assert migrate(source, whole).verified
+    assert whole.store.copy_mark() is None
+    assert all(f.ok for f in whole.store.check())
+
+
+def _fresh(pg_url: str) -> str:
+    """Another empty schema of the same server as ``pg_url``."""
+    import uuid
+
+    import psycopg
+
+    server, _, _ = pg_url.partition("options=")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server.rstrip("?&"), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return f"{server}options=-csearch_path%3D{schema},public"
+
+
+def test_doctor_reports_a_copy_killed_half_way(tmp_path: Path) -> None:
+    """kill -9 of a real migration: `doctor`'s check says the copy did not finish."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    source = _open(str(tmp_path / "big.db"))
+    source.remember_many([{"content": f"note {i} about the lake"} for i in range(3_000)])
+    source.close()
+    destination = tmp_path / "half.db"
+    script = (
+        "import sys, fivefold\n"
+        "from fivefold.migrate import migrate\n"
+        "src = fivefold.Memory.open(sys.argv[1], embedder=fivefold.HashingEmbedder())\n"
+        "dst = fivefold.Memory.open(sys.argv[2], embedder=fivefold.HashingEmbedder())\n"
+        "migrate(src, dst, batch=100, on_progress=lambda d, t: print(d, flush=True))\n"
+    )
+    command = [sys.executable, "-c", script, str(tmp_path / "big.db"), str(destination)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    assert int(process.stdout.readline()) == 100  # the first batch is in
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    time.sleep(0.1)
+    with _open(str(destination)) as half:  # what `fivefold doctor` runs
+        problems = [f for f in half.store.check() if not f.ok]
+        assert 100 <= half.stats().memories < 3_000
+    assert [f.part for f in problems] == ["copy"]
+    assert "a copy into this store did not finish (from " in problems[0].detail

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -68,6 +68,11 @@ def migrate(
 ) -> MigrationReport:
     if batch < 1:
         raise InvalidInput(f"batch must be at least 1, got {batch}")
+    if (note := target.store.copy_mark()) is not None:
+        raise InvalidInput(
+            f"{target.store.location} holds part of a copy that did not finish ({note}): "
+            "migrate into an empty store"
+        )
     if target.stats().memories:
         raise InvalidInput(
             f"{target.store.location} already holds memories: migrate into an empty store"
@@ -76,6 +81,9 @@ def migrate(
     namespaces = sorted(src.stats().namespaces)
     if dst.keyed_names and not src.keyed_names:  # what the source holds, the destination may not
         _check_names(src, namespaces)
+    # Marked until the copy is whole: a copy killed half way leaves a store `fivefold doctor`
+    # reports (it said "ok" of the part copied) and this function refuses to copy into.
+    dst.mark_copy(f"from {src.location}, begun {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC")
     total, done = src.stats().memories, 0
     relations = aliases = feedback = models = 0
     for namespace in namespaces:
@@ -108,6 +116,7 @@ def migrate(
             dst.save_model(namespace, saved[1], accepted=True)
             models += 1
     counts = {ns: _counts(src, dst, ns) for ns in namespaces}
+    dst.mark_copy(None)
     # Scores compare only when both stores' statistics count the current rows alone (the
     # embedded store's lexical index keeps counting a replaced or forgotten text until merged).
     src.compact()

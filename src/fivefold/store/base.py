@@ -197,7 +197,18 @@ class Store(Protocol):
         ...
 
     def check(self, *, repair: bool = False) -> list[Finding]:
-        """Every index checked against the rows; ``repair`` rebuilds what is out of step."""
+        """Every index checked against the rows; ``repair`` rebuilds what is out of step; a
+        copy mark left behind (``mark_copy``) is a finding no repair clears."""
+        ...
+
+    def mark_copy(self, note: str | None) -> None:
+        """Mark the store as receiving a copy (``fivefold migrate``: ``note`` says from where
+        and when), or with None clear the mark once the copy is whole: a copy killed half way
+        leaves its mark, and ``check`` reports it."""
+        ...
+
+    def copy_mark(self) -> str | None:
+        """The note of a copy under way or left unfinished (``mark_copy``), or None."""
         ...
 
     # -- learned fusion ------------------------------------------------------------------------
@@ -232,3 +243,16 @@ class Store(Protocol):
     def stats(self, namespace: str | None = None) -> StoreStats:
         """Counts of the whole store, or of one namespace."""
         ...
+
+
+COPY_MARK = "copy_in_progress"  # the meta key of ``Store.mark_copy``
+
+
+def unfinished_copy(note: str) -> Finding:
+    """``check``'s finding for a copy mark left behind."""
+    return Finding(
+        "copy",
+        False,
+        f"a copy into this store did not finish ({note}): it holds part of it; "
+        "copy again into an empty store",
+    )

@@ -45,7 +45,7 @@ from fivefold.model import (
     Scope,
 )
 from fivefold.store import context
-from fivefold.store.base import StoreSettings
+from fivefold.store.base import COPY_MARK, StoreSettings, unfinished_copy
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import (
     Deltas,
@@ -391,6 +391,9 @@ class PostgresStore(PostgresReads):
         with self._read() as conn:
             conn.execute("SELECT 1")
             findings.append(Finding("database", True, "reachable"))
+        if (note := self.copy_mark()) is not None:
+            findings.append(unfinished_copy(note))
+        with self._read() as conn:
             namespaces = [
                 str(r[0])
                 for r in conn.execute(
@@ -407,6 +410,24 @@ class PostgresStore(PostgresReads):
             fixed = repair and self._statistics_agree(namespace)
             findings.append(Finding(part, fixed, "out of step with the rows", fixed))
         return findings
+
+    def mark_copy(self, note: str | None) -> None:
+        with self._pool.connection() as conn:
+            if note is None:
+                conn.execute("DELETE FROM fivefold_meta WHERE key = %s", (COPY_MARK,))
+            else:
+                conn.execute(
+                    "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (COPY_MARK, note),
+                )
+
+    def copy_mark(self) -> str | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT value FROM fivefold_meta WHERE key = %s", (COPY_MARK,)
+            ).fetchone()
+        return None if row is None else str(row[0])
 
     def compact(self) -> int:
         """Nothing to do: the posting rows and statistics change in the writing transaction."""

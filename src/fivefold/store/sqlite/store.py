@@ -53,7 +53,7 @@ from fivefold.model import (
     StoreStats,
 )
 from fivefold.store import batch, context
-from fivefold.store.base import StoreSettings
+from fivefold.store.base import COPY_MARK, StoreSettings, unfinished_copy
 from fivefold.store.rows import edge_values, feedback_entries, relation_from_row, stored_edge
 from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import schema, vector_sync
@@ -721,11 +721,27 @@ class SQLiteStore:
             self._refuse_write()
         with self._lock:
             findings = [sqlite_check.check_database(self._conn)]
+            if (note := self.copy_mark()) is not None:
+                findings.append(unfinished_copy(note))
             namespaces = [str(r[0]) for r in self._execute(schema.SELECT_NAMESPACES)]
             findings += self._lexical.check(namespaces, repair=repair)
             for namespace in namespaces:
                 findings += self._check_dense(namespace, repair=repair)
             return findings
+
+    def mark_copy(self, note: str | None) -> None:
+        with self._transaction():
+            if note is None:
+                self._conn.execute("DELETE FROM meta WHERE key = ?", (COPY_MARK,))
+            else:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (COPY_MARK, note)
+                )
+
+    def copy_mark(self) -> str | None:
+        with self._lock:
+            row = self._execute("SELECT value FROM meta WHERE key = ?", (COPY_MARK,)).fetchone()
+        return None if row is None else str(row[0])
 
     # -- learned fusion ---------------------------------------------------------------------------
     def add_feedback(
