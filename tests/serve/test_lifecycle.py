@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -119,6 +120,30 @@ def test_without_keys_the_server_refuses_a_public_address(tmp_path: Path) -> Non
     assert "Traceback" not in done.stderr
 
 
+class _Batch:
+    """A batch posted from a thread of its own: its answer, or the error that came instead."""
+
+    def __init__(self, server: Server, items: list[dict[str, str]]) -> None:
+        self.answered: list[httpx.Response] = []
+        self.failed: list[BaseException] = []
+        url = f"{server.url}/v1/memories/batch"
+
+        def post() -> None:
+            try:
+                self.answered.append(httpx.post(url, json={"items": items}, timeout=600))
+            except httpx.HTTPError as exc:
+                self.failed.append(exc)
+
+        self.thread = threading.Thread(target=post)
+        self.thread.start()
+
+
+def _stored(server: Server) -> int:
+    with closing(sqlite3.connect(server.db)) as conn:
+        count: int = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    return count
+
+
 def test_sigterm_finishes_a_write_that_outlasts_uvicorns_graceful_timeout(
     tmp_path: Path,
 ) -> None:
@@ -128,22 +153,15 @@ def test_sigterm_finishes_a_write_that_outlasts_uvicorns_graceful_timeout(
     server = start_server(tmp_path)
     words = " ".join(f"word{j}" for j in range(60))
     items = [{"content": f"item {i} {words}"} for i in range(1_000)]  # ~30 s of the model here
-    answer: list[httpx.Response] = []
-    client = threading.Thread(
-        target=lambda: answer.append(
-            httpx.post(f"{server.url}/v1/memories/batch", json={"items": items}, timeout=600)
-        )
-    )
-    client.start()
+    batch = _Batch(server, items)
     time.sleep(1.0)
     began = time.monotonic()
     assert server.stop(signal.SIGTERM, timeout=600) in (0, -signal.SIGTERM)
-    client.join(600)
-    (response,) = answer
+    batch.thread.join(600)
+    (response,) = batch.answered
     assert response.status_code == 201, response.text
     assert len(response.json()) == 1_000
-    stored = sqlite3.connect(server.db).execute("SELECT count(*) FROM memories").fetchone()
-    assert stored == (1_000,)
+    assert _stored(server) == 1_000
     print(f"drained in {time.monotonic() - began:.1f} s")  # past 30 s: the old limit
 
 
@@ -152,18 +170,7 @@ def test_a_second_ctrl_c_quits_and_answers_nothing(tmp_path: Path) -> None:
     client gets no answer (uvicorn's own handling answered 500, then let the write commit)."""
     server = start_server(tmp_path)
     items = [{"content": f"note {i} " + "lorem " * 50} for i in range(400)]
-    failed: list[BaseException] = []
-    answered: list[httpx.Response] = []
-
-    def post() -> None:
-        try:
-            url = f"{server.url}/v1/memories/batch"
-            answered.append(httpx.post(url, json={"items": items}, timeout=600))
-        except httpx.HTTPError as exc:
-            failed.append(exc)
-
-    client = threading.Thread(target=post)
-    client.start()
+    batch = _Batch(server, items)
     time.sleep(1.0)
     began = time.monotonic()
     server.process.send_signal(signal.SIGINT)
@@ -171,11 +178,10 @@ def test_a_second_ctrl_c_quits_and_answers_nothing(tmp_path: Path) -> None:
     server.process.send_signal(signal.SIGINT)
     assert server.process.wait(60) == 128 + signal.SIGINT
     assert time.monotonic() - began < 10  # not the batch's ~12 s
-    client.join(60)
-    assert answered == []  # no answer: neither a 2xx nor a 500 (uvicorn's own second Ctrl-C)
-    assert len(failed) == 1
-    stored = sqlite3.connect(server.db).execute("SELECT count(*) FROM memories").fetchone()
-    assert stored == (0,)  # the write had not committed: it went with the process
+    batch.thread.join(60)
+    assert batch.answered == []  # no answer: neither a 2xx nor a 500 (uvicorn's 2nd Ctrl-C)
+    assert len(batch.failed) == 1
+    assert _stored(server) == 0  # the write had not committed: it went with the process
 
 
 def test_a_repeated_sigterm_drains_as_the_first(tmp_path: Path) -> None:
@@ -183,18 +189,11 @@ def test_a_repeated_sigterm_drains_as_the_first(tmp_path: Path) -> None:
     Ctrl-C quits at once (as uvicorn escalates), so the write is finished and answered."""
     server = start_server(tmp_path)
     items = [{"content": f"note {i} " + "lorem " * 50} for i in range(300)]
-    answer: list[httpx.Response] = []
-    client = threading.Thread(
-        target=lambda: answer.append(
-            httpx.post(f"{server.url}/v1/memories/batch", json={"items": items}, timeout=600)
-        )
-    )
-    client.start()
+    batch = _Batch(server, items)
     time.sleep(1.0)
     server.process.send_signal(signal.SIGTERM)
     time.sleep(0.3)
     assert server.stop(signal.SIGTERM, timeout=600) in (0, -signal.SIGTERM)
-    client.join(600)
-    assert [r.status_code for r in answer] == [201]
-    stored = sqlite3.connect(server.db).execute("SELECT count(*) FROM memories").fetchone()
-    assert stored == (300,)
+    batch.thread.join(600)
+    assert [r.status_code for r in batch.answered] == [201]
+    assert _stored(server) == 300
