@@ -169,7 +169,7 @@ def test_ctrl_c_during_an_import_says_how_far_it_got(tmp_path: Path) -> None:
     assert imported >= 98
     assert (imported + 2) % 50 == 0  # whole batches, but for the two left out
     first = imported + 3  # the batch being written starts at the next line
-    assert f"(the records before line {first}, 2 bad left out)" in said
+    assert f"(of the records before line {first}); 2 bad records left out;" in said
     assert f"the batch line {first} to line {first + 49} may or may not have been" in said
     assert "skipped " in err
     assert ": line 2: " in err

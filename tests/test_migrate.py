@@ -288,10 +288,17 @@ def test_a_copy_that_did_not_finish_is_reported_and_refused(
     assert target.stats().memories == 5  # a part
     findings = [f for f in target.store.check() if not f.ok]
     assert [f.part for f in findings] == ["copy"]
-    assert "did not finish" in findings[0].detail
+    assert "has not finished" in findings[0].detail
     assert "src.db" in findings[0].detail
+    assert "5 memories copied" in findings[0].detail
     with pytest.raises(fivefold.InvalidInput, match="did not finish"):
         migrate(source, target)
+    onward = _open(str(tmp_path / "onward.db"))
+    with pytest.raises(fivefold.InvalidInput, match="copied on, it would look whole"):
+        migrate(target, onward)  # the part would come out unmarked
+    assert onward.stats().memories == 0
+    with pytest.raises(fivefold.InvalidInput, match="under way or did not finish"):
+        target.store.mark_copy("a second copy")  # one claim at a time, atomically
     whole = _open(str(tmp_path / "whole.db") if backend == "sqlite" else _fresh(pg_url))
     assert migrate(source, whole).verified
     assert whole.store.copy_mark() is None
@@ -340,4 +347,4 @@ def test_doctor_reports_a_copy_killed_half_way(tmp_path: Path) -> None:
         problems = [f for f in half.store.check() if not f.ok]
         assert 100 <= half.stats().memories < 3_000
     assert [f.part for f in problems] == ["copy"]
-    assert "a copy into this store did not finish (from " in problems[0].detail
+    assert "a copy into this store has not finished (from " in problems[0].detail

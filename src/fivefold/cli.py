@@ -220,10 +220,10 @@ def import_(
             done = stopped.report
             for where, problem in done.skipped:
                 click.echo(f"skipped {path}: {where}: {problem}", err=True)
-            left_out = f", {len(done.skipped)} bad left out" if done.skipped else ""
+            left_out = f"; {len(done.skipped)} bad records left out" if done.skipped else ""
             click.echo(
-                f"interrupted: {done.imported} memories from {path} were imported (the "
-                f"records before {stopped.first}{left_out}); the batch {stopped.first} to "
+                f"interrupted: {done.imported} memories from {path} were imported (of the "
+                f"records before {stopped.first}){left_out}; the batch {stopped.first} to "
                 f"{stopped.last} may or may not have been (`fivefold stats` counts them); "
                 "nothing after it was",
                 err=True,

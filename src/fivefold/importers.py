@@ -72,6 +72,7 @@ def import_file(
             try:
                 _write_batch(mem, batch, report, path, on_error)
             except KeyboardInterrupt:
+                report.skipped.sort(key=lambda skipped: int(skipped[0].split()[-1]))
                 raise ImportInterrupted(report, batch[0].where, batch[-1].where) from None
             progress.advance(task, len(batch))
     report.skipped.sort(key=lambda skipped: int(skipped[0].split()[-1]))

@@ -68,10 +68,15 @@ def migrate(
 ) -> MigrationReport:
     if batch < 1:
         raise InvalidInput(f"batch must be at least 1, got {batch}")
+    if (note := source.store.copy_mark()) is not None:
+        raise InvalidInput(
+            f"{source.store.location} is a copy that did not finish ({note}): copied on, it "
+            "would look whole; copy its own source again"
+        )
     if (note := target.store.copy_mark()) is not None:
         raise InvalidInput(
-            f"{target.store.location} holds part of a copy that did not finish ({note}): "
-            "migrate into an empty store"
+            f"{target.store.location} holds a copy that did not finish ({note}): migrate into "
+            "an empty store (a new file, or a new Postgres schema)"
         )
     if target.stats().memories:
         raise InvalidInput(
@@ -82,7 +87,8 @@ def migrate(
     if dst.keyed_names and not src.keyed_names:  # what the source holds, the destination may not
         _check_names(src, namespaces)
     # Marked until the copy is whole: a copy killed half way leaves a store `fivefold doctor`
-    # reports (it said "ok" of the part copied) and this function refuses to copy into.
+    # reports (it said "ok" of the part copied) and this function refuses to copy into or
+    # from. Claimed at once with the emptiness: of two copies into one store, one goes on.
     dst.mark_copy(f"from {src.location}, begun {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC")
     total, done = src.stats().memories, 0
     relations = aliases = feedback = models = 0

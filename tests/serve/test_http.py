@@ -253,11 +253,16 @@ def test_a_loopback_server_answers_only_loopback_names(open_server: Server) -> N
             {"origin": f"http://attacker.example:{port}"},
             {"origin": "null"},
         ):
-            for method, path in (("GET", "/v1/memories"), ("GET", "/"), ("POST", "/v1/recall")):
+            for method, path in (
+                ("GET", "/v1/memories"),
+                ("GET", "/"),
+                ("POST", "/v1/recall"),
+                ("POST", "/mcp"),  # ours now, not the MCP SDK's
+            ):
                 body = {"query": "x"} if method == "POST" else None
                 response = client.request(method, path, headers=headers, json=body)
                 assert response.status_code == 421, (headers, path, response.text)
-                assert response.json()["error"]["code"] == "misdirected"
+                assert response.json()["error"]["code"] == "misdirected", path
         for host in (
             "[::1].attacker.example",
             f"[::1]x:{port}",

@@ -129,3 +129,10 @@ def test_a_keyed_server_answers_any_host_name(keyed_server: Server) -> None:
     headers = {**keyed_server.headers("alpha"), "host": "memory.internal.example:443"}
     response = httpx.get(keyed_server.url + "/v1/stats", headers=headers, timeout=30)
     assert response.status_code == 200, response.text
+    listed = httpx.post(  # /mcp too: the MCP SDK's own check refused that name
+        keyed_server.url + "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={**headers, "accept": "application/json, text/event-stream"},
+        timeout=30,
+    )
+    assert listed.status_code == 200, listed.text

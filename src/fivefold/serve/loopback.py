@@ -41,13 +41,17 @@ def _hostname(header: str) -> str | None:
     is not a name and an optional port."""
     if header.startswith("["):
         address, bracket, rest = header[1:].partition("]")
-        if not bracket or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
+        if not bracket or (rest and not (rest.startswith(":") and _port(rest[1:]))):
             return None
         return address
     name, colon, port = header.rpartition(":")
-    if colon and port.isdigit():
+    if colon and _port(port):
         return name
     return header
+
+
+def _port(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 class LoopbackOnly:

@@ -18,6 +18,7 @@ from typing import Annotated, Any, ClassVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
@@ -224,8 +225,16 @@ class McpEndpoint:
     def __init__(self, memory: Callable[[], Memory], keys: KeyRing, host: str) -> None:
         self._keys = keys
         self._server = build_server(memory, _from_caller)
+        # The SDK's own DNS-rebinding check (on for a loopback host) is off: the server's
+        # ``LoopbackOnly`` covers /mcp with the rest of a keyless server, and a keyed server
+        # answers any name (the SDK's refused a keyed server's name behind a reverse proxy,
+        # and "localhost" without a port, where /v1 answered).
         self._app = self._server.streamable_http_app(
-            streamable_http_path="/mcp", stateless_http=True, json_response=True, host=host
+            streamable_http_path="/mcp",
+            stateless_http=True,
+            json_response=True,
+            host=host,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
 
     def running(self) -> AbstractAsyncContextManager[None]:

@@ -204,7 +204,8 @@ class Store(Protocol):
     def mark_copy(self, note: str | None) -> None:
         """Mark the store as receiving a copy (``fivefold migrate``: ``note`` says from where
         and when), or with None clear the mark once the copy is whole: a copy killed half way
-        leaves its mark, and ``check`` reports it."""
+        leaves its mark, and ``check`` reports it. Marking is refused (``InvalidInput``), in
+        one transaction, when a mark is there already or the store holds memories."""
         ...
 
     def copy_mark(self) -> str | None:
@@ -248,11 +249,15 @@ class Store(Protocol):
 COPY_MARK = "copy_in_progress"  # the meta key of ``Store.mark_copy``
 
 
-def unfinished_copy(note: str) -> Finding:
-    """``check``'s finding for a copy mark left behind."""
+def unfinished_copy(note: str, memories: int) -> Finding:
+    """``check``'s finding for a copy mark left behind (or a copy still running)."""
     return Finding(
         "copy",
         False,
-        f"a copy into this store did not finish ({note}): it holds part of it; "
-        "copy again into an empty store",
+        f"a copy into this store has not finished ({note}; {memories:,} memories copied): "
+        "if it is not still running, copy again into an empty store (a new file, or a new "
+        "Postgres schema); no repair clears this",
     )
+
+
+COPY_REFUSED = "another copy into this store is under way or did not finish, or it holds memories"

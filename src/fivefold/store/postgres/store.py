@@ -45,7 +45,7 @@ from fivefold.model import (
     Scope,
 )
 from fivefold.store import context
-from fivefold.store.base import COPY_MARK, StoreSettings, unfinished_copy
+from fivefold.store.base import COPY_MARK, COPY_REFUSED, StoreSettings, unfinished_copy
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import (
     Deltas,
@@ -392,7 +392,7 @@ class PostgresStore(PostgresReads):
             conn.execute("SELECT 1")
             findings.append(Finding("database", True, "reachable"))
         if (note := self.copy_mark()) is not None:
-            findings.append(unfinished_copy(note))
+            findings.append(unfinished_copy(note, self.stats().memories))
         with self._read() as conn:
             namespaces = [
                 str(r[0])
@@ -412,15 +412,20 @@ class PostgresStore(PostgresReads):
         return findings
 
     def mark_copy(self, note: str | None) -> None:
-        with self._pool.connection() as conn:
+        with self._pool.connection() as conn, conn.transaction():
             if note is None:
                 conn.execute("DELETE FROM fivefold_meta WHERE key = %s", (COPY_MARK,))
-            else:
-                conn.execute(
-                    "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) "
-                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    (COPY_MARK, note),
-                )
+                return
+            # The key is unique: of two copies marking at once, the second finds the first's
+            # row (it waits for it to commit) and inserts nothing.
+            claimed = conn.execute(
+                "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO NOTHING RETURNING key",
+                (COPY_MARK, note),
+            ).fetchone()
+            held = conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone()
+            if claimed is None or held is not None:
+                raise InvalidInput(f"{self._location}: {COPY_REFUSED}")
 
     def copy_mark(self) -> str | None:
         with self._read() as conn:

@@ -53,7 +53,7 @@ from fivefold.model import (
     StoreStats,
 )
 from fivefold.store import batch, context
-from fivefold.store.base import COPY_MARK, StoreSettings, unfinished_copy
+from fivefold.store.base import COPY_MARK, COPY_REFUSED, StoreSettings, unfinished_copy
 from fivefold.store.rows import edge_values, feedback_entries, relation_from_row, stored_edge
 from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import schema, vector_sync
@@ -722,7 +722,7 @@ class SQLiteStore:
         with self._lock:
             findings = [sqlite_check.check_database(self._conn)]
             if (note := self.copy_mark()) is not None:
-                findings.append(unfinished_copy(note))
+                findings.append(unfinished_copy(note, self.stats().memories))
             namespaces = [str(r[0]) for r in self._execute(schema.SELECT_NAMESPACES)]
             findings += self._lexical.check(namespaces, repair=repair)
             for namespace in namespaces:
@@ -733,10 +733,12 @@ class SQLiteStore:
         with self._transaction():
             if note is None:
                 self._conn.execute("DELETE FROM meta WHERE key = ?", (COPY_MARK,))
-            else:
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (COPY_MARK, note)
-                )
+                return
+            marked = self._conn.execute("SELECT 1 FROM meta WHERE key = ?", (COPY_MARK,))
+            held = self._conn.execute("SELECT 1 FROM memories LIMIT 1")
+            if marked.fetchone() is not None or held.fetchone() is not None:
+                raise InvalidInput(f"{self._path}: {COPY_REFUSED}")
+            self._conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (COPY_MARK, note))
 
     def copy_mark(self) -> str | None:
         with self._lock:
