@@ -109,11 +109,13 @@ def test_a_damaged_saved_graph_is_rebuilt_not_searched(tmp_path: Path) -> None:
         data[rng.randrange(64, len(data))] ^= 0xFF
     graphs[0].write_bytes(bytes(data))
     with _open(db, HNSW) as memory:
-        # HNSW is approximate (and its build order varies): nearly every memory among its own
-        # vector's 5 nearest. A damaged graph searched as it is found almost none (0.6 %).
+        # HNSW is approximate (and its build order varies): most memories among their own
+        # vector's 5 nearest (58 of 58 in 8 runs here; 53 in a fresh-clone CI run on a busy
+        # machine, the graph built by several threads). A damaged graph searched as it is
+        # found almost none (0.6 %).
         hits = [records[n].id in _nearest(memory, n) for n in range(0, 400, 7)]
         assert memory.store.reloads == 1  # type: ignore[attr-defined]
-    assert sum(hits) >= 0.95 * len(hits)
+    assert sum(hits) >= 0.8 * len(hits)
 
 
 KILLED_WRITER = textwrap.dedent(
