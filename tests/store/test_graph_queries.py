@@ -16,7 +16,7 @@ import pytest
 import fivefold
 from fivefold import EdgeKind, Memory, Scope
 from fivefold.model import EdgeHop, EntityScore, NeighbourStep
-from fivefold.store.sqlite.store import _register_math
+from fivefold.store.sqlite.files import register_math
 
 NOW = datetime(2026, 3, 20, tzinfo=UTC)
 PRIORS = {EdgeKind.STRUCTURAL: 1.0, EdgeKind.SEMANTIC: 0.9, EdgeKind.LIFECYCLE: 0.8}
@@ -170,7 +170,7 @@ def test_python_math_stands_in_for_sqlite_math_functions(graph: Memory) -> None:
     entities = [EntityScore(e, 0.5, 0, 1.0) for e in sorted(_ids(graph).values())[:6]]
     builtin = graph.store.mentions(Scope(), entities, 30)
     conn: sqlite3.Connection = graph.store._conn  # type: ignore[attr-defined]
-    _register_math(conn)
+    register_math(conn)
     assert conn.execute("SELECT ln(1.0), ln(0.0), exp(0.0)").fetchone() == (0.0, None, 1.0)
     fallback = graph.store.mentions(Scope(), entities, 30)
     assert [h.memory_id for h in fallback] == [h.memory_id for h in builtin]

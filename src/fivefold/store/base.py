@@ -33,6 +33,7 @@ from fivefold.model import (
     Scope,
     StoreStats,
 )
+from fivefold.store.context import Smoothing
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,6 +45,12 @@ class StoreSettings:
     context: ContextConfig = field(default_factory=ContextConfig)
     index: IndexConfig = field(default_factory=IndexConfig)
     write: WriteConfig = field(default_factory=WriteConfig)
+
+    @property
+    def smoothing(self) -> Smoothing:
+        """The session context's reach and neighbour weights, as the rows are made with."""
+        cfg = self.context
+        return Smoothing(window=cfg.window, near=cfg.vector_near, far=cfg.vector_far)
 
 
 class Store(Protocol):

@@ -165,7 +165,7 @@ class PostgresStore(PostgresReads):
                     "embedding_model": self._model,
                     "embedding_dim": str(self._dim),
                     "store_id": uuid.uuid4().hex,
-                    _SMOOTHING_KEY: self._writer.smoothing().tag,
+                    _SMOOTHING_KEY: self._settings.smoothing.tag,
                 }
                 for key, value in meta.items():
                     conn.execute(
@@ -184,7 +184,7 @@ class PostgresStore(PostgresReads):
                 f"({self._dim}-d); open it with the model it was built with, or migrate into a "
                 "new store"
             )
-        return meta.get(_SMOOTHING_KEY) != self._writer.smoothing().tag, reindexed
+        return meta.get(_SMOOTHING_KEY) != self._settings.smoothing.tag, reindexed
 
     def _rebuild_context(self) -> None:
         def run(conn: psycopg.Connection, deltas: Deltas) -> None:
@@ -198,12 +198,12 @@ class PostgresStore(PostgresReads):
                 by_namespace.setdefault(str(namespace), []).append(int(memory_id))
             for namespace, ids in by_namespace.items():
                 rows.namespace = namespace
-                context.refresh(rows, ids, self._writer.smoothing())
+                context.refresh(rows, ids, self._settings.smoothing)
                 rows.flush()
                 deltas.memories[namespace] += 0  # bumps the generation: caches drop
             conn.execute(
                 "UPDATE fivefold_meta SET value = %s WHERE key = %s",
-                (self._writer.smoothing().tag, _SMOOTHING_KEY),
+                (self._settings.smoothing.tag, _SMOOTHING_KEY),
             )
 
         self._write(run)

@@ -52,10 +52,6 @@ class Writer:
         self._lines = LineCounts(tokenizer)
         self._dim = dim
 
-    def smoothing(self) -> context.Smoothing:
-        cfg = self._settings.context
-        return context.Smoothing(window=cfg.window, near=cfg.vector_near, far=cfg.vector_far)
-
     def memories(
         self,
         conn: psycopg.Connection,
@@ -92,7 +88,7 @@ class Writer:
         # older row its context changes in one update: every row version is an insertion into
         # the HNSW graph.
         rows = batch.session_context(
-            memories, ids, vectors, self.smoothing(), lambda w, n: self._newest(conn, w, n)
+            memories, ids, vectors, self._settings.smoothing, lambda w, n: self._newest(conn, w, n)
         )
         texts = rows.contexts
         # Every memory has a window: its own text (counted above), and its neighbours' where
@@ -373,7 +369,7 @@ class Writer:
         conn.execute(
             "DELETE FROM feedback_labels WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
         )
-        context.refresh(rows, around, self.smoothing())
+        context.refresh(rows, around, self._settings.smoothing)
         rows.flush()
         conn.execute(schema.DROP_ORPHAN_ENTITIES, (ns, entity_ids))
         return True

@@ -9,8 +9,8 @@ import sqlite3
 import sys
 
 from fivefold.errors import StoreError
+from fivefold.store.sqlite.files import connect
 from fivefold.store.sqlite.lexical import LexicalIndexes
-from fivefold.store.sqlite.store import connect
 
 __all__ = ["main"]
 

@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
-import math
 import os
 import shutil
 import sqlite3
 import threading
-import uuid
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -52,22 +48,20 @@ from fivefold.model import (
     Scope,
     StoreStats,
 )
-from fivefold.store import batch, context
 from fivefold.store.base import COPY_MARK, COPY_REFUSED, StoreSettings, unfinished_copy
-from fivefold.store.rows import edge_values, feedback_entries, relation_from_row, stored_edge
+from fivefold.store.rows import feedback_entries, relation_from_row
 from fivefold.store.sqlite import check as sqlite_check
-from fivefold.store.sqlite import schema, vector_sync
+from fivefold.store.sqlite import files, schema, vector_sync
 from fivefold.store.sqlite.checkpoint import Checkpointer
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.store.sqlite.lexical import LexicalIndexes
 from fivefold.store.sqlite.read import ReadQueries
+from fivefold.store.sqlite.write import Writer
 from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
 
 T = TypeVar("T")
-_SQLITE_MAGIC = b"SQLite format 3\x00"
-_SMOOTHING_KEY = "context_smoothing"
 DF_CACHE_TERMS = 20_000
 # Transactions between prunings of the vector change log (a range delete on its key).
 LOG_PRUNE_EVERY = 256
@@ -89,7 +83,7 @@ def _translating(cls: type[T]) -> type[T]:
                 except FivefoldError:
                     raise
                 except sqlite3.Error as exc:
-                    raise _translate(exc, self._path) from exc
+                    raise files.translate(exc, self._path) from exc
                 except (ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
                     raise StoreError(
                         f"{self._path}: a stored value cannot be read ({exc}); the file may "
@@ -119,9 +113,12 @@ class SQLiteStore:
         self._checkpoints: Checkpointer | None = None
         self._writes = 0  # bumped by every transaction: invalidates the term statistics memo
         if path != ":memory:" and not os.path.lexists(path):
-            _create_file(Path(path), _meta(embedding_model, dim, self._smoothing_tag()))
-        self._conn, self.read_only = connect(path)
+            files.create_file(
+                Path(path), files.meta(embedding_model, dim, self._settings.smoothing.tag)
+            )
+        self._conn, self.read_only = files.connect(path)
         self._context = SQLiteContextRows(self._conn, dim)
+        self._writer = Writer(self._conn, settings, self._context, dim)
         try:
             self._store_id = self._init_schema(embedding_model, dim)
             # Only once the file is known to be ours: never switch a stranger's database to WAL.
@@ -130,7 +127,7 @@ class SQLiteStore:
                 self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
             self._conn.close()
-            raise _translate(exc, path) from exc
+            raise files.translate(exc, path) from exc
         except BaseException:
             self._conn.close()
             raise
@@ -151,7 +148,7 @@ class SQLiteStore:
         self._df_cache: dict[tuple[str, str], int] = {}
         self._df_totals: dict[str, int] = {}
         if path != ":memory:" and not self.read_only:  # last: a thread to stop on close
-            self._checkpoints = _checkpointer(self._conn, path)
+            self._checkpoints = files.checkpointer(self._conn, path)
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -234,7 +231,7 @@ class SQLiteStore:
             with self._transaction():  # stores made before the change log existed
                 for statement in schema.VECTOR_LOG_DDL:
                     self._conn.execute(statement)
-        if meta.get(_SMOOTHING_KEY) != self._smoothing_tag() and not self.read_only:
+        if meta.get(files.SMOOTHING_KEY) != self._settings.smoothing.tag and not self.read_only:
             # Read-only, the context stays as it was stored: reads remain consistent with it.
             self._rebuild_context()
         # Stores created before store ids existed get none; their saved graphs are rebuilt.
@@ -252,14 +249,11 @@ class SQLiteStore:
             if self._path != ":memory:":
                 shutil.rmtree(self._path + ".vindex", ignore_errors=True)
                 shutil.rmtree(self._path + ".lexical", ignore_errors=True)
-            for statement in _ddl():
+            for statement in files.ddl():
                 self._conn.execute(statement)
-            meta = _meta(embedding_model, dim, self._smoothing_tag())
+            meta = files.meta(embedding_model, dim, self._settings.smoothing.tag)
             self._conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta)
         return dict(meta)["store_id"]
-
-    def _smoothing_tag(self) -> str:
-        return self._smoothing().tag
 
     def _migrate_1_to_2(self) -> None:
         """Schema 2 adds the session context columns; fill them from the rows."""
@@ -297,11 +291,11 @@ class SQLiteStore:
         """Recompute every session memory's context with the configured smoothing (derived
         data: the dense indexes rebuild from it on their next read)."""
         with self._transaction():
-            self._context.rebuild_all(self._smoothing())
+            self._context.rebuild_all(self._settings.smoothing)
             self._conn.execute(
                 "INSERT INTO meta (key, value) VALUES (?, ?) "
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (_SMOOTHING_KEY, self._smoothing_tag()),
+                (files.SMOOTHING_KEY, self._settings.smoothing.tag),
             )
             self._conn.execute(
                 "UPDATE namespaces SET generation = generation + 1, "
@@ -313,7 +307,7 @@ class SQLiteStore:
         try:
             return self._conn.execute(sql, params)
         except sqlite3.DatabaseError as exc:
-            raise _translate(exc, self._path) from exc
+            raise files.translate(exc, self._path) from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -333,7 +327,7 @@ class SQLiteStore:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.DatabaseError):
-                    raise _translate(exc, self._path) from exc
+                    raise files.translate(exc, self._path) from exc
                 raise
 
     @contextmanager
@@ -349,7 +343,7 @@ class SQLiteStore:
             return
         with self._side_lock:
             if self._side is None:
-                conn, _ = connect(self._path)
+                conn, _ = files.connect(self._path)
                 self._side = (conn, ReadQueries(conn))
             yield self._side[1]
 
@@ -362,156 +356,24 @@ class SQLiteStore:
         if len(vectors) and vectors.shape[1] != self._dim:
             raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
         with self._transaction():
-            written = self._write_memories(memories, vectors)
+            written = self._writer.memories(memories, vectors)
         with self._lock:  # the lexical indexes share the connection: never beside a reader
             self._lexical.written(m.scope.namespace for m in memories)
         return written
 
-    def _write_memories(
-        self, memories: Sequence[NewMemory], vectors: Vectors
-    ) -> list[MemoryRecord]:
-        """Inside a transaction: a batch in a statement per table. Ids are taken first, the
-        session context is worked out in memory, and each new memory is written once, with
-        its final context; then the ones before it in its session, entities, mentions,
-        co-mention edges, sessions and the namespace counts. Dense indexes learn of them from
-        the change log (vector_sync) on their next search, the lexical index from its own."""
-        if not memories:
-            return []
-        named = [
-            batch.entity_keys(m.entities[: self._settings.write.max_entities]) for m in memories
-        ]  # refuses a bad name before anything is written
-        first = int(self._conn.execute(schema.NEXT_MEMORY_ID).fetchone()[0])
-        ids = list(range(first, first + len(memories)))
-        blobs = [np.asarray(v, np.float32).tobytes() for v in vectors]
-        rows = batch.session_context(
-            memories, ids, vectors, self._smoothing(), self._context.newest
-        )
-        values = [(i, *batch.memory_values(m)) for i, m in zip(ids, memories, strict=True)]
-        self._conn.executemany(
-            schema.INSERT_MEMORY, [(*v, *rows.contexts.get(v[0], ("", ""))) for v in values]
-        )
-        self._conn.executemany(
-            schema.INSERT_VECTOR,
-            [(i, blob, _blob(rows.searched.get(i))) for i, blob in zip(ids, blobs, strict=True)],
-        )
-        # The memories before the batch in its sessions now have it as context.
-        new = set(ids)
-        self._conn.executemany(
-            schema.UPDATE_CONTEXT,
-            [(*text, i) for i, text in rows.contexts.items() if i not in new],
-        )
-        self._conn.executemany(
-            schema.UPDATE_SEARCHED,
-            [(_blob(v), i) for i, v in rows.searched.items() if i not in new],
-        )
-        found, names = self._write_entities(memories, ids, named)
-        self._conn.executemany(
-            schema.UPSERT_SESSION,
-            [(*group, low, high) for group, (low, high) in batch.sessions(memories).items()],
-        )
-        counts = Counter(m.scope.namespace for m in memories)
-        self._conn.executemany(
-            schema.BUMP_NAMESPACE, [(ns, count, 1) for ns, count in counts.items()]
-        )
-        return batch.records(values, found, names)
-
-    def _smoothing(self) -> context.Smoothing:
-        cfg = self._settings.context
-        return context.Smoothing(window=cfg.window, near=cfg.vector_near, far=cfg.vector_far)
-
-    def _write_entities(
-        self, memories: Sequence[NewMemory], ids: Sequence[int], named: Sequence[batch.Named]
-    ) -> tuple[batch.Mentions, dict[int, str]]:
-        """Names resolved per namespace (an alias wins, else the entity of that key, created
-        with the first spelling met), then mentions, mention counts and co-mention edges.
-        Returns the mentions and each named entity's stored name (id -> name)."""
-        resolved: dict[tuple[str, str], int] = {}
-        names: dict[int, str] = {}
-        first = batch.first_spellings(memories, named)
-        for namespace in dict.fromkeys(ns for ns, _ in first):
-            keys = json.dumps([k for ns, k in first if ns == namespace])
-            for statement in (schema.FIND_ENTITIES, schema.FIND_ALIASES):  # an alias wins
-                for key, entity_id, name in self._conn.execute(statement, (namespace, keys)):
-                    resolved[namespace, str(key)] = int(entity_id)
-                    names[int(entity_id)] = str(name)
-        for (namespace, key), (name, created) in first.items():  # new ones in first-met order
-            if (namespace, key) not in resolved:
-                row = self._conn.execute(
-                    schema.UPSERT_ENTITY, (namespace, name, key, 0, created)
-                ).fetchone()
-                resolved[namespace, key] = int(row[0])
-                names[int(row[0])] = str(row[1])
-        found = batch.mentions(
-            memories, ids, named, resolved, self._settings.write.max_comention_entities
-        )
-        self._conn.executemany(
-            schema.INSERT_MENTION, [(e, m, int(j), t) for _, e, m, j, t in found.rows]
-        )
-        self._conn.executemany(
-            schema.BUMP_ENTITY_MENTIONS, [(n, e) for (_, e), n in sorted(found.bumps.items())]
-        )
-        self._conn.executemany(
-            schema.UPSERT_COMENTIONS,
-            [(*key, n, created) for key, (n, created) in sorted(found.pairs.items())],
-        )
-        return found, names
-
-    def _entity_id(self, namespace: str, name: str, created: float, mentions: int) -> int:
-        """Resolve a name to an entity (an alias wins over creating a new one)."""
-        norm = normalize_name(name)
-        if not norm:
-            raise InvalidInput(f"entity name {name!r} has no letters or digits")
-        alias = self._conn.execute(schema.FIND_ALIAS, (namespace, norm)).fetchone()
-        if alias is not None:
-            if mentions:
-                self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (mentions, alias[0]))
-            return int(alias[0])
-        row = self._conn.execute(
-            schema.UPSERT_ENTITY, (namespace, name.strip(), norm, mentions, created)
-        ).fetchone()
-        return int(row[0])
-
     def delete_memory(self, memory_id: int, scope: Scope) -> bool:
         with self._transaction():
-            row = self._conn.execute(
-                "SELECT namespace, user_id, agent_id FROM memories WHERE id = ?",
-                (memory_id,),
-            ).fetchone()
-            # Scope columns hold '' for "none" (schema.py).
-            if row is None or not scope.admits(row[0], row[1] or None, row[2] or None):
-                return False
-            ns, user, agent = row
-            around = context.around(self._context, memory_id)
-            mentioned = self._conn.execute(
-                "SELECT entity_id, joined FROM mentions WHERE memory_id = ? ORDER BY entity_id",
-                (memory_id,),
-            ).fetchall()
-            entity_ids = [int(r[0]) for r in mentioned]
-            joined = [int(r[0]) for r in mentioned if r[1]]
-            for entity_id in entity_ids:
-                self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (-1, entity_id))
-            for i, a in enumerate(joined):
-                for b in joined[i + 1 :]:
-                    self._conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
-            self._conn.execute(schema.PRUNE_COMENTIONS)
-            self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-            # Its neighbours no longer carry its text: forgetting leaves no trace in context.
-            context.refresh(self._context, around, self._smoothing())
-            # Entities only it named (no other mention, no edge, no alias a user declared)
-            # go: a forgotten name no longer resolves.
-            self._conn.execute(schema.DROP_ORPHAN_ENTITIES, (json.dumps(entity_ids),))
-            self._conn.execute(schema.BUMP_NAMESPACE, (ns, -1, 1))
+            namespace = self._writer.delete(memory_id, scope)
+        if namespace is None:
+            return False
         # Forgotten means gone from the index on disk too, not only once someone reads.
         with self._lock:
-            self._lexical.current(ns)
+            self._lexical.current(namespace)
         return True
 
     def add_edge(
         self, edge: NewEdge, *, record: NewMemory | None = None, vector: Vectors | None = None
     ) -> Edge:
-        scope = edge.scope
-        now = to_ts(datetime.now().astimezone())
-        memory_id = edge.memory_id
         records: list[NewMemory] = [] if record is None else [record]
         if records and (vector is None or len(vector) != self._dim):
             raise InvalidInput(f"the record needs one {self._dim}-d vector")
@@ -519,36 +381,14 @@ class SQLiteStore:
             len(records), self._dim
         )
         with self._transaction():
-            written = self._write_memories(records, matrix)
-            memory_id = written[0].id if written else memory_id
-            source = self._entity_id(scope.namespace, edge.source, now, 0)
-            target = self._entity_id(scope.namespace, edge.target, now, 0)
-            cur = self._conn.execute(
-                schema.INSERT_EDGE, edge_values(edge, source, target, memory_id, now)
-            )
-            self._conn.execute(schema.BUMP_NAMESPACE, (scope.namespace, 0, 0))
-        return stored_edge(edge, int(cur.lastrowid or 0), memory_id)
+            return self._writer.edge(edge, records, matrix)
 
     def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
         alias_norm = normalize_name(alias)
         if not alias_norm:
             raise InvalidInput(f"alias {alias!r} has no letters or digits")
         with self._transaction():
-            entity_id = self._entity_id(namespace, name, to_ts(datetime.now().astimezone()), 0)
-            self._conn.execute(
-                schema.INSERT_ALIAS, (namespace, alias_norm, alias.strip(), entity_id)
-            )
-            self._conn.execute(schema.BUMP_NAMESPACE, (namespace, 0, 0))
-            canonical = self._conn.execute(
-                "SELECT name FROM entities WHERE id = ?", (entity_id,)
-            ).fetchone()[0]
-            aliases = [
-                r[0]
-                for r in self._conn.execute(
-                    "SELECT alias FROM aliases WHERE entity_id = ? ORDER BY alias", (entity_id,)
-                )
-            ]
-        return Entity(id=entity_id, namespace=namespace, name=canonical, aliases=tuple(aliases))
+            return self._writer.alias(namespace, name, alias)
 
     # -- reads ----------------------------------------------------------------------------------
     def _namespace_state(self, namespace: str) -> tuple[int, int, int]:
@@ -832,10 +672,6 @@ class SQLiteStore:
             return self._reads.stats(self._model, self._path, namespace, folders)
 
 
-def _blob(vector: Vectors | None) -> bytes | None:
-    return None if vector is None else np.asarray(vector, np.float32).tobytes()
-
-
 def _folder_size(folder: Path) -> int:
     """Bytes of the files under ``folder`` (0 when missing; a file removed while counting
     counts 0: another process may be merging segments)."""
@@ -851,156 +687,6 @@ def _stable_name(namespace: str) -> str:
     import hashlib
 
     return hashlib.sha256(namespace.encode()).hexdigest()[:24]
-
-
-def connect(path: str) -> tuple[sqlite3.Connection, bool]:
-    """The connection, and whether it is read-only (a store SQLite cannot write opens for
-    reading: ``mode=ro`` when only the file is read-only, ``immutable`` when its folder is too,
-    as on read-only media, where SQLite could not create the WAL's shared-memory file)."""
-    target, read_only, uri = path, False, False
-    if path != ":memory:":
-        file = Path(path)
-        _check_file(file)
-        if file.exists() and not os.access(file, os.W_OK):
-            read_only, uri = True, True
-            folder_writable = os.access(file.parent, os.W_OK)
-            target = f"{file.absolute().as_uri()}?{'mode=ro' if folder_writable else 'immutable=1'}"
-    try:
-        conn = sqlite3.connect(
-            target, isolation_level=None, check_same_thread=False, timeout=30.0, uri=uri
-        )
-        conn.execute("PRAGMA foreign_keys = ON")
-        _ensure_math(conn)
-    except sqlite3.Error as exc:
-        raise _translate(exc, path) from exc
-    return conn, read_only
-
-
-def _checkpointer(conn: sqlite3.Connection, path: str) -> Checkpointer | None:
-    """WAL checkpoints off the write path (``checkpoint.py``), and a page cache of 64 MiB
-    (SQLite's default, 2 MiB, holds a few hundred of the pages a batch of memories and its
-    indexes touch: bulk ingest at 100k ran ~4 % faster with it)."""
-    conn.execute("PRAGMA cache_size = -65536")
-    try:
-        checkpoints = Checkpointer(path)
-    except sqlite3.Error:
-        return None  # SQLite's automatic checkpoint stays on
-    conn.execute("PRAGMA wal_autocheckpoint = 0")
-    return checkpoints
-
-
-def _ddl() -> list[str]:
-    tables = [statement for statement in schema.DDL.split(";") if statement.strip()]
-    return [*tables, *schema.VECTOR_LOG_DDL, *schema.LEXICAL_LOG_DDL]
-
-
-def _meta(embedding_model: str, dim: int, smoothing: str) -> list[tuple[str, str]]:
-    return [
-        ("schema_version", str(schema.SCHEMA_VERSION)),
-        ("embedding_model", embedding_model),
-        ("embedding_dim", str(dim)),
-        ("store_id", uuid.uuid4().hex),
-        (_SMOOTHING_KEY, smoothing),
-    ]
-
-
-def _create_file(file: Path, meta: list[tuple[str, str]]) -> None:
-    """A new store appears whole: built in a temporary file beside it, then linked into place
-    (``os.link`` fails if the name exists). So no process ever sees a half-made store, two
-    processes creating one at once both end up opening the one that won, and an empty file
-    at the path can only be damage (which ``_check_file`` refuses)."""
-    _check_file(file)  # the folder exists (or is made) and the path is not a directory
-    temp = file.with_name(f".{file.name}.{uuid.uuid4().hex}.new")
-    try:
-        conn = sqlite3.connect(temp, isolation_level=None)
-        try:
-            # Born in WAL mode (the header keeps it): concurrent openers of a new store would
-            # otherwise each try to switch it, and the switch needs the file to themselves.
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("BEGIN")
-            for statement in _ddl():
-                conn.execute(statement)
-            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta)
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
-        shutil.rmtree(f"{file}.vindex", ignore_errors=True)
-        _link(temp, file)
-    except FileExistsError:
-        pass  # another process created it first: open theirs
-    except (OSError, sqlite3.Error) as exc:
-        raise StoreError(f"cannot create a store at {file}: {exc}") from exc
-    finally:
-        with contextlib.suppress(OSError):
-            temp.unlink(missing_ok=True)
-
-
-def _link(temp: Path, file: Path) -> None:
-    try:
-        os.link(temp, file)
-    except FileExistsError:
-        raise
-    except OSError:
-        # No hard links on this file system: a rename, after a check (a narrow race instead
-        # of none, only where links are missing).
-        if file.exists():
-            raise FileExistsError(file) from None
-        os.rename(temp, file)
-
-
-def _check_file(file: Path) -> None:
-    if file.is_dir():
-        raise NotAFivefoldStore(f"{file} is a directory; give the path of a store file")
-    if file.exists() and file.stat().st_size > 0:
-        with file.open("rb") as handle:
-            if handle.read(16) != _SQLITE_MAGIC:
-                raise NotAFivefoldStore(f"{file} is not a fivefold store (not an SQLite file)")
-    elif file.exists():
-        wal = file.with_name(file.name + "-wal")
-        if not wal.exists() or wal.stat().st_size == 0:
-            # SQLite would start a new database in it: a truncated store would look empty.
-            raise NotAFivefoldStore(
-                f"{file} is an empty file (0 bytes): not a store, or a store that was "
-                "truncated; delete it to create a new store there"
-            )
-    elif not file.parent.exists():
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the folder of {file}: {exc.strerror}") from exc
-
-
-def _ensure_math(conn: sqlite3.Connection) -> None:
-    """The graph scores in SQL with ``ln`` and ``exp``, which SQLite has only when it was built
-    with its math functions (most builds since 3.35); elsewhere Python provides them."""
-    try:
-        conn.execute("SELECT ln(2.0), exp(1.0)").fetchone()
-    except sqlite3.OperationalError:
-        _register_math(conn)
-
-
-def _register_math(conn: sqlite3.Connection) -> None:
-    conn.create_function("ln", 1, _ln, deterministic=True)
-    conn.create_function("exp", 1, math.exp, deterministic=True)
-
-
-def _ln(value: float) -> float | None:
-    # SQLite's own ln() returns NULL outside its domain; so does this one.
-    return math.log(value) if value > 0.0 else None
-
-
-def _translate(exc: sqlite3.Error, path: str) -> StoreError:
-    message = str(exc)
-    if "file is not a database" in message or "malformed" in message:
-        return NotAFivefoldStore(
-            f"{path} is damaged or not a fivefold store ({message}); `fivefold doctor` checks "
-            "it, and a backup or a re-import restores it"
-        )
-    if "locked" in message or "busy" in message:
-        return StoreError(f"{path} is locked by another writer; retry later ({message})")
-    if "readonly" in message:
-        return StoreError(f"{path} is read-only; open a writable copy ({message})")
-    return StoreError(f"{path}: {message}")
 
 
 __all__ = ["SQLiteStore"]
