@@ -12,8 +12,10 @@ import sys
 import textwrap
 import threading
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import psycopg
@@ -26,6 +28,7 @@ from fivefold import Memory, Scope
 from fivefold.config import Config, IndexConfig, OptimizerConfig
 from fivefold.model import MemoryType, OptimizerMode
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.store.postgres.store import search_path
 from fivefold.store.tokens import Tokenizer
 
 NOW = datetime(2026, 3, 20, 17, tzinfo=UTC)
@@ -234,6 +237,40 @@ def test_a_table_fivefold_did_not_make_is_not_taken_over(url: str) -> None:
         conn.execute("CREATE TABLE memories (id int)")
     with pytest.raises(fivefold.NotAFivefoldStore, match="did not make"):
         _open(url)
+
+
+def test_a_schema_the_url_names_is_the_stores_even_when_it_did_not_exist(
+    postgres_server: str,
+) -> None:
+    """Postgres skips a missing schema of ``search_path``: the tables went to ``public``, and
+    two stores meant apart were one (a hostile pass's find)."""
+    tag = uuid.uuid4().hex[:8]
+    separator = "&" if "?" in postgres_server else "?"
+    names = [f"app_one_{tag}", f'"AppTwo_{tag}"']  # quoted: its case is kept
+    urls = [f"{postgres_server}{separator}options=-csearch_path%3D{quote(n)},public" for n in names]
+    with _open(urls[0]) as memory:
+        memory.remember("the root password is tulip42")
+    with _open(urls[1]) as memory:
+        assert not memory.recall("root password").hits
+        memory.remember("another store's memory")
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        held = conn.execute(
+            "SELECT table_schema FROM information_schema.tables WHERE table_name = 'memories' "
+            "AND table_schema IN (%s, %s, 'public')",
+            (f"app_one_{tag}", f"AppTwo_{tag}"),
+        ).fetchall()
+    assert sorted(r[0] for r in held) == sorted([f"AppTwo_{tag}", f"app_one_{tag}"])
+    with _open(urls[0]) as memory:
+        assert [h.memory.content for h in memory.recall("root password").hits] == [
+            "the root password is tulip42"
+        ]
+
+
+def test_a_search_path_reads_as_postgres_reads_it() -> None:
+    assert search_path('"$user", public') == ["$user", "public"]
+    assert search_path("App_One ,  public") == ["app_one", "public"]
+    assert search_path('"My ""Store"", here",x') == ['My "Store", here', "x"]
+    assert search_path("") == []
 
 
 def test_hnsw_applies_the_scope_filter_and_finds_what_exact_search_finds(url: str) -> None:
