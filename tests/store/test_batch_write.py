@@ -232,3 +232,20 @@ def test_the_records_a_write_returns_are_the_ones_read_back(store_url: str) -> N
         assert all("priya  patel" not in r.entities for r in written)
         named = [r for r, i in zip(written, items, strict=True) if "KST" in i["entities"]]
         assert all("Kestrel" in r.entities for r in named if r.namespace == "default")
+
+
+def test_an_alias_cannot_name_two_entities(new_store: Callable[[], str]) -> None:
+    """Accepted, an alias that is another entity's name linked writes naming it to one entity
+    while queries naming it resolved to the other (a hostile pass's find)."""
+    with fivefold.Memory.open(new_store(), embedder=fivefold.HashingEmbedder()) as mem:
+        mem.remember("Bob Jones moved", entities=["Bob Jones"])
+        mem.alias("Ann Smith", "AS")
+        with pytest.raises(fivefold.InvalidInput, match="already names the entity 'Bob Jones'"):
+            mem.alias("Ann Smith", "bob JONES")
+        with pytest.raises(fivefold.InvalidInput, match="already names the entity 'Ann Smith'"):
+            mem.alias("Bob Jones", "as")
+        assert mem.alias("Ann Smith", "AS").aliases == ("AS",)  # again: the same entity
+        assert mem.alias("AS", "ann smith").name == "Ann Smith"  # its own name
+        record = mem.remember("Bob Jones moved to Bergen", entities=["Bob Jones"])
+        assert list(record.entities) == ["Bob Jones"]
+        assert list(mem.remember("AS called", entities=["AS"]).entities) == ["Ann Smith"]

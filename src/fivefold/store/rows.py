@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any
 
+from fivefold.errors import InvalidInput
 from fivefold.model import (
     Edge,
     EdgeHop,
@@ -124,6 +125,18 @@ def stored_edge(edge: NewEdge, edge_id: int, memory_id: int | None) -> Edge:
         valid_to=edge.valid_to,
         memory_id=memory_id,
     )
+
+
+def refuse_taken_alias(alias: str, entity_id: int, taken: Sequence[Sequence[Any]]) -> None:
+    """An alias names one entity: refused when its key is already another entity's name or
+    another entity's alias (``taken``: (entity id, entity name) rows of both). Accepted, a write
+    naming it would link to one entity and a query naming it resolve to the other."""
+    for other, name in taken:
+        if int(other) != entity_id:
+            raise InvalidInput(
+                f"{alias!r} already names the entity {str(name)!r}: an alias cannot name two "
+                "entities (forget or rename the other first)"
+            )
 
 
 def feedback_entries(rows: Sequence[Sequence[Any]]) -> list[Feedback]:

@@ -504,6 +504,14 @@ INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation,
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 RETURNING id
 """
+# What an alias's key already names: an entity of that key, and the entities it is an alias of.
+NAME_TAKEN = """
+SELECT id, name FROM entities WHERE namespace = %(ns)s AND norm = %(norm)s
+UNION ALL
+SELECT a.entity_id, e.name FROM aliases a
+JOIN entities e ON e.namespace = a.namespace AND e.id = a.entity_id
+WHERE a.namespace = %(ns)s AND a.norm = %(norm)s
+"""
 INSERT_ALIAS = """
 INSERT INTO aliases (namespace, norm, alias, entity_id) VALUES (%s, %s, %s, %s)
 ON CONFLICT DO NOTHING

@@ -66,6 +66,7 @@ from fivefold.store.postgres.write import Writer, no_nul
 from fivefold.store.rows import (
     edge_values,
     feedback_entries,
+    refuse_taken_alias,
     stored_edge,
 )
 from fivefold.store.timeconv import to_ts
@@ -328,6 +329,8 @@ class PostgresStore(PostgresReads):
         def run(conn: psycopg.Connection, deltas: Deltas) -> Entity:
             now = to_ts(datetime.now().astimezone())
             entity_id = self._writer.entity_id(conn, namespace, name, now, 0)
+            taken = conn.execute(schema.NAME_TAKEN, {"ns": namespace, "norm": alias_norm})
+            refuse_taken_alias(alias, entity_id, taken.fetchall())
             conn.execute(schema.INSERT_ALIAS, (namespace, alias_norm, alias.strip(), entity_id))
             deltas.memories[namespace] += 0
             canonical = conn.execute(

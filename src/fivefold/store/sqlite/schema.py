@@ -238,6 +238,13 @@ INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation,
                    confidence, valid_from, valid_to, memory_id, created_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+# What an alias's key already names: an entity of that key, and the entities it is an alias of.
+NAME_TAKEN = """
+SELECT id, name FROM entities WHERE namespace = ? AND norm = ?
+UNION ALL
+SELECT a.entity_id, e.name FROM aliases a JOIN entities e ON e.id = a.entity_id
+WHERE a.namespace = ? AND a.norm = ?
+"""
 INSERT_ALIAS = (
     "INSERT OR IGNORE INTO aliases (namespace, norm, alias, entity_id) VALUES (?, ?, ?, ?)"
 )

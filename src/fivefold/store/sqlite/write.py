@@ -18,7 +18,7 @@ from fivefold.errors import InvalidInput
 from fivefold.model import Edge, Entity, MemoryRecord, NewEdge, NewMemory, Scope
 from fivefold.store import batch, context
 from fivefold.store.base import StoreSettings
-from fivefold.store.rows import edge_values, stored_edge
+from fivefold.store.rows import edge_values, refuse_taken_alias, stored_edge
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.store.timeconv import to_ts
@@ -190,9 +190,10 @@ class Writer:
         """``alias`` (with letters or digits: the caller checked) for the entity ``name``
         resolves to, made if new."""
         entity_id = self.entity_id(namespace, name, to_ts(datetime.now().astimezone()), 0)
-        self._conn.execute(
-            schema.INSERT_ALIAS, (namespace, normalize_name(alias), alias.strip(), entity_id)
-        )
+        norm = normalize_name(alias)
+        taken = self._conn.execute(schema.NAME_TAKEN, (namespace, norm, namespace, norm))
+        refuse_taken_alias(alias, entity_id, taken.fetchall())
+        self._conn.execute(schema.INSERT_ALIAS, (namespace, norm, alias.strip(), entity_id))
         self._conn.execute(schema.BUMP_NAMESPACE, (namespace, 0, 0))
         canonical = self._conn.execute(
             "SELECT name FROM entities WHERE id = ?", (entity_id,)
