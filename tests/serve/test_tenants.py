@@ -136,3 +136,21 @@ def test_a_keyed_server_answers_any_host_name(keyed_server: Server) -> None:
         timeout=30,
     )
     assert listed.status_code == 200, listed.text
+
+
+def test_a_user_bound_key_cannot_change_the_whole_namespace(keyed_server: Server) -> None:
+    """Aliases and learned fusion apply to every user of a namespace: a key bound to one user
+    declared aliases that linked another user's writes to its entities (a hostile pass's
+    find), and could fit the model every user's recalls rank with."""
+    alias = {"name": "Project Nightjar", "alias": "Operation Moonlighting"}
+    refused = _call(keyed_server, "alpha-u1", "POST", "/v1/aliases", json=alias)
+    assert refused.status_code == 403
+    assert "bound to user_id 'u1'" in refused.json()["error"]["message"]
+    assert _call(keyed_server, "alpha-u1", "POST", "/v1/train", json={}).status_code == 403
+    noted = _call(
+        keyed_server, "alpha", "POST", "/v1/memories", json={"content": "Operation Moonlighting"}
+    )
+    assert noted.json()["entities"] == ["Operation Moonlighting"]  # not linked to Nightjar
+    made = _call(keyed_server, "alpha", "POST", "/v1/aliases", json={**alias, "alias": "PN"})
+    assert made.status_code == 201
+    assert made.json()["aliases"] == ["PN"]

@@ -165,7 +165,7 @@ def feedback(body: FeedbackBody, key: Caller, served: Server) -> JSONResponse:
 
 @router.post("/train", summary="Fit learned fusion on the namespace's feedback")
 def train(body: TrainBody, key: Caller, served: Server) -> JSONResponse:
-    namespace = scope_for(key, body.namespace, None, None)["namespace"]
+    namespace = _whole_namespace(key, body.namespace, "learned fusion models")
     return _json(served.memory.train(namespace=namespace))
 
 
@@ -182,8 +182,14 @@ def relate(body: RelateBody, key: Caller, served: Server) -> JSONResponse:
 
 @router.post("/aliases", status_code=201, summary="Another name for an entity")
 def alias(body: AliasBody, key: Caller, served: Server) -> JSONResponse:
-    namespace = scope_for(key, body.namespace, None, None)["namespace"]
+    namespace = _whole_namespace(key, body.namespace, "aliases")
     return _json(served.memory.alias(body.name, body.alias, namespace=namespace), 201)
+
+
+def _whole_namespace(key: ApiKey | None, namespace: str | None, what: str) -> str:
+    if key is None:
+        return namespace or "default"
+    return key.whole_namespace(namespace, what)
 
 
 @router.get("/stats", summary="Counts of the caller's namespace (of the store without keys)")
