@@ -20,6 +20,8 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 def count(db: Path) -> int:
+    if not db.exists():
+        return 0  # (`stats` refuses a missing store)
     code, out, _ = run("--db", str(db), "stats", "--json")
     assert code == 0
     memories: int = json.loads(out)["memories"]
@@ -175,3 +177,20 @@ def test_ctrl_c_during_an_import_says_how_far_it_got(tmp_path: Path) -> None:
     assert ": line 2: " in err
     assert ": line 5: " in err
     assert count(db) in (imported, imported + 50)
+
+
+def test_a_command_that_reads_a_store_does_not_make_one_at_a_missing_path(tmp_path: Path) -> None:
+    """`doctor` called a store made at a mistyped path ok, and `migrate` copied an empty one
+    "verified" (a hostile pass's find): exit 3, and no file."""
+    missing = tmp_path / "mistyped.db"
+    for args in (
+        ["--db", str(missing), "doctor"],
+        ["--db", str(missing), "stats"],
+        ["migrate", str(missing), str(tmp_path / "copy.db")],
+        ["--db", f"SQLITE://{missing}", "stats"],
+    ):
+        code, _, err = run(*args)
+        assert code == 3, args
+        assert f"no store at {missing}" in err
+    assert not missing.exists()
+    assert not (tmp_path / "copy.db").exists()

@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 
 from fivefold import errors
-from fivefold.cli_context import open_memory, settings_of
+from fivefold.cli_context import open_memory, require_store, settings_of
 from fivefold.cli_errors import friendly
 from fivefold.cli_render import (
     explanation_json,
@@ -275,7 +275,7 @@ def train(ctx: click.Context, /, namespace: str) -> None:
 def doctor(ctx: click.Context, /, repair: bool) -> None:
     """Check the store: its pages and rows, the lexical indexes, each namespace's dense index
     and saved HNSW graph. Exit 0 when all is well (or repaired), 4 when a problem remains."""
-    with open_memory(ctx) as mem:
+    with open_memory(ctx, existing=True) as mem:
         findings = mem.store.check(repair=repair)
     for finding in findings:
         state = "repaired" if finding.repaired and finding.ok else "ok" if finding.ok else "problem"
@@ -303,6 +303,7 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
     from fivefold.memory import Memory
     from fivefold.migrate import migrate as copy_store
 
+    require_store(source)  # a mistyped source would be an empty store, "copied" as verified
     config = settings_of(ctx)
     embedder = MiniLMEmbedder()  # one model for both stores
     with (
@@ -339,7 +340,7 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
 def stats(ctx: click.Context, /, as_json: bool) -> None:
     """Counts, namespaces, types, embedding model and size of the store, and this process's
     recall metrics."""
-    with open_memory(ctx) as mem:
+    with open_memory(ctx, existing=True) as mem:
         store_stats = mem.stats()
         metrics = mem.metrics()
     if as_json:

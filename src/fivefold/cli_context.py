@@ -10,13 +10,27 @@ import click
 
 from fivefold.config import Config
 from fivefold.config_file import settings_in_effect
+from fivefold.errors import NotFound
 from fivefold.memory import Memory
+from fivefold.store import local_file
 
 
 @contextmanager
-def open_memory(ctx: click.Context) -> Iterator[Memory]:
-    with Memory.open(ctx.obj["db"], config=settings_of(ctx)) as mem:
+def open_memory(ctx: click.Context, *, existing: bool = False) -> Iterator[Memory]:
+    """The store ``--db`` names; with ``existing``, one that must be there already (a command
+    that reads or checks a store does not make an empty one at a mistyped path)."""
+    config = settings_of(ctx)  # a broken config file is said first
+    if existing:
+        require_store(ctx.obj["db"])
+    with Memory.open(ctx.obj["db"], config=config) as mem:
         yield mem
+
+
+def require_store(location: str | None) -> None:
+    """``NotFound`` when ``location`` names an embedded store file that does not exist."""
+    file = local_file(location)
+    if file is not None and not file.exists():
+        raise NotFound(f"no store at {file} (nothing was made there): check the path or --db")
 
 
 def settings_of(ctx: click.Context) -> Config:

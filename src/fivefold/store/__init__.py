@@ -9,7 +9,7 @@ from pathlib import Path
 from fivefold.errors import InvalidInput, UnsupportedBackend
 from fivefold.store.base import Store, StoreSettings
 
-__all__ = ["Store", "StoreSettings", "default_path", "open_store"]
+__all__ = ["Store", "StoreSettings", "default_path", "local_file", "open_store"]
 
 
 def default_path() -> Path:
@@ -22,11 +22,20 @@ def default_path() -> Path:
 def _sqlite(location: str, *, embedding_model: str, dim: int, settings: StoreSettings) -> Store:
     from fivefold.store.sqlite.store import SQLiteStore
 
-    scheme, sep, rest = location.partition("://")
-    path = location
-    if sep:
-        path = rest or ":memory:" if scheme == "sqlite" else rest
+    file = local_file(location)
+    path = ":memory:" if file is None else str(file)
     return SQLiteStore(path, embedding_model=embedding_model, dim=dim, settings=settings)
+
+
+def local_file(target: str | Path | None) -> Path | None:
+    """The file an embedded store's location names (``~`` expanded); None for an in-memory
+    store or a server's URL."""
+    location = str(default_path() if target is None else target)
+    scheme, sep, rest = location.partition("://")
+    if sep and BACKENDS.get(scheme.lower()) is not _sqlite:
+        return None
+    path = (rest or ":memory:") if sep else location
+    return None if path == ":memory:" else Path(path).expanduser()
 
 
 def _postgres(location: str, *, embedding_model: str, dim: int, settings: StoreSettings) -> Store:
@@ -70,7 +79,10 @@ def open_store(
     if target is not None and not isinstance(target, str | os.PathLike):
         raise InvalidInput(f"a store is named by a path or URL string, got {type(target).__name__}")
     location = str(default_path() if target is None else target)
-    scheme, sep, _ = location.partition("://")
+    scheme, sep, rest = location.partition("://")
+    if sep:  # a scheme's case does not matter (libpq reads it in lower case only)
+        scheme = scheme.lower()
+        location = f"{scheme}://{rest}"
     opener = BACKENDS.get(scheme if sep else "")
     if opener is None:
         raise UnsupportedBackend(
