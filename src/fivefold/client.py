@@ -12,6 +12,7 @@ server is a ``StoreError``; a refused key an ``AccessDenied``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -134,6 +135,12 @@ class Client:
 
     # -- the wire --------------------------------------------------------------------------------
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        if "json" in kwargs:  # encoded here: what JSON cannot carry is bad input, as in Memory
+            try:
+                kwargs["content"] = json.dumps(kwargs.pop("json"), allow_nan=False).encode()
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise InvalidInput(f"the request cannot be sent as JSON: {exc}") from exc
+            kwargs["headers"] = {"content-type": "application/json"}
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:

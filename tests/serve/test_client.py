@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pytest
 from tests.serve.conftest import Server
 
@@ -89,6 +90,15 @@ def test_forget_and_the_same_errors(api: Any, ns: str) -> None:
         api.remember_many([{"content": "ok", "namespace": ns}, {"content": "", "namespace": ns}])
     with pytest.raises(InvalidInput):
         api.remember_many("not a list")
+    # What JSON cannot carry: the client raised a bare TypeError (a hostile pass's find).
+    for bad in (
+        {"metadata": {"a": {1, 2}}},
+        {"metadata": {(1, 2): 1}},
+        {"importance": np.float32(0.5)},
+        {"importance": float("nan")},
+    ):
+        with pytest.raises(InvalidInput):
+            api.remember("never stored", namespace=ns, **bad)
     assert api.stats(namespace=ns).memories == 0
 
 
