@@ -79,6 +79,11 @@ def test_import_jsonl_and_locomo(db: str, tmp_path: Path) -> None:
     code, out, _ = run(db, "stats", "--json")
     assert json.loads(out)["namespaces"]["ns"] == 5
     assert json.loads(out)["memories"] > 5
+    marked = tmp_path / "windows.jsonl"  # a byte order mark first (Windows editors write one)
+    marked.write_bytes(b"\xef\xbb\xbf" + json.dumps({"content": "BOM note"}).encode() + b"\n")
+    code, out, err = run(db, "import", str(marked))
+    assert (code, "imported 1" in out) == (0, True), err
+    assert "\ufeff" not in run(db, "recall", "BOM note")[1]
 
 
 def test_bad_input_is_one_line_and_an_exit_code(db: str, tmp_path: Path) -> None:

@@ -119,7 +119,8 @@ def _jsonl(path: Path) -> Iterator[Record]:
         for number, raw in enumerate(handle, start=1):
             where = f"line {number}"
             try:
-                line = raw.decode("utf-8")
+                # A byte order mark opens files some Windows editors write: not content.
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError as exc:
                 yield Record(where, None, f"not UTF-8 text (byte {exc.start + 1})")
                 continue

@@ -109,6 +109,12 @@ def test_keys_add_list_revoke(tmp_path: Path) -> None:
     assert again.exit_code == 3
     assert "no API key" in again.stderr
     assert runner.invoke(cli, ["--config", str(config), "config", "show"]).exit_code == 0
+    before = config.read_text()
+    for scope in (["-n", ""], ["-n", "team", "--user", ""]):  # bad input: exit 2, as elsewhere
+        refused = runner.invoke(cli, ["--config", str(config), "keys", "add", *scope])
+        assert refused.exit_code == 2, refused.output
+        assert "is empty" in refused.stderr
+    assert config.read_text() == before
 
 
 def test_without_keys_the_server_refuses_a_public_address(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from fivefold import validate
 from fivefold.config_file import KEYS
-from fivefold.errors import AccessDenied, ConfigError, FivefoldError, NotFound
+from fivefold.errors import AccessDenied, ConfigError, NotFound
 from fivefold.reader import RecallArgs
 from fivefold.serve.errors import Unauthenticated
 
@@ -175,10 +175,7 @@ def add_key(
 ) -> tuple[ApiKey, str]:
     """Make a key, append it to the file (created if missing) and return it with its token:
     the only time the secret exists outside the caller's hands."""
-    try:
-        scope = validate.scope(namespace, user_id, agent_id, written=True)  # a key writes
-    except FivefoldError as exc:
-        raise ConfigError(str(exc)) from exc
+    scope = validate.scope(namespace, user_id, agent_id, written=True)  # bad input: exit 2
     existing = {key.id for key in load_keys(path)}
     key_id = secrets.token_hex(4)
     while key_id in existing:
