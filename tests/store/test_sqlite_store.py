@@ -811,3 +811,19 @@ def test_relate_writes_its_fact_and_its_edge_together_or_not_at_all(
     assert edge.memory_id is not None
     assert hashing_mem.get(edge.memory_id).content == "Sarah Chen reports to Priya Patel."
     assert hashing_mem.recall("who does Sarah Chen report to?").hits[0].memory.id == edge.memory_id
+
+
+def test_a_path_that_looks_like_an_sqlite_uri_is_a_file_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store was made at the literal name, then SQLite (reading it as a URI) opened another
+    file and failed (a hostile pass's find)."""
+    monkeypatch.chdir(tmp_path)
+    name = "file:y.db?mode=ro"
+    for _ in range(2):
+        with fivefold.Memory.open(name, embedder=fivefold.HashingEmbedder()) as memory:
+            memory.remember("a note")
+            count = memory.stats().memories
+    assert count == 2
+    assert (tmp_path / name).is_file()
+    assert not (tmp_path / "y.db").exists()

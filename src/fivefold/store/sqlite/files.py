@@ -28,6 +28,9 @@ def connect(path: str) -> tuple[sqlite3.Connection, bool]:
     if path != ":memory:":
         file = Path(path)
         check_file(file)
+        # Absolute: a name that starts with "file:" is a file's name here, where an SQLite built
+        # to read URIs would open another file (a store was made at the name, then not opened).
+        target = str(file.absolute())
         if file.exists() and not os.access(file, os.W_OK):
             read_only, uri = True, True
             folder_writable = os.access(file.parent, os.W_OK)
@@ -49,7 +52,7 @@ def checkpointer(conn: sqlite3.Connection, path: str) -> Checkpointer | None:
     indexes touch: bulk ingest at 100k ran ~4 % faster with it)."""
     conn.execute("PRAGMA cache_size = -65536")
     try:
-        checkpoints = Checkpointer(path)
+        checkpoints = Checkpointer(str(Path(path).absolute()))  # as ``connect``: never a URI
     except sqlite3.Error:
         return None  # SQLite's automatic checkpoint stays on
     conn.execute("PRAGMA wal_autocheckpoint = 0")
