@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import fivefold
 from fivefold.config import Config, ContextConfig, IndexConfig
-from fivefold.model import Scope
+from fivefold.model import EntityScore, MemoryType, Scope
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
 from fivefold.store.sqlite import schema
@@ -179,8 +179,30 @@ def test_context_never_crosses_a_scope_or_session(
                     assert abs(peers.index(other) - peers.index(memory_id)) <= 2
 
 
+def as_schema_5(conn: sqlite3.Connection) -> None:
+    """What schema 5 wrote: mentions keyed (entity, memory), with an index on (entity, type,
+    memory)."""
+    conn.executescript(
+        """
+        CREATE TABLE mentions_5 (
+            entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            joined    INTEGER NOT NULL DEFAULT 1,
+            type      TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (entity_id, memory_id)
+        ) WITHOUT ROWID;
+        INSERT INTO mentions_5 SELECT entity_id, memory_id, joined, type FROM mentions;
+        DROP TABLE mentions; ALTER TABLE mentions_5 RENAME TO mentions;
+        CREATE INDEX mentions_memory ON mentions(memory_id, entity_id);
+        CREATE INDEX mentions_type ON mentions(entity_id, type, memory_id);
+        UPDATE meta SET value = '5' WHERE key = 'schema_version';
+        """
+    )
+
+
 def as_schema_4(conn: sqlite3.Connection) -> None:
     """What schema 4 wrote: mentions without their memory's type, edges without a strength."""
+    as_schema_5(conn)
     conn.executescript(
         """
         DROP INDEX mentions_type; ALTER TABLE mentions DROP COLUMN type;
@@ -389,3 +411,46 @@ def test_a_batch_smooths_each_vector_exactly_as_alone(
             assert got is not None
             assert got.dtype == np.float32
             assert np.array_equal(got, want)  # bit for bit: the same searches
+
+
+def test_a_version_5_store_gets_mentions_keyed_by_type_on_open(tmp_path: Path) -> None:
+    """Schema 6 keys a mention (entity, type, memory), without schema 5's second tree: the
+    graph leg's reads of an entity's newest mentions, every type or a forced one, find the
+    same memories after the migration."""
+    path = tmp_path / "old.db"
+    kinds = ["fact", "event", "preference", "fact", "entity"]
+    items = [
+        {"content": f"note {n} about Orion and Vega", "type": kinds[n % 5], "user_id": f"u{n % 2}"}
+        for n in range(40)
+    ]
+    entities = [EntityScore(entity_id=e, score=0.9, hops=0, rarity=1.0) for e in (1, 2)]
+    reached = [EntityScore(entity_id=1, score=0.5, hops=1, rarity=1.0)]  # its newest k/4 only
+    scopes = [Scope(), Scope(user_id="u1")]
+    asked = [(), (MemoryType.EVENT,), (MemoryType.FACT, MemoryType.ENTITY)]
+
+    def reads(mem: fivefold.Memory) -> list[object]:
+        return [
+            mem.store.mentions(s, e, 12, t)
+            for e in (reached, entities)
+            for s in scopes
+            for t in asked
+        ]
+
+    with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
+        ids = [r.id for r in mem.remember_many(items)]
+        before = reads(mem)
+    # Every type is read: the newest mentions, whatever their memories' types.
+    assert {hit.memory_id for hit in before[0]} == set(ids[-3:])  # type: ignore[attr-defined]
+    conn = sqlite3.connect(path)
+    as_schema_5(conn)
+    conn.commit()
+    conn.close()
+    with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
+        assert _schema_version(mem) == "6"
+        assert reads(mem) == before
+        assert all(f.ok for f in mem.store.check())
+        conn = mem.store._conn  # type: ignore[attr-defined]
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert "mentions_type" not in names
+    assert before[0]  # the reads found something to compare
+    assert before[1]

@@ -198,9 +198,9 @@ class ReadQueries:
         where, params = scope_sql(scope) if narrower else ("1", [])
         join = "JOIN memories m ON m.id = mn.memory_id " if narrower else ""
         # Per entity, its most recent mentions in scope, walked backwards on the (entity_id,
-        # memory_id) key, or on (entity_id, type, memory_id) once per forced type: the cost is
-        # bounded by the cap, not by how many memories name a hub or how few of them have the
-        # type. Entities reached over edges score 0.6 or less: k/4 of their mentions is plenty.
+        # type, memory_id) key once per type (forced, or every type): the cost is bounded by
+        # the cap, not by how many memories name a hub or how few of them have the type.
+        # Entities reached over edges score 0.6 or less: k/4 of their mentions is plenty.
         # The capped reads are one UNION ALL, and the noisy-or, the tie-breaks and the top k
         # are computed in SQL: a 2-hop walk names ~10k memories, too many to score row by row.
         read = (
@@ -208,10 +208,8 @@ class ReadQueries:
             f"{join}WHERE mn.entity_id = ? AND {where}"
             "{typed} ORDER BY mn.memory_id DESC LIMIT ?)"
         )
-        kinds: list[str | None] = [t.value for t in types] or [None]
-        reads = " UNION ALL ".join(
-            read.format(typed=" AND mn.type = ?" if types else "") for _ in kinds
-        )
+        kinds = [t.value for t in types or MemoryType]
+        reads = " UNION ALL ".join(read.format(typed=" AND mn.type = ?") for _ in kinds)
         part = (
             "SELECT memory_id, ? AS score, ? AS hops, ? AS rarity FROM "
             f"(SELECT * FROM ({reads}) ORDER BY memory_id DESC LIMIT ?)"
@@ -225,7 +223,7 @@ class ReadQueries:
             cap = direct_cap if entity.hops == 0 else reached_cap
             args += [entity.score, entity.hops, entity.rarity]
             for kind in kinds:
-                args += [entity.entity_id, *params, *([kind] if kind else []), cap]
+                args += [entity.entity_id, *params, kind, cap]
             args.append(cap)
         sql = (
             f"WITH s AS ({' UNION ALL '.join(parts)}) "

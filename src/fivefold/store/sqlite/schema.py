@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Learned fusion (learned.py): feedback on recalls (the query and its arguments, and which
 # memories answered it; a forgotten memory's labels go with it) and the models trained from it,
@@ -107,13 +107,12 @@ CREATE TABLE IF NOT EXISTS aliases (
 );
 CREATE TABLE IF NOT EXISTS mentions (
     entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    type      TEXT NOT NULL DEFAULT '',
     memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
     joined    INTEGER NOT NULL DEFAULT 1,
-    type      TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (entity_id, memory_id)
+    PRIMARY KEY (entity_id, type, memory_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS mentions_memory ON mentions(memory_id, entity_id);
-CREATE INDEX IF NOT EXISTS mentions_type ON mentions(entity_id, type, memory_id);
 CREATE TABLE IF NOT EXISTS edges (
     id         INTEGER PRIMARY KEY AUTOINCREMENT,
     namespace  TEXT NOT NULL,
@@ -348,6 +347,29 @@ MIGRATE_4_TO_5 = (
     "CREATE INDEX edges_target ON edges(target_id, strength DESC)",
     *(s for s in LEARNING_DDL.split(";") if s.strip()),
     "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
+)
+
+# Schema 5 -> 6: a mention's key leads with its entity and its memory's type (a memory's type
+# never changes, so the key is as unique as (entity, memory)): one B-tree where there were two
+# (the key and an index on (entity, type, memory)). Each read of an entity's newest mentions
+# walks the key once per type. At 1M memories a write's last batches ran ~8 % faster without
+# the second tree (5,068 / 5,169 -> 5,580 / 5,525 memories/s, alternating).
+MIGRATE_5_TO_6 = (
+    # The key's columns first, in its order: SQLite 3.40's quick_check reports a NOT NULL
+    # column of a WITHOUT ROWID table as NULL when they are declared in another order.
+    """CREATE TABLE mentions_6 (
+    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    type      TEXT NOT NULL DEFAULT '',
+    memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    joined    INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (entity_id, type, memory_id)
+) WITHOUT ROWID""",
+    "INSERT INTO mentions_6 (entity_id, memory_id, joined, type) "
+    "SELECT entity_id, memory_id, joined, type FROM mentions ORDER BY entity_id, type, memory_id",
+    "DROP TABLE mentions",
+    "ALTER TABLE mentions_6 RENAME TO mentions",
+    "CREATE INDEX mentions_memory ON mentions(memory_id, entity_id)",
+    "UPDATE meta SET value = '6' WHERE key = 'schema_version'",
 )
 
 # Schema 3 -> 4: the per-namespace FTS5 tables give way to tantivy indexes beside the file

@@ -208,12 +208,13 @@ class SQLiteStore:
             self._refuse_write()
             self._migrate_to_4()
             meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("schema_version") == "4":
-            self._refuse_write()
-            with self._transaction():
-                for statement in schema.MIGRATE_4_TO_5:
-                    self._conn.execute(statement)
-            meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
+        for version, steps in (("4", schema.MIGRATE_4_TO_5), ("5", schema.MIGRATE_5_TO_6)):
+            if meta.get("schema_version") == version:
+                self._refuse_write()
+                with self._transaction():
+                    for statement in steps:
+                        self._conn.execute(statement)
+                meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
             raise NotAFivefoldStore(
                 f"{self._path} has fivefold schema version {meta.get('schema_version')}; this "
