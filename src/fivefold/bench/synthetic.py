@@ -19,6 +19,7 @@ import hashlib
 import json
 import random
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
@@ -37,6 +38,7 @@ from fivefold.bench.synthetic_world import (
     skewed,
 )
 from fivefold.model import MemoryType
+from fivefold.text import normalize_name
 
 __all__ = [
     "GENERATOR_VERSION",
@@ -222,7 +224,16 @@ class SyntheticCorpus:
         out += [SyntheticAlias(o, a) for o, a in zip(w.orgs, w.org_aliases, strict=True) if a]
         # Every tenth person has a nickname: "Sarah C." for Sarah Chen.
         out += [SyntheticAlias(p.name, _nickname(p.name)) for p in w.people[::10]]
-        return out
+        # An alias names one entity (``Memory.alias`` refuses a second): a nickname two people
+        # share ("Farah A."), or a short form that is another name, is left out, as a user
+        # setting them up would.
+        keys = Counter(normalize_name(a.alias) for a in out)
+        names = {normalize_name(n) for n in (*w.orgs, *w.projects, *(p.name for p in w.people))}
+        return [
+            a
+            for a in out
+            if keys[normalize_name(a.alias)] == 1 and normalize_name(a.alias) not in names
+        ]
 
     def lines(self) -> Iterator[str]:
         """The whole corpus as JSON lines (relations, aliases, memories), for hashing."""
