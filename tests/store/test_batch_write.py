@@ -249,3 +249,15 @@ def test_an_alias_cannot_name_two_entities(new_store: Callable[[], str]) -> None
         record = mem.remember("Bob Jones moved to Bergen", entities=["Bob Jones"])
         assert list(record.entities) == ["Bob Jones"]
         assert list(mem.remember("AS called", entities=["AS"]).entities) == ["Ann Smith"]
+
+
+def test_a_relation_joins_two_entities(new_store: Callable[[], str]) -> None:
+    """Two names of one entity (its spellings, an alias) made a self-edge (a hostile pass's
+    find): refused, and the memory that would record it is not kept."""
+    with fivefold.Memory.open(new_store(), embedder=fivefold.HashingEmbedder()) as mem:
+        mem.alias("Priya Sharma", "PS")
+        for target in ("PRIYA sharma!", "PS"):
+            with pytest.raises(fivefold.InvalidInput, match="name one entity"):
+                mem.relate("Priya Sharma", "knows", target)
+        assert mem.stats().memories == 0
+        assert mem.relate("Priya Sharma", "knows", "Dana Lee").target == "Dana Lee"

@@ -127,6 +127,15 @@ def stored_edge(edge: NewEdge, edge_id: int, memory_id: int | None) -> Edge:
     )
 
 
+def refuse_self_edge(edge: NewEdge, source: int, target: int) -> None:
+    """A relation joins two entities: two names of one (its spellings, an alias) are refused
+    before the edge (or the memory recording it) is kept."""
+    if source == target:
+        raise InvalidInput(
+            f"{edge.source!r} and {edge.target!r} name one entity: a relation joins two"
+        )
+
+
 def refuse_taken_alias(alias: str, entity_id: int, taken: Sequence[Sequence[Any]]) -> None:
     """An alias names one entity: refused when its key is already another entity's name or
     another entity's alias (``taken``: (entity id, entity name) rows of both). Accepted, a write

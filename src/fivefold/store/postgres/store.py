@@ -66,6 +66,7 @@ from fivefold.store.postgres.write import Writer, no_nul
 from fivefold.store.rows import (
     edge_values,
     feedback_entries,
+    refuse_self_edge,
     refuse_taken_alias,
     stored_edge,
 )
@@ -311,6 +312,7 @@ class PostgresStore(PostgresReads):
             memory_id = written[0].id if written else edge.memory_id
             source = self._writer.entity_id(conn, scope.namespace, edge.source, now, 0)
             target = self._writer.entity_id(conn, scope.namespace, edge.target, now, 0)
+            refuse_self_edge(edge, source, target)
             row = conn.execute(
                 schema.INSERT_EDGE, edge_values(edge, source, target, memory_id, now)
             ).fetchone()

@@ -18,7 +18,12 @@ from fivefold.errors import InvalidInput
 from fivefold.model import Edge, Entity, MemoryRecord, NewEdge, NewMemory, Scope
 from fivefold.store import batch, context
 from fivefold.store.base import StoreSettings
-from fivefold.store.rows import edge_values, refuse_taken_alias, stored_edge
+from fivefold.store.rows import (
+    edge_values,
+    refuse_self_edge,
+    refuse_taken_alias,
+    stored_edge,
+)
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.store.timeconv import to_ts
@@ -180,6 +185,7 @@ class Writer:
         memory_id = written[0].id if written else edge.memory_id
         source = self.entity_id(scope.namespace, edge.source, now, 0)
         target = self.entity_id(scope.namespace, edge.target, now, 0)
+        refuse_self_edge(edge, source, target)
         cur = self._conn.execute(
             schema.INSERT_EDGE, edge_values(edge, source, target, memory_id, now)
         )
