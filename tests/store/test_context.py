@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -454,3 +456,34 @@ def test_a_version_5_store_gets_mentions_keyed_by_type_on_open(tmp_path: Path) -
     assert "mentions_type" not in names
     assert before[0]  # the reads found something to compare
     assert before[1]
+
+
+def test_two_openers_of_an_old_store_migrate_it_once(tmp_path: Path) -> None:
+    """Both read its version, then wait for the write lock (held here): the second must find
+    it migrated, not migrate it again (schema 4's step then failed: a duplicate column)."""
+    path = tmp_path / "old.db"
+    with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
+        mem.remember_many([{"content": t, "session_id": "s"} for t in TURNS])
+    conn = sqlite3.connect(path, isolation_level=None)
+    as_schema_4(conn)
+    conn.execute("BEGIN IMMEDIATE")  # the openers queue behind this lock
+    errors: list[BaseException] = []
+    versions: list[str] = []
+
+    def open_it() -> None:
+        try:
+            with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
+                versions.append(_schema_version(mem))
+        except BaseException as exc:
+            errors.append(exc)
+
+    openers = [threading.Thread(target=open_it) for _ in range(2)]
+    for opener in openers:
+        opener.start()
+    time.sleep(2.0)  # both have read version 4 and wait for the lock
+    conn.execute("COMMIT")
+    conn.close()
+    for opener in openers:
+        opener.join(timeout=60)
+    assert errors == []
+    assert versions == [str(schema.SCHEMA_VERSION)] * 2

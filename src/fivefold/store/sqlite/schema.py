@@ -20,6 +20,7 @@ from __future__ import annotations
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 
 SCHEMA_VERSION = 6
+SCHEMA_VERSION_OF = "SELECT value FROM meta WHERE key = 'schema_version'"
 
 # Learned fusion (learned.py): feedback on recalls (the query and its arguments, and which
 # memories answered it; a forgotten memory's labels go with it) and the models trained from it,

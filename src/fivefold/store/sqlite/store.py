@@ -212,8 +212,12 @@ class SQLiteStore:
             if meta.get("schema_version") == version:
                 self._refuse_write()
                 with self._transaction():
-                    for statement in steps:
-                        self._conn.execute(statement)
+                    # Read again under the write lock: another process opening the store at
+                    # the same time may have migrated it since (a second run would fail).
+                    held = self._conn.execute(schema.SCHEMA_VERSION_OF).fetchone()
+                    if held is not None and held[0] == version:
+                        for statement in steps:
+                            self._conn.execute(statement)
                 meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
             raise NotAFivefoldStore(
