@@ -263,6 +263,8 @@ class SQLiteStore:
     def _migrate_1_to_2(self) -> None:
         """Schema 2 adds the session context columns; fill them from the rows."""
         with self._transaction():
+            if self._conn.execute(schema.SCHEMA_VERSION_OF).fetchone() != ("1",):
+                return  # another opener migrated it while this one waited for the lock
             for statement in schema.MIGRATE_1_TO_2.split(";"):
                 if statement.strip():
                     self._conn.execute(statement)
@@ -281,6 +283,8 @@ class SQLiteStore:
         schema 2 (one pair) or 3 (a pair and a view per namespace) go, the lexical log comes,
         and each namespace's index is built from the rows on its first read."""
         with self._transaction():
+            if self._conn.execute(schema.SCHEMA_VERSION_OF).fetchone() not in (("2",), ("3",)):
+                return  # another opener migrated it while this one waited for the lock
             fts = self._conn.execute(
                 "SELECT type, name FROM sqlite_master WHERE (type = 'view' AND name LIKE "
                 "'lex_src_%') OR (type = 'table' AND sql LIKE 'CREATE VIRTUAL TABLE%fts5%')"
