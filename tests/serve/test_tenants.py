@@ -108,15 +108,16 @@ def test_posts_naming_another_namespace_write_nothing(keyed_server: Server, path
 
 
 def test_a_key_is_refused_for_a_name_no_write_could_use(tmp_path: Any) -> None:
-    """A key writes: its scope is held to the write bounds (512 bytes a name)."""
-    from fivefold.errors import ConfigError
+    """A key writes: its scope is held to the write bounds (512 bytes a name); bad input, as
+    any other (exit 2 from `keys add`)."""
+    from fivefold.errors import InvalidInput
     from fivefold.serve.keys import add_key, load_keys
 
     long = "".join(chr(0x4E00 + n) for n in range(171))  # 513 bytes
     path = tmp_path / "config.toml"
-    with pytest.raises(ConfigError, match="bytes"):
+    with pytest.raises(InvalidInput, match="bytes"):
         add_key(path, namespace=long)
-    with pytest.raises(ConfigError, match="bytes"):
+    with pytest.raises(InvalidInput, match="bytes"):
         add_key(path, namespace="team", user_id=long)
     assert not path.exists() or load_keys(path) == []
 
@@ -139,14 +140,18 @@ def test_a_keyed_server_answers_any_host_name(keyed_server: Server) -> None:
 
 
 def test_a_user_bound_key_cannot_change_the_whole_namespace(keyed_server: Server) -> None:
-    """Aliases and learned fusion apply to every user of a namespace: a key bound to one user
-    declared aliases that linked another user's writes to its entities (a hostile pass's
-    find), and could fit the model every user's recalls rank with."""
+    """Aliases, learned fusion and the counts belong to every user of a namespace: a key bound
+    to one user declared aliases that linked another user's writes to its entities (a hostile
+    pass's find), could fit the model every user's recalls rank with, and read the counts of
+    every user's memories."""
     alias = {"name": "Project Nightjar", "alias": "Operation Moonlighting"}
     refused = _call(keyed_server, "alpha-u1", "POST", "/v1/aliases", json=alias)
     assert refused.status_code == 403
     assert "bound to user_id 'u1'" in refused.json()["error"]["message"]
     assert _call(keyed_server, "alpha-u1", "POST", "/v1/train", json={}).status_code == 403
+    # Counts of every user's memories are not one user's business either.
+    assert _call(keyed_server, "alpha-u1", "GET", "/v1/stats").status_code == 403
+    assert _call(keyed_server, "alpha", "GET", "/v1/stats").status_code == 200
     noted = _call(
         keyed_server, "alpha", "POST", "/v1/memories", json={"content": "Operation Moonlighting"}
     )

@@ -67,14 +67,14 @@ class ApiKey:
         return self.namespace, self.user_id or user_id, self.agent_id or agent_id
 
     def whole_namespace(self, namespace: str | None, what: str) -> str:
-        """The namespace of a call that changes it for every user and agent in it (``what``:
-        aliases, a fitted model): refused to a key bound to one user or agent, whose scope is
-        narrower than what the call changes."""
+        """The namespace of a call about all of it, every user and agent in it (``what``:
+        aliases, a fitted model, its counts): refused to a key bound to one user or agent,
+        whose scope is narrower than what the call changes or tells."""
         ns, _, _ = self.scope(namespace, None, None)
         for field, bound in (("user_id", self.user_id), ("agent_id", self.agent_id)):
             if bound is not None:
                 raise AccessDenied(
-                    f"{what} apply to the whole namespace; {self.holder} is bound to {field} "
+                    f"{what}: about the whole namespace; {self.holder} is bound to {field} "
                     f"{bound!r}: use a key of the namespace alone"
                 )
         return ns

@@ -165,7 +165,7 @@ def feedback(body: FeedbackBody, key: Caller, served: Server) -> JSONResponse:
 
 @router.post("/train", summary="Fit learned fusion on the namespace's feedback")
 def train(body: TrainBody, key: Caller, served: Server) -> JSONResponse:
-    namespace = _whole_namespace(key, body.namespace, "learned fusion models")
+    namespace = _whole_namespace(key, body.namespace, "learned fusion (train)")
     return _json(served.memory.train(namespace=namespace))
 
 
@@ -197,6 +197,7 @@ def stats(key: Caller, served: Server, namespace: NamespaceQ = None) -> JSONResp
     if key is None:
         given = served.memory.stats(namespace=namespace)
         return _json(given)
-    own = served.memory.stats(namespace=key.scope(namespace, None, None)[0])
+    # Counts of the whole namespace: every user's and agent's memories, not a bound key's.
+    own = served.memory.stats(namespace=key.whole_namespace(namespace, "stats"))
     # Where the file lives and how big the whole store is are not a tenant's business.
     return _json({**to_json(own), "size_bytes": 0, "location": "", "parts": {}})
