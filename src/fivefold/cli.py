@@ -209,26 +209,40 @@ def import_(
 ) -> None:
     """Import memories from a JSONL file (one remember() record per line) or LoCoMo JSON.
     Each batch is one transaction; a bad record is reported with its line number."""
-    from fivefold.importers import ImportInterrupted, import_file
+    from fivefold.importers import ImportInterrupted, ImportReport, import_file
 
-    with open_memory(ctx) as mem:
-        try:
+    report: ImportReport | None = None
+    try:
+        with open_memory(ctx) as mem:
             report = import_file(
                 mem, path, fmt=fmt, namespace=namespace, batch_size=batch_size, on_error=on_error
             )
-        except ImportInterrupted as stopped:
-            done = stopped.report
-            for where, problem in done.skipped:
-                click.echo(f"skipped {path}: {where}: {problem}", err=True)
-            left_out = f"; {len(done.skipped)} bad records left out" if done.skipped else ""
-            click.echo(
-                f"interrupted: {done.imported} memories from {path} were imported (of the "
-                f"records before {stopped.first}){left_out}; the batch {stopped.first} to "
-                f"{stopped.last} may or may not have been (`fivefold stats` counts them); "
-                "nothing after it was",
-                err=True,
-            )
-            ctx.exit(130)
+    except ImportInterrupted as stopped:
+        done = stopped.report
+        for where, problem in done.skipped:
+            click.echo(f"skipped {path}: {where}: {problem}", err=True)
+        left_out = f"; {len(done.skipped)} bad records left out" if done.skipped else ""
+        click.echo(
+            f"interrupted: {done.imported} memories from {path} were imported (of the "
+            f"records before {stopped.first}){left_out}; the batch {stopped.first} to "
+            f"{stopped.last} may or may not have been (`fivefold stats` counts them); "
+            "nothing after it was",
+            err=True,
+        )
+        ctx.exit(130)
+    except KeyboardInterrupt:
+        if report is None:
+            raise
+        # Every batch was committed; only the store's closing (its indexes brought up to date,
+        # which the next open finishes) was cut short.
+        for where, problem in report.skipped:
+            click.echo(f"skipped {path}: {where}: {problem}", err=True)
+        click.echo(
+            f"interrupted while closing the store: all {report.imported} memories from {path} "
+            "were imported",
+            err=True,
+        )
+        ctx.exit(130)
     for where, problem in report.skipped:
         click.echo(f"skipped {path}: {where}: {problem}", err=True)
     count = len(report.skipped)
