@@ -15,7 +15,7 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
@@ -28,7 +28,7 @@ from fivefold import Memory, Scope
 from fivefold.config import Config, IndexConfig, OptimizerConfig
 from fivefold.model import MemoryType, OptimizerMode
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
-from fivefold.store.postgres.store import search_path
+from fivefold.store.postgres.placement import search_path
 from fivefold.store.tokens import Tokenizer
 
 NOW = datetime(2026, 3, 20, 17, tzinfo=UTC)
@@ -266,11 +266,85 @@ def test_a_schema_the_url_names_is_the_stores_even_when_it_did_not_exist(
         ]
 
 
+def _other(server: str, *, user: str | None = None, database: str | None = None) -> str:
+    """The test server's URL as another role, or for another database."""
+    parts = urlsplit(server)
+    netloc = parts.netloc if user is None else f"{user}:@{parts.netloc.split('@', 1)[1]}"
+    path = parts.path if database is None else f"/{database}"
+    return urlunsplit(parts._replace(netloc=netloc, path=path))
+
+
+def _with_path(url: str, path: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{quote(path)}"
+
+
+def test_stores_in_their_own_schemas_share_a_database_without_pgvector(
+    postgres_server: str,
+) -> None:
+    """The extension is made in ``public`` (made in the first store's new schema, the others
+    could not name the type: a review's find), and a store that cannot see where it is says
+    so."""
+    database = f"fresh_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {database}")
+    fresh = _other(postgres_server, database=database)
+    for name in ("app_one", "app_two"):
+        with _open(_with_path(fresh, f"{name},public")) as memory:
+            memory.remember(f"a note of {name}")
+            assert [h.memory.content for h in memory.recall("note").hits] == [f"a note of {name}"]
+    with _open(fresh) as memory:  # no search_path: public, as ever
+        assert memory.stats().memories == 0
+    with psycopg.connect(fresh, autocommit=True) as conn:
+        where = conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+            "ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+        ).fetchone()
+        assert where == ("public",)
+        conn.execute("CREATE SCHEMA ext")
+        conn.execute("ALTER EXTENSION vector SET SCHEMA ext")
+    with pytest.raises(fivefold.StoreError, match="pgvector extension is in the schema 'ext'"):
+        _open(_with_path(fresh, "app_three,public"))
+
+
+def test_a_role_s_own_schema_it_cannot_use_is_skipped_as_postgres_skips_it(
+    postgres_server: str,
+) -> None:
+    """With no search_path, ``$user`` names a schema of the role's name: Postgres skips one the
+    role may not use, and so must the store (it tried to make it, and was refused: a review's
+    find). A schema name past 63 bytes is cut as Postgres cuts it."""
+    role = f"r_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"CREATE SCHEMA {role}")  # the server's owner's: no USAGE for the role
+        conn.execute(f"CREATE SCHEMA {role}_own AUTHORIZATION {role}")
+        conn.execute(f"GRANT CREATE ON DATABASE postgres TO {role}")
+    url = _with_path(_other(postgres_server, user=role), f"{role}_own,public")
+    with _open(url) as memory:  # its own schema, named
+        memory.remember("mine")
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"GRANT CREATE ON SCHEMA public TO {role}")
+    with _open(_other(postgres_server, user=role)) as memory:  # "$user", public
+        memory.remember("in public")
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        assert conn.execute(f"SELECT count(*) FROM {role}_own.memories").fetchone() == (1,)
+        held = conn.execute("SELECT count(*) FROM public.memories WHERE content = 'in public'")
+        assert held.fetchone() == (1,)
+    long = f"s{'x' * 70}"
+    with _open(_with_path(postgres_server, f"{long},public")) as memory:
+        memory.remember("in a schema of a long name")
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        assert conn.execute(
+            "SELECT 1 FROM pg_namespace WHERE nspname = %s", (long[:63],)
+        ).fetchone()
+
+
 def test_a_search_path_reads_as_postgres_reads_it() -> None:
     assert search_path('"$user", public') == ["$user", "public"]
     assert search_path("App_One ,  public") == ["app_one", "public"]
     assert search_path('"My ""Store"", here",x') == ['My "Store", here', "x"]
     assert search_path("") == []
+    assert search_path("a" * 70) == ["a" * 63]
+    assert search_path('"' + "é" * 40 + '"') == ["é" * 31]  # 62 bytes: not half a character
 
 
 def test_hnsw_applies_the_scope_filter_and_finds_what_exact_search_finds(url: str) -> None:

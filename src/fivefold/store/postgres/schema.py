@@ -60,7 +60,7 @@ CREATE INDEX IF NOT EXISTS postings_impact ON postings (namespace, field, term, 
 # store's embedding dimension.
 MIGRATIONS: tuple[str, ...] = (
     """
-CREATE EXTENSION IF NOT EXISTS vector;
+CREATE EXTENSION IF NOT EXISTS vector SCHEMA public;
 CREATE SEQUENCE IF NOT EXISTS fivefold_memory_ids;
 CREATE SEQUENCE IF NOT EXISTS fivefold_entity_ids;
 CREATE SEQUENCE IF NOT EXISTS fivefold_edge_ids;

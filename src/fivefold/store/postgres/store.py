@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import random
-import string
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +23,6 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import errors as pg_errors
-from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from fivefold.embed.base import Vectors
@@ -48,7 +46,7 @@ from fivefold.model import (
 )
 from fivefold.store import context
 from fivefold.store.base import COPY_MARK, COPY_REFUSED, StoreSettings, unfinished_copy
-from fivefold.store.postgres import schema
+from fivefold.store.postgres import placement, schema
 from fivefold.store.postgres.context_rows import (
     Deltas,
     Growth,
@@ -137,7 +135,8 @@ class PostgresStore(PostgresReads):
         postings were rebuilt from the memories by a migration."""
         with psycopg.connect(self._url, autocommit=True) as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.SCHEMA_LOCK,))
-            self._own_schema(conn)
+            placement.own_schema(conn, self._location)
+            placement.check_vector(conn, self._location)
             exists = conn.execute("SELECT to_regclass('fivefold_meta') IS NOT NULL").fetchone()
             if not (exists and exists[0]):
                 foreign = conn.execute("SELECT to_regclass('memories') IS NOT NULL").fetchone()
@@ -190,39 +189,6 @@ class PostgresStore(PostgresReads):
                 "new store"
             )
         return meta.get(_SMOOTHING_KEY) != self._settings.smoothing.tag, reindexed
-
-    def _own_schema(self, conn: psycopg.Connection) -> None:
-        """The schema the URL's ``search_path`` names first is the store's: made when missing.
-        Postgres would otherwise skip a missing schema and create the tables in the next one
-        (``public``): stores meant apart would share one."""
-        path, user = conn.execute("SELECT current_setting('search_path'), current_user").fetchone()  # type: ignore[misc]
-        wanted = []
-        for name in search_path(str(path)):
-            if name != "$user":
-                wanted.append(name)
-            elif _schema_exists(conn, str(user)):  # else Postgres skips it, as here
-                wanted.append(str(user))
-        current = conn.execute("SELECT current_schema()").fetchone()
-        if not wanted:
-            raise StoreError(f"{self._location}: the URL's search_path names no schema")
-        if current is not None and current[0] == wanted[0]:
-            return
-        try:
-            with conn.transaction():
-                conn.execute(
-                    sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(wanted[0]))
-                )
-        except psycopg.Error as exc:
-            raise StoreError(
-                f"{self._location}: the schema {wanted[0]!r} the URL's search_path names does "
-                f"not exist and cannot be made ({exc}); create it, or name one that exists"
-            ) from exc
-        current = conn.execute("SELECT current_schema()").fetchone()
-        if current is None or current[0] != wanted[0]:
-            raise StoreError(
-                f"{self._location}: the schema {wanted[0]!r} the URL's search_path names is "
-                f"not usable (the connection would use {current and current[0]!r})"
-            )
 
     def _rebuild_context(self) -> None:
         def run(conn: psycopg.Connection, deltas: Deltas) -> None:
@@ -565,44 +531,6 @@ SELECT count(*), coalesce(sum(tokens[1]), 0), coalesce(sum(tokens[2]), 0),
        coalesce(sum(tokens[3]), 0), coalesce(sum(tokens[4]), 0)
 FROM memories WHERE namespace = %(ns)s
 """
-
-
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-
-
-def _schema_exists(conn: psycopg.Connection, name: str) -> bool:
-    row = conn.execute(
-        "SELECT to_regnamespace(%s) IS NOT NULL", (f'"{name.replace(chr(34), chr(34) * 2)}"',)
-    ).fetchone()
-    return bool(row and row[0])
-
-
-def search_path(value: str) -> list[str]:
-    """The schema names of a ``search_path`` setting, as Postgres reads them: unquoted names
-    folded to lower case, quoted ones as written (``""`` inside for a quote); ``$user`` as is."""
-    names: list[str] = []
-    at = 0
-    while at < len(value):
-        while at < len(value) and value[at] in " \t,":
-            at += 1
-        if at >= len(value):
-            break
-        if value[at] == '"':
-            name, at = "", at + 1
-            while at < len(value):
-                if value[at] == '"':
-                    if value[at + 1 : at + 2] == '"':
-                        name, at = name + '"', at + 2
-                        continue
-                    at += 1
-                    break
-                name, at = name + value[at], at + 1
-        else:
-            end = value.find(",", at)
-            end = len(value) if end < 0 else end
-            name, at = value[at:end].strip().translate(_ASCII_LOWER), end
-        names.append(name)
-    return names
 
 
 def _without_password(url: str) -> str:
