@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fivefold.model import Finding
 
-__all__ = ["check_database", "check_saved_graph"]
+__all__ = ["check_database", "check_saved_graph", "older_saved_graph"]
 
 
 def check_database(conn: sqlite3.Connection) -> Finding:
@@ -29,3 +29,14 @@ def check_saved_graph(path: Path, namespace: str, *, valid: bool, repair: bool) 
         path.with_suffix(".json").unlink(missing_ok=True)
     detail = "damaged or out of step (it is not used; it is rebuilt when next needed)"
     return Finding(part, repair, detail, repair)
+
+
+def older_saved_graph(namespace: str) -> Finding:
+    """A sound graph saved before graphs were built on one thread (``dense.GRAPH_BUILD``): not
+    a problem, but not used either (it may hold nodes no search reaches)."""
+    return Finding(
+        f"saved HNSW graph of namespace {namespace!r}",
+        True,
+        "saved by an older version (built on several threads): built again when the "
+        "namespace is next loaded",
+    )

@@ -180,9 +180,10 @@ class NamespaceIndex:
         os.replace(meta_staging, path.with_suffix(".json"))
         self.hnsw_dirty = False
 
-    def load_hnsw(self, path: Path, store_id: str) -> int | None:
-        """Adopt a graph this store saved, if its checksum holds; return the log position it
-        reflects (None: not adopted)."""
+    def load_hnsw(self, path: Path, store_id: str, *, any_build: bool = False) -> int | None:
+        """Adopt a graph this store saved, if its checksum holds (and it was built on one
+        thread, unless ``any_build``); return the log position it reflects (None: not
+        adopted)."""
         meta_path = path.with_suffix(".json")
         if not (path.is_file() and meta_path.is_file()):
             return None
@@ -190,7 +191,7 @@ class NamespaceIndex:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
             if not store_id or meta.get("store") != store_id:
                 return None
-            if meta.get("build") != GRAPH_BUILD:
+            if meta.get("build") != GRAPH_BUILD and not any_build:
                 return None  # built by several threads: it may hold unreachable nodes
             if meta.get("blake2b") != _checksum(path):
                 return None  # damaged or half-written: never search a graph we cannot trust

@@ -647,9 +647,13 @@ class SQLiteStore:
         if saved is not None and saved.exists():
             probe = NamespaceIndex(self._dim, self._settings.index)
             valid = probe.load_hnsw(saved, self._store_id) is not None
-            findings.append(
-                sqlite_check.check_saved_graph(saved, namespace, valid=valid, repair=repair)
-            )
+            if not valid and probe.load_hnsw(saved, self._store_id, any_build=True) is not None:
+                findings.append(sqlite_check.older_saved_graph(namespace))
+                valid = True  # sound, only built the older way: its next search builds it
+            else:
+                findings.append(
+                    sqlite_check.check_saved_graph(saved, namespace, valid=valid, repair=repair)
+                )
             if not valid and not repair:
                 return findings  # leave the files as they were found
         part = f"dense index of namespace {namespace!r}"
