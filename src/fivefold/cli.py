@@ -343,6 +343,8 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
         f"models {report.models}; "
         f"{report.same_rankings}/{report.sampled} sampled recalls ranked the same"
     )
+    for line in report.aliases_left_out:
+        click.echo(f"left out: {line}", err=True)
     if not report.verified:
         raise errors.FivefoldError("the copy did not verify (see above)")
 

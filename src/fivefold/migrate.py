@@ -51,6 +51,9 @@ class MigrationReport:
     same_rankings: int
     feedback: int = 0
     models: int = 0
+    # Aliases the destination refused: a store made before ``alias`` refused one that names
+    # two entities can hold such; the copy keeps the first, as the source's reads resolved it.
+    aliases_left_out: tuple[str, ...] = ()
 
     @property
     def verified(self) -> bool:
@@ -92,6 +95,7 @@ def migrate(
     dst.mark_copy(f"from {src.location}, begun {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC")
     total, done = src.stats().memories, 0
     relations = aliases = feedback = models = 0
+    left_out: list[str] = []
     for namespace in namespaces:
         mapping: dict[int, int] = {}
         for chunk in _chunks(_oldest_first(src, namespace), batch):
@@ -109,7 +113,11 @@ def migrate(
             dst.add_edge(replace(edge, memory_id=memory_id))
             relations += 1
         for name, alias in src.aliases(namespace):
-            dst.add_alias(namespace, name, alias)
+            try:
+                dst.add_alias(namespace, name, alias)
+            except InvalidInput as exc:  # an older store's alias naming two entities
+                left_out.append(f"namespace {namespace!r}: alias {alias!r} of {name!r}: {exc}")
+                continue
             aliases += 1
         for entry in src.feedback(namespace):
             labels = {mapping[i]: v for i, v in entry.labels.items() if i in mapping}
@@ -128,7 +136,9 @@ def migrate(
     src.compact()
     dst.compact()
     sampled, same = _compare_recalls(source, target, namespaces, sample)
-    return MigrationReport(counts, relations, aliases, sampled, same, feedback, models)
+    return MigrationReport(
+        counts, relations, aliases, sampled, same, feedback, models, tuple(left_out)
+    )
 
 
 def _check_names(store: Store, namespaces: Sequence[str]) -> None:
