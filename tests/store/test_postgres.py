@@ -13,6 +13,7 @@ import textwrap
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -1263,3 +1264,34 @@ def test_a_batch_whose_entity_a_concurrent_forget_drops_is_retried(
             "(SELECT 1 FROM entities e WHERE e.namespace = m.namespace AND e.id = m.entity_id)"
         ).fetchone()
     assert dangling == (0,)
+
+
+def _declare_at_once(memory: Memory, names: Sequence[str], key: str) -> list[str]:
+    """Each of ``names`` given the alias ``key`` from a thread of its own, at once."""
+    start = threading.Barrier(len(names))
+    outcomes: list[str] = []
+
+    def declare(name: str) -> None:
+        start.wait()
+        try:
+            memory.alias(name, key)
+            outcomes.append("made")
+        except fivefold.InvalidInput:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=declare, args=(name,)) for name in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return outcomes
+
+
+def test_two_aliases_of_one_name_at_once_name_one_entity(url: str) -> None:
+    """Each passed the check before the other was committed (a review's find): one of them
+    is refused, every time."""
+    with _open(url) as memory:
+        memory.remember("Ann Smith and Bob Jones met", entities=["Ann Smith", "Bob Jones"])
+        for n in range(12):
+            outcomes = _declare_at_once(memory, ["Ann Smith", "Bob Jones"], f"nick {n}")
+            assert sorted(outcomes) == ["made", "refused"]

@@ -143,8 +143,8 @@ def refuse_taken_alias(alias: str, entity_id: int, taken: Sequence[Sequence[Any]
     for other, name in taken:
         if int(other) != entity_id:
             raise InvalidInput(
-                f"{alias!r} already names the entity {str(name)!r}: an alias cannot name two "
-                "entities (forget or rename the other first)"
+                f"{alias!r} already names the entity {str(name)!r}: an alias names one entity "
+                "(two entities cannot be merged)"
             )
 
 

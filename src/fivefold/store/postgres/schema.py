@@ -504,6 +504,7 @@ INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation,
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 RETURNING id
 """
+ALIAS_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold alias ' || %s, 0))"
 # What an alias's key already names: an entity of that key, and the entities it is an alias of.
 NAME_TAKEN = """
 SELECT id, name FROM entities WHERE namespace = %(ns)s AND norm = %(norm)s

@@ -296,6 +296,9 @@ class PostgresStore(PostgresReads):
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> Entity:
             now = to_ts(datetime.now().astimezone())
+            # One alias declaration of a namespace at a time: two of one key to two entities
+            # would each pass the check below before either is committed.
+            conn.execute(schema.ALIAS_LOCK, (namespace,))
             entity_id = self._writer.entity_id(conn, namespace, name, now, 0)
             taken = conn.execute(schema.NAME_TAKEN, {"ns": namespace, "norm": alias_norm})
             refuse_taken_alias(alias, entity_id, taken.fetchall())
