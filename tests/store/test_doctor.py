@@ -14,6 +14,7 @@ import fivefold
 from fivefold import Memory, Scope
 from fivefold.cli import cli
 from fivefold.config import Config, IndexConfig
+from fivefold.model import EntityScore
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
 
 HNSW = Config(index=IndexConfig(hnsw_threshold=100))
@@ -114,3 +115,30 @@ def test_the_command_prints_one_line_per_part_and_exits_by_outcome(tmp_path: Pat
     code, out = _doctor(path, "--repair")
     assert code == 0, out
     assert "repaired: lexical index of namespace 'default'" in out
+
+
+def test_a_mention_of_another_type_than_its_memorys_is_found_and_retyped(tmp_path: Path) -> None:
+    """The type is in a mention's key (schema 6): one that is not its memory's is missed by
+    every read of its entity (a review's find)."""
+    path = tmp_path / "m.db"
+    with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16)) as memory:
+        made = memory.remember("Dana Lee joined Kestrel", entities=["Dana Lee", "Kestrel"])
+        memory.store._conn.execute(  # type: ignore[attr-defined]
+            "UPDATE mentions SET type = '' WHERE memory_id = ?", (made.id,)
+        )
+
+    def types(findings: list[fivefold.model.Finding]) -> fivefold.model.Finding:
+        return next(f for f in findings if f.part == "mentions' memory types")
+
+    def read(memory: Memory) -> list[int]:  # the graph leg's read of Dana Lee's mentions
+        (entity,) = [e for e in memory.store.catalog("default") if e.name == "Dana Lee"]
+        dana = EntityScore(entity_id=entity.entity_id, score=0.9, hops=0, rarity=1.0)
+        return [hit.memory_id for hit in memory.store.mentions(Scope(), [dana], 10)]
+
+    with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16)) as memory:
+        assert read(memory) == []
+        assert not types(memory.store.check()).ok
+        assert "2 mentions" in types(memory.store.check()).detail
+        assert types(memory.store.check(repair=True)).repaired
+        assert types(memory.store.check()).ok
+        assert read(memory) == [made.id]

@@ -373,6 +373,16 @@ MIGRATE_5_TO_6 = (
     "UPDATE meta SET value = '6' WHERE key = 'schema_version'",
 )
 
+# ``fivefold doctor``: mentions whose type is not their memory's, and their repair.
+MISTYPED_MENTIONS = (
+    "SELECT count(*) FROM mentions mn JOIN memories m ON m.id = mn.memory_id "
+    "WHERE mn.type != m.type"
+)
+RETYPE_MENTIONS = """
+UPDATE mentions SET type = (SELECT type FROM memories WHERE id = mentions.memory_id)
+WHERE type != (SELECT type FROM memories WHERE id = mentions.memory_id)
+"""
+
 # Schema 3 -> 4: the per-namespace FTS5 tables give way to tantivy indexes beside the file
 # (lexical.py), built from the rows on their first read; the migration drops the tables
 # (store.py, which knows their names) and adds the lexical log below.

@@ -565,13 +565,19 @@ class SQLiteStore:
 
     def check(self, *, repair: bool = False) -> list[Finding]:
         """Every index against the rows (``fivefold doctor``); ``repair`` rebuilds what is
-        out of step. The rows themselves are checked, not repaired."""
+        out of step. The rows themselves are checked, not repaired (but for a mention's type,
+        a copy of its memory's)."""
         if repair:
             self._refuse_write()
         with self._lock:
             findings = [sqlite_check.check_database(self._conn)]
             if (note := self.copy_mark()) is not None:
                 findings.append(unfinished_copy(note, self.stats().memories))
+            mistyped = int(self._execute(schema.MISTYPED_MENTIONS).fetchone()[0])
+            if mistyped and repair:
+                with self._transaction():
+                    self._conn.execute(schema.RETYPE_MENTIONS)
+            findings.append(sqlite_check.mention_types(mistyped, repaired=repair))
             namespaces = [str(r[0]) for r in self._execute(schema.SELECT_NAMESPACES)]
             findings += self._lexical.check(namespaces, repair=repair)
             for namespace in namespaces:
