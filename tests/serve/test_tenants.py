@@ -159,3 +159,23 @@ def test_a_user_bound_key_cannot_change_the_whole_namespace(keyed_server: Server
     made = _call(keyed_server, "alpha", "POST", "/v1/aliases", json={**alias, "alias": "PN"})
     assert made.status_code == 201
     assert made.json()["aliases"] == ["PN"]
+
+
+def test_a_keyed_servers_tenants_are_not_told_where_the_store_lives() -> None:
+    """A store's error names the database (once with a password given as ``?password=``: a
+    hostile pass saw it in a 503's body): a keyed server's tenants get a plain 503, the log
+    the whole message; a keyless (loopback) server's caller, the machine's user, all of it."""
+    from fivefold.errors import InvalidInput, StoreError
+    from fivefold.serve.errors import tenant_message
+    from fivefold.store.postgres.store import _without_password
+
+    failed = StoreError("postgresql://app@db.internal/memory: terminating connection")
+    assert "db.internal" not in tenant_message(failed, keyed=True)
+    assert tenant_message(failed, keyed=False) == str(failed)
+    bad = InvalidInput("k must be an integer from 1 to 1000")
+    assert tenant_message(bad, keyed=True) == str(bad)
+    shown = _without_password(
+        "postgresql://app:pw1@db:5432/memory?password=pw2&sslpassword=pw3&options=-cx%3Dy"
+    )
+    assert "pw" not in shown
+    assert shown == "postgresql://app@db:5432/memory?options=-cx%3Dy"

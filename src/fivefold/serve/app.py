@@ -30,7 +30,7 @@ from fivefold.config import ServeConfig
 from fivefold.errors import FivefoldError
 from fivefold.memory import Memory
 from fivefold.serve import routes
-from fivefold.serve.errors import error_body, status_of
+from fivefold.serve.errors import error_body, status_of, tenant_message
 from fivefold.serve.keys import KeyRing
 from fivefold.serve.loopback import LoopbackOnly
 from fivefold.serve.state import Served
@@ -130,7 +130,8 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(FivefoldError)
     async def fivefold_error(request: Request, exc: FivefoldError) -> JSONResponse:
         status, code = status_of(exc)
-        return reply(request, status, code, str(exc))
+        served = getattr(request.app.state, "served", None)
+        return reply(request, status, code, tenant_message(exc, keyed=bool(served and served.keys)))
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -6,6 +6,7 @@ The codes are the contract ``fivefold.Client`` reads back into the same exceptio
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -20,7 +21,9 @@ from fivefold.errors import (
     StoreError,
 )
 
-__all__ = ["CODES", "ERRORS", "TooLarge", "error_body", "status_of"]
+log = logging.getLogger("fivefold.serve")
+
+__all__ = ["CODES", "ERRORS", "TooLarge", "error_body", "status_of", "tenant_message"]
 
 
 class TooLarge(InvalidInput):
@@ -62,6 +65,16 @@ def status_of(exc: FivefoldError) -> tuple[int, str]:
         if isinstance(exc, kind):
             return status, code
     return 500, "internal"
+
+
+def tenant_message(exc: FivefoldError, *, keyed: bool) -> str:
+    """What a caller is told of an error: all of it, but a store's trouble to a keyed server's
+    tenants, who are not told where the store lives or how it failed (a hostile pass saw the
+    database's URL, once with its password, in a 503's body); the server's log has it."""
+    if keyed and isinstance(exc, StoreError | EmbedderError):
+        log.error("answered 503: %s", exc)
+        return "the store is unavailable; the server's log says why"
+    return str(exc)
 
 
 def error_body(code: str, message: str) -> dict[str, dict[str, str]]:

@@ -26,7 +26,7 @@ from starlette.types import Receive, Scope, Send
 import fivefold
 from fivefold.errors import FivefoldError
 from fivefold.memory import Memory
-from fivefold.serve.errors import error_body, status_of
+from fivefold.serve.errors import error_body, status_of, tenant_message
 from fivefold.serve.keys import ApiKey, KeyRing, check_recall_scope, scope_for, token_of
 
 __all__ = ["McpEndpoint", "build_server"]
@@ -47,7 +47,9 @@ UserId = Annotated[str | None, Field(description="Whose memory: the end user's i
 AgentId = Annotated[str | None, Field(description="Which agent wrote or reads it, if any")]
 
 
-def build_server(memory: Callable[[], Memory], resolve: Resolve) -> MCPServer:
+def build_server(
+    memory: Callable[[], Memory], resolve: Resolve, *, keyed: bool = False
+) -> MCPServer:
     server = MCPServer(name="fivefold", instructions=INSTRUCTIONS, version=fivefold.__version__)
 
     def call(action: Callable[[], Any]) -> Any:
@@ -55,7 +57,8 @@ def build_server(memory: Callable[[], Memory], resolve: Resolve) -> MCPServer:
             return action()
         except FivefoldError as exc:
             # The model reads this and corrects its call; no trace leaves the server.
-            raise ToolError(f"{status_of(exc)[1]}: {exc}") from exc
+            message = tenant_message(exc, keyed=keyed)
+            raise ToolError(f"{status_of(exc)[1]}: {message}") from exc
 
     @server.tool()
     def remember(
@@ -224,7 +227,7 @@ class McpEndpoint:
 
     def __init__(self, memory: Callable[[], Memory], keys: KeyRing, host: str) -> None:
         self._keys = keys
-        self._server = build_server(memory, _from_caller)
+        self._server = build_server(memory, _from_caller, keyed=bool(keys))
         # The SDK's own DNS-rebinding check (on for a loopback host) is off: the server's
         # ``LoopbackOnly`` covers /mcp with the rest of a keyless server, and a keyed server
         # answers any name (the SDK's refused a keyed server's name behind a reverse proxy,
