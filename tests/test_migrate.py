@@ -3,10 +3,12 @@ recalls that rank the same."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 from click.testing import CliRunner
 
@@ -374,3 +376,27 @@ def test_an_older_stores_alias_naming_two_entities_is_left_out_and_said(
     assert all("already names the entity" in line for line in report.aliases_left_out)
     assert target.alias("Ann Smith", "AS").aliases == ("AS",)
     assert target.store.copy_mark() is None
+
+
+def test_a_postgres_url_naming_no_store_is_not_made_one(
+    tmp_path: Path, postgres_server: str
+) -> None:
+    """`doctor`, `stats` and migrate's source made a mistyped schema and an empty store in it,
+    then said ok (exit 0; a hostile pass's find, after missing schemas were made on open):
+    exit 3, and no schema made."""
+    name = f"mistyped_{uuid.uuid4().hex[:8]}"
+    separator = "&" if "?" in postgres_server else "?"
+    url = f"{postgres_server}{separator}options=-csearch_path%3D{name},public"
+    runner = CliRunner()
+    for args in (
+        ["--db", url, "doctor"],
+        ["--db", url, "stats"],
+        ["migrate", url, str(tmp_path / "copy.db")],
+    ):
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 3, result.output
+        assert "no store at" in result.stderr
+    with psycopg.connect(postgres_server) as conn:
+        made = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (name,)).fetchone()
+    assert made is None
+    assert not (tmp_path / "copy.db").exists()

@@ -12,7 +12,7 @@ from fivefold.config import Config
 from fivefold.config_file import settings_in_effect
 from fivefold.errors import NotFound
 from fivefold.memory import Memory
-from fivefold.store import local_file
+from fivefold.store import local_file, store_exists
 
 
 @contextmanager
@@ -27,10 +27,17 @@ def open_memory(ctx: click.Context, *, existing: bool = False) -> Iterator[Memor
 
 
 def require_store(location: str | None) -> None:
-    """``NotFound`` when ``location`` names an embedded store file that does not exist."""
-    file = local_file(location)
-    if file is not None and not file.exists():
-        raise NotFound(f"no store at {file} (nothing was made there): check the path or --db")
+    """``NotFound`` when ``location`` names a store that is not there (a file, or a Postgres
+    schema with fivefold's tables): nothing is made."""
+    if not store_exists(location):
+        file = local_file(location)
+        if file is None:  # a Postgres URL (its driver is there: it was just asked)
+            from fivefold.store.postgres.placement import without_password
+
+            where: object = without_password(str(location))
+        else:
+            where = file
+        raise NotFound(f"no store at {where} (nothing was made there): check the path or --db")
 
 
 def settings_of(ctx: click.Context) -> Config:

@@ -167,7 +167,7 @@ def test_a_keyed_servers_tenants_are_not_told_where_the_store_lives() -> None:
     the whole message; a keyless (loopback) server's caller, the machine's user, all of it."""
     from fivefold.errors import InvalidInput, StoreError
     from fivefold.serve.errors import tenant_message
-    from fivefold.store.postgres.store import _without_password
+    from fivefold.store.postgres.placement import without_password as _without_password
 
     failed = StoreError("postgresql://app@db.internal/memory: terminating connection")
     assert "db.internal" not in tenant_message(failed, keyed=True)

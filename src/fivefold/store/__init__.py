@@ -9,7 +9,14 @@ from pathlib import Path
 from fivefold.errors import InvalidInput, UnsupportedBackend
 from fivefold.store.base import Store, StoreSettings
 
-__all__ = ["Store", "StoreSettings", "default_path", "local_file", "open_store"]
+__all__ = [
+    "Store",
+    "StoreSettings",
+    "default_path",
+    "local_file",
+    "open_store",
+    "store_exists",
+]
 
 
 def default_path() -> Path:
@@ -25,6 +32,24 @@ def _sqlite(location: str, *, embedding_model: str, dim: int, settings: StoreSet
     file = local_file(location)
     path = ":memory:" if file is None else str(file)
     return SQLiteStore(path, embedding_model=embedding_model, dim=dim, settings=settings)
+
+
+def store_exists(target: str | Path | None) -> bool:
+    """Whether the store a path or URL names is there, found without making anything: a
+    file, or a Postgres schema holding fivefold's tables (an in-memory store always is)."""
+    location = str(default_path() if target is None else target)
+    scheme, sep, _ = location.partition("://")
+    if sep and BACKENDS.get(scheme.lower()) is _postgres:
+        try:
+            from fivefold.store.postgres.placement import holds_store
+        except ModuleNotFoundError as exc:
+            raise UnsupportedBackend(
+                f"the PostgreSQL backend needs the postgres extra: pip install "
+                f"'fivefold[postgres]' ({exc})"
+            ) from exc
+        return holds_store(f"{scheme.lower()}://{location.partition('://')[2]}")
+    file = local_file(location)
+    return file is None or file.exists()
 
 
 def local_file(target: str | Path | None) -> Path | None:

@@ -5,23 +5,46 @@ refused where the store cannot see it). Run by ``PostgresStore._init_schema`` un
 from __future__ import annotations
 
 import string
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
 
 from fivefold.errors import StoreError
 
-__all__ = ["check_vector", "own_schema", "search_path"]
+__all__ = [
+    "check_vector",
+    "holds_store",
+    "own_schema",
+    "pick",
+    "search_path",
+    "without_password",
+]
 
 NAME_BYTES = 63  # Postgres cuts a longer identifier to this many bytes (NAMEDATALEN - 1)
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
 def own_schema(conn: psycopg.Connection, location: str) -> str:
-    """The store's schema: the first of the ``search_path`` that exists and may be used, as
-    Postgres picks it, except that a schema the URL names and that does not exist is made (not
-    skipped: Postgres would put the tables in the next one, ``public``, and stores meant apart
-    would share it). ``$user`` is skipped as Postgres skips it (missing or not usable)."""
+    """The store's schema (``pick``), made when it is missing."""
+    name, exists = pick(conn, location)
+    if not exists:
+        _make(conn, location, name)
+    current = conn.execute("SELECT current_schema()").fetchone()
+    if current is None or current[0] != name:
+        raise StoreError(
+            f"{location}: the schema {name!r} the URL's search_path names is not usable "
+            f"(the connection would use {current and current[0]!r})"
+        )
+    return name
+
+
+def pick(conn: psycopg.Connection, location: str) -> tuple[str, bool]:
+    """The store's schema and whether it exists: the first of the ``search_path`` that exists
+    and may be used, as Postgres picks it, except that a schema the URL names and that does
+    not exist is the store's (to be made: Postgres would skip it and put the tables in the next
+    one, ``public``, and stores meant apart would share it). ``$user`` is skipped as Postgres
+    skips it (missing or not usable)."""
     path, user = conn.execute("SELECT current_setting('search_path'), current_user").fetchone()  # type: ignore[misc]
     for entry in search_path(str(path)):
         named = entry != "$user"
@@ -31,22 +54,32 @@ def own_schema(conn: psycopg.Connection, location: str) -> str:
             (name,),
         ).fetchone()
         if row is None and named:
-            _make(conn, location, name)
-        elif row is None or not row[0]:
+            return name, False
+        if row is None or not row[0]:
             if named:
                 raise StoreError(
                     f"{location}: the schema {name!r} the URL's search_path names cannot be "
                     "used by this role (no USAGE privilege)"
                 )
             continue
-        current = conn.execute("SELECT current_schema()").fetchone()
-        if current is None or current[0] != name:
-            raise StoreError(
-                f"{location}: the schema {name!r} the URL's search_path names is not usable "
-                f"(the connection would use {current and current[0]!r})"
-            )
-        return name
+        return name, True
     raise StoreError(f"{location}: the URL's search_path names no schema that can be used")
+
+
+def holds_store(url: str) -> bool:
+    """Whether the store a URL names is there (its schema, with fivefold's tables), read
+    without making anything: what `fivefold doctor` and `stats` ask first."""
+    location = without_password(url)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            name, exists = pick(conn, location)
+            if not exists:
+                return False
+            table = sql.SQL("{}.fivefold_meta").format(sql.Identifier(name)).as_string(conn)
+            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot open the store at {location}: {exc}") from exc
+    return bool(row and row[0])
 
 
 def check_vector(conn: psycopg.Connection, location: str) -> None:
@@ -107,3 +140,25 @@ def _make(conn: psycopg.Connection, location: str, name: str) -> None:
             f"{location}: the schema {name!r} the URL's search_path names does not exist and "
             f"cannot be made ({exc}); create it, or name one that exists"
         ) from exc
+
+
+_SECRETS = frozenset({"password", "sslpassword"})  # libpq parameters that hold a secret
+
+
+def without_password(url: str) -> str:
+    """The URL as messages and ``stats`` show it: no password, in its user part or given as a
+    parameter (``?password=``, which a store's errors reached keyed clients with: a hostile
+    pass's find)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        host = parts.hostname or ""
+        netloc = f"{parts.username}@{host}" if parts.username else host
+        if parts.port:
+            netloc += f":{parts.port}"
+    query = parts.query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    kept = [(k, v) for k, v in pairs if k not in _SECRETS]
+    if len(kept) != len(pairs):
+        query = urlencode(kept, safe="/:,")
+    return urlunsplit(parts._replace(netloc=netloc, query=query))

@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
@@ -92,7 +91,7 @@ class PostgresStore(PostgresReads):
         self, url: str, *, embedding_model: str, dim: int, settings: StoreSettings
     ) -> None:
         self._url = url
-        self._location = _without_password(url)
+        self._location = placement.without_password(url)
         self._model = embedding_model
         self._dim = dim
         self._settings = settings
@@ -534,27 +533,6 @@ SELECT count(*), coalesce(sum(tokens[1]), 0), coalesce(sum(tokens[2]), 0),
        coalesce(sum(tokens[3]), 0), coalesce(sum(tokens[4]), 0)
 FROM memories WHERE namespace = %(ns)s
 """
-
-
-_SECRETS = frozenset({"password", "sslpassword"})  # libpq parameters that hold a secret
-
-
-def _without_password(url: str) -> str:
-    """The URL as messages and ``stats`` show it: no password, in its user part or given as a
-    parameter (``?password=``, which a store's errors reached keyed clients with: a hostile
-    pass's find)."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        host = parts.hostname or ""
-        netloc = f"{parts.username}@{host}" if parts.username else host
-        if parts.port:
-            netloc += f":{parts.port}"
-    query = parts.query
-    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in _SECRETS]
-    if len(kept) != len(parse_qsl(query, keep_blank_values=True)):
-        query = urlencode(kept, safe="/:,")
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 __all__ = ["PostgresStore"]
