@@ -5,6 +5,7 @@ fixtures."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -1295,3 +1296,33 @@ def test_two_aliases_of_one_name_at_once_name_one_entity(url: str) -> None:
         for n in range(12):
             outcomes = _declare_at_once(memory, ["Ann Smith", "Bob Jones"], f"nick {n}")
             assert sorted(outcomes) == ["made", "refused"]
+
+
+def test_an_alias_and_a_write_of_the_same_name_at_once_name_one_entity(url: str) -> None:
+    """The write made the name an entity while the alias made it another's alias (each
+    passed its check before the other committed: 14 of 80 in a hostile pass)."""
+    with _open(url) as memory:
+        memory.remember("Alpha One started", entities=["Alpha One"])
+        for n in range(30):
+            start = threading.Barrier(2)
+
+            def alias(key: str = f"Zed{n}", gate: threading.Barrier = start) -> None:
+                gate.wait()
+                with contextlib.suppress(fivefold.InvalidInput):
+                    memory.alias("Alpha One", key)
+
+            def write(key: str = f"Zed{n}", gate: threading.Barrier = start) -> None:
+                gate.wait()
+                memory.remember(f"a note of {key}", entities=[key])
+
+            pair = [threading.Thread(target=alias), threading.Thread(target=write)]
+            for thread in pair:
+                thread.start()
+            for thread in pair:
+                thread.join(timeout=30)
+    with psycopg.connect(url) as conn:
+        both = conn.execute(
+            "SELECT a.alias FROM aliases a JOIN entities e ON e.namespace = a.namespace "
+            "AND e.norm = a.norm AND e.id <> a.entity_id"
+        ).fetchall()
+    assert both == []

@@ -504,7 +504,11 @@ INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation,
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 RETURNING id
 """
+# A namespace's names: an alias declaration holds it alone, every write resolving names holds
+# it shared, so a name cannot become an alias while a write makes it an entity (or the other
+# way round: each passed its check before the other was committed).
 ALIAS_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold alias ' || %s, 0))"
+NAMES_LOCK = "SELECT pg_advisory_xact_lock_shared(hashtextextended('fivefold alias ' || %s, 0))"
 # What an alias's key already names: an entity of that key, and the entities it is an alias of.
 NAME_TAKEN = """
 SELECT id, name FROM entities WHERE namespace = %(ns)s AND norm = %(norm)s
