@@ -261,3 +261,26 @@ def test_a_relation_joins_two_entities(new_store: Callable[[], str]) -> None:
                 mem.relate("Priya Sharma", "knows", target)
         assert mem.stats().memories == 0
         assert mem.relate("Priya Sharma", "knows", "Dana Lee").target == "Dana Lee"
+
+
+def test_forgetting_a_sessions_memories_takes_its_span_with_them(
+    new_store: Callable[[], str],
+) -> None:
+    """A session's row kept the times of memories forgotten (its last one's too), and "since
+    we last talked" counted from them (a hostile pass's find)."""
+    times = [T0 + timedelta(hours=h) for h in (0, 1, 5)]
+    with fivefold.Memory.open(new_store(), embedder=fivefold.HashingEmbedder()) as mem:
+        made = mem.remember_many(
+            [
+                {"content": "first turn", "session_id": "s1", "created_at": times[0].isoformat()},
+                {"content": "second turn", "session_id": "s1", "created_at": times[1].isoformat()},
+                {"content": "another day", "session_id": "s2", "created_at": times[2].isoformat()},
+            ]
+        )
+        store = mem.store
+        assert store.last_session_end(Scope(), None) == times[2]
+        mem.forget(made[2].id)  # s2's only memory: the session goes
+        assert store.last_session_end(Scope(), None) == times[1]
+        mem.forget(made[1].id)  # s1's newest: its span ends at the one left
+        assert store.last_session_end(Scope(), None) == times[0]
+        assert store.last_session_end(Scope(), "s1") is None

@@ -444,6 +444,22 @@ ON CONFLICT (namespace, user_id, agent_id, session_id) DO UPDATE SET
     started_at = least(s.started_at, excluded.started_at),
     last_seen_at = greatest(s.last_seen_at, excluded.last_seen_at)
 """
+# A session once one of its memories is forgotten: the span of the ones left, or no row (as
+# the embedded store's).
+_SESSION_OF = (
+    "FROM memories m WHERE m.namespace = sessions.namespace AND m.user_id = sessions.user_id "
+    "AND m.agent_id = sessions.agent_id AND m.session_id = sessions.session_id"
+)
+RESPAN_SESSION = f"""
+UPDATE sessions SET started_at = (SELECT min(m.created_at) {_SESSION_OF}),
+    last_seen_at = (SELECT max(m.created_at) {_SESSION_OF})
+WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s
+    AND EXISTS (SELECT 1 {_SESSION_OF})
+"""
+DROP_EMPTY_SESSION = f"""
+DELETE FROM sessions WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s
+    AND NOT EXISTS (SELECT 1 {_SESSION_OF})
+"""
 MEMORY_COLUMNS = """
 SELECT id, namespace, user_id, agent_id, session_id, content, predicate, type, event_at,
        created_at, importance, metadata, speaker

@@ -368,6 +368,9 @@ class Writer:
         )
         conn.execute("DELETE FROM edges WHERE namespace = %s AND memory_id = %s", (ns, memory_id))
         conn.execute("DELETE FROM memories WHERE namespace = %s AND id = %s", (ns, memory_id))
+        if session is not None and session[2] is not None:
+            for statement in (schema.RESPAN_SESSION, schema.DROP_EMPTY_SESSION):
+                conn.execute(statement, (ns, user or "", agent or "", session[2]))
         conn.execute(
             "DELETE FROM feedback_labels WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
         )

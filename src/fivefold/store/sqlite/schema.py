@@ -255,6 +255,22 @@ ON CONFLICT (namespace, user_id, agent_id, session_id) DO UPDATE SET
     started_at = min(started_at, excluded.started_at),
     last_seen_at = max(last_seen_at, excluded.last_seen_at)
 """
+# A session once one of its memories is forgotten: the span of the ones left, or no row (its
+# times stayed, and "since we last talked" counted from a session nothing held any more).
+_SESSION_OF = (
+    "FROM memories m WHERE m.namespace = sessions.namespace AND m.user_id = sessions.user_id "
+    "AND m.agent_id = sessions.agent_id AND m.session_id = sessions.session_id"
+)
+RESPAN_SESSION = f"""
+UPDATE sessions SET started_at = (SELECT min(m.created_at) {_SESSION_OF}),
+    last_seen_at = (SELECT max(m.created_at) {_SESSION_OF})
+WHERE namespace = ? AND user_id = ? AND agent_id = ? AND session_id = ?
+    AND EXISTS (SELECT 1 {_SESSION_OF})
+"""
+DROP_EMPTY_SESSION = f"""
+DELETE FROM sessions WHERE namespace = ? AND user_id = ? AND agent_id = ? AND session_id = ?
+    AND NOT EXISTS (SELECT 1 {_SESSION_OF})
+"""
 BUMP_NAMESPACE = """
 INSERT INTO namespaces (namespace, memories, generation, vector_generation) VALUES (?, ?, 1, ?)
 ON CONFLICT (namespace) DO UPDATE SET

@@ -148,13 +148,13 @@ class Writer:
         """A memory and its traces (mention counts, co-mention edges, its neighbours' context,
         entities only it named): its namespace, or None when the scope does not hold it."""
         row = self._conn.execute(
-            "SELECT namespace, user_id, agent_id FROM memories WHERE id = ?",
+            "SELECT namespace, user_id, agent_id, session_id FROM memories WHERE id = ?",
             (memory_id,),
         ).fetchone()
         # Scope columns hold '' for "none" (schema.py).
         if row is None or not scope.admits(row[0], row[1] or None, row[2] or None):
             return None
-        ns, user, agent = row
+        ns, user, agent, session = row
         around = context.around(self._context, memory_id)
         mentioned = self._conn.execute(
             "SELECT entity_id, joined FROM mentions WHERE memory_id = ? ORDER BY entity_id",
@@ -169,6 +169,9 @@ class Writer:
                 self._conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
         self._conn.execute(schema.PRUNE_COMENTIONS)
         self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+        if session is not None:
+            for statement in (schema.RESPAN_SESSION, schema.DROP_EMPTY_SESSION):
+                self._conn.execute(statement, (ns, user, agent, session))
         # Its neighbours no longer carry its text: forgetting leaves no trace in context.
         context.refresh(self._context, around, self._settings.smoothing)
         # Entities only it named (no other mention, no edge, no alias a user declared)
