@@ -290,6 +290,8 @@ def test_stores_in_their_own_schemas_share_a_database_without_pgvector(
     with psycopg.connect(postgres_server, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {database}")
     fresh = _other(postgres_server, database=database)
+    with pytest.raises(fivefold.StoreError, match="'public', is not in the URL's search_path"):
+        _open(_with_path(fresh, "app_zero"))  # not the type's raw error from a CREATE TABLE
     for name in ("app_one", "app_two"):
         with _open(_with_path(fresh, f"{name},public")) as memory:
             memory.remember(f"a note of {name}")

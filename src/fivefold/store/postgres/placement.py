@@ -90,7 +90,16 @@ def check_vector(conn: psycopg.Connection, location: str) -> None:
         "SELECT n.nspname, n.nspname = ANY(current_schemas(false)) FROM pg_extension e "
         "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
     ).fetchone()
-    if row is not None and not row[1]:
+    if row is None:
+        seen = conn.execute("SELECT 'public' = ANY(current_schemas(false))").fetchone()
+        if seen is not None and not seen[0]:
+            raise StoreError(
+                f"{location}: the pgvector extension is not installed, and the schema it is "
+                "made in, 'public', is not in the URL's search_path: add it "
+                "(options=-csearch_path%3Dmy_schema,public), or have it installed in a schema "
+                "the search_path names"
+            )
+    elif not row[1]:
         raise StoreError(
             f"{location}: the pgvector extension is in the schema {row[0]!r}, which the URL's "
             f"search_path does not name: add it (options=-csearch_path%3Dmy_schema,{row[0]})"
