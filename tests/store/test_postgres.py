@@ -1328,3 +1328,31 @@ def test_an_alias_and_a_write_of_the_same_name_at_once_name_one_entity(url: str)
             "AND e.norm = a.norm AND e.id <> a.entity_id"
         ).fetchall()
     assert both == []
+
+
+def test_a_stores_migration_holds_back_only_that_store(postgres_server: str) -> None:
+    """One lock for the whole database held every store back while one migrated (a reindex
+    can take minutes: a hostile pass's find); the lock is per schema now."""
+    tag = uuid.uuid4().hex[:8]
+    held, other = f"held_{tag}", f"other_{tag}"
+    with psycopg.connect(postgres_server, autocommit=True) as lock:
+        lock.execute(
+            "SELECT pg_advisory_lock(hashtextextended('fivefold schema ' || %s, 0))", (held,)
+        )
+        opened: list[str] = []
+
+        def open_it(name: str) -> None:
+            with _open(_with_path(postgres_server, f"{name},public")):
+                opened.append(name)
+
+        waiting = threading.Thread(target=open_it, args=(held,))
+        waiting.start()
+        open_it(other)  # not held back
+        time.sleep(0.5)
+        assert opened == [other]
+        assert waiting.is_alive()  # its own schema's lock: it waits
+        lock.execute(
+            "SELECT pg_advisory_unlock(hashtextextended('fivefold schema ' || %s, 0))", (held,)
+        )
+        waiting.join(timeout=60)
+    assert opened == [other, held]

@@ -322,8 +322,9 @@ def growth_step(memories: int) -> int:
     return bits * 8 + ((memories >> (bits - 4)) & 7)
 
 
-# One opener at a time creates or migrates the schema (any 64-bit constant would do).
-SCHEMA_LOCK = 0x0F1FE_F01D
+# One opener at a time creates or migrates a store's schema (its name hashed in: a migration,
+# which may reindex for minutes, held every other store of the database back from opening).
+SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold schema ' || %s, 0))"
 # One process at a time builds a store's derived index (with its table's oid and the index's
 # name hashed in).
 DERIVED_INDEX_LOCK = 0x0F1F_5EA4

@@ -133,7 +133,8 @@ class PostgresStore(PostgresReads):
         context was made with other smoothing settings and must be rebuilt, and whether the
         postings were rebuilt from the memories by a migration."""
         with psycopg.connect(self._url, autocommit=True) as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.SCHEMA_LOCK,))
+            name, _ = placement.pick(conn, self._location)
+            conn.execute(schema.SCHEMA_LOCK, (name,))
             placement.own_schema(conn, self._location)
             placement.check_vector(conn, self._location)
             exists = conn.execute("SELECT to_regclass('fivefold_meta') IS NOT NULL").fetchone()
