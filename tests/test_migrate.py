@@ -400,3 +400,28 @@ def test_a_postgres_url_naming_no_store_is_not_made_one(
         made = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (name,)).fetchone()
     assert made is None
     assert not (tmp_path / "copy.db").exists()
+
+
+def test_ctrl_c_during_the_command_says_what_the_destination_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It printed click's "Aborted!" alone (a hostile pass's find), while the destination held
+    a marked part of the copy."""
+    import fivefold.migrate as migrating
+
+    source = str(tmp_path / "cli.db")
+    with Memory.open(source) as memory:
+        memory.remember_many([{"content": f"note {n} on the Kestrel budget"} for n in range(12)])
+    copy = migrating.migrate
+
+    def cut_off(*args: object, **kwargs: object) -> migrating.MigrationReport:
+        def interrupt(done: int, total: int) -> None:
+            raise KeyboardInterrupt
+
+        return copy(*args, **{**kwargs, "batch": 5, "on_progress": interrupt})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(migrating, "migrate", cut_off)
+    result = CliRunner().invoke(cli, ["migrate", source, str(tmp_path / "part.db")])
+    assert result.exit_code == 130, result.output
+    assert "holds part of the copy, marked unfinished" in result.stderr
+    assert "Aborted" not in result.output

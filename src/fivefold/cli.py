@@ -330,7 +330,20 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
         def on_progress(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
-        report = copy_store(src, dst, batch=batch, sample=sample, on_progress=on_progress)
+        try:
+            report = copy_store(src, dst, batch=batch, sample=sample, on_progress=on_progress)
+        except KeyboardInterrupt:
+            progress.stop()
+            marked = dst.store.copy_mark() is not None
+            click.echo(
+                f"interrupted: {destination} holds part of the copy, marked unfinished "
+                "(`fivefold doctor` reports it, migrate refuses it): copy again into a new, "
+                "empty store"
+                if marked
+                else f"interrupted before anything was copied into {destination}",
+                err=True,
+            )
+            ctx.exit(130)
     for namespace, counts in report.namespaces.items():
         mark = "ok" if counts.equal else "MISMATCH"
         click.echo(
