@@ -7,12 +7,14 @@ from __future__ import annotations
 import multiprocessing
 import random
 import shutil
+import sqlite3
 import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.store.test_context import as_schema_5
 
 import fivefold
 from fivefold import FivefoldError, Memory, NotAFivefoldStore, StoreError
@@ -120,14 +122,20 @@ def test_processes_creating_one_new_store_at_once_all_succeed(tmp_path: Path) ->
         assert memory.stats().memories == 4
 
 
-@pytest.fixture
-def read_only_folder(tmp_path: Path) -> Iterator[Path]:
-    """A read-only bind mount of a folder holding a store: read-only media, even for root."""
+@pytest.fixture(params=["current"])
+def read_only_folder(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A read-only bind mount of a folder holding a store: read-only media, even for root
+    (``old``: the store rewound to schema 5, which this version migrates on open)."""
     source, mount = tmp_path / "src", tmp_path / "ro"
     source.mkdir()
     mount.mkdir()
     ids = _filled(source / "memory.db")
     (source / "ids.txt").write_text(" ".join(map(str, ids)))
+    if request.param == "old":
+        conn = sqlite3.connect(source / "memory.db")
+        as_schema_5(conn)
+        conn.commit()
+        conn.close()
     made = subprocess.run(["mount", "--bind", str(source), str(mount)], capture_output=True)
     if made.returncode != 0:
         pytest.skip(f"cannot bind-mount here ({made.stderr.decode().strip()})")
@@ -154,6 +162,16 @@ def test_a_store_on_read_only_media_opens_for_recall(read_only_folder: Path) -> 
         with pytest.raises(StoreError, match="read-only"):
             memory.forget(ids[0])
         assert memory.stats().memories == len(ids)
+
+
+@pytest.mark.parametrize("read_only_folder", ["old"], indirect=True)
+def test_an_old_store_on_read_only_media_says_it_needs_a_writable_copy(
+    read_only_folder: Path,
+) -> None:
+    """It said "recall works, writes need a writable copy", and recall failed too: the store
+    must be migrated first (a hostile pass's find)."""
+    with pytest.raises(StoreError, match=r"holds fivefold schema 5.*open a writable copy once"):
+        _open(read_only_folder / "memory.db")
 
 
 def test_a_copy_of_a_store_in_a_new_folder_is_unharmed_by_a_failed_open(tmp_path: Path) -> None:

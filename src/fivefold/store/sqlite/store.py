@@ -200,6 +200,14 @@ class SQLiteStore:
             if created is not None:
                 return created
         meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
+        held = meta.get("schema_version")
+        if self.read_only and held in ("1", "2", "3", "4", "5"):
+            # "Recall works" would not be true: this version reads the store once migrated.
+            raise StoreError(
+                f"{self._path} is open read-only and holds fivefold schema {held}, which this "
+                f"version reads once it has moved it to {schema.SCHEMA_VERSION}: open a "
+                "writable copy once (recall works on it after)"
+            )
         if meta.get("schema_version") == "1":
             self._refuse_write()
             self._migrate_1_to_2()
