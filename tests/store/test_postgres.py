@@ -1356,3 +1356,37 @@ def test_a_stores_migration_holds_back_only_that_store(postgres_server: str) -> 
         )
         waiting.join(timeout=60)
     assert opened == [other, held]
+
+
+def test_reads_after_the_servers_connections_were_cut_succeed(url: str) -> None:
+    """After a restart (here: the store's connections terminated, as a restart ends them),
+    each idle pooled connection failed its next call: 8 calls in a row (a hostile pass's
+    find). A read that meets one is made again once the pool has replaced them."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        began = admin.execute("SELECT now()").fetchone()
+    with _open(url) as memory:
+        memory.remember("Priya leads Kestrel")
+        start = threading.Barrier(6)
+
+        def busy() -> None:  # several connections into the pool at once
+            start.wait()
+            memory.recall("who leads Kestrel?")
+
+        threads = [threading.Thread(target=busy) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        with psycopg.connect(url, autocommit=True) as admin:
+            cut = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                "AND backend_type = 'client backend' AND state = 'idle' "
+                "AND backend_start >= %s",  # this store's: not another test's
+                began,
+            ).fetchone()
+        assert cut is not None
+        assert cut[0] >= 2
+        for _ in range(10):
+            assert memory.recall("who leads Kestrel?").hits
+            assert memory.get(1).content == "Priya leads Kestrel"

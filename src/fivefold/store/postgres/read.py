@@ -54,8 +54,22 @@ REACHED_MENTIONS_DIVISOR = 4
 _TABLES = ("memories", "postings", "term_stats", "entities", "aliases", "mentions", "edges")
 
 
-def translating(cls: type[T]) -> type[T]:
-    """Every public method raises ``StoreError`` where the driver or the server raised."""
+# A connection the server ended (shut down, restarted, terminated it) or that was lost.
+_LOST = frozenset({"57P01", "57P02", "57P03"})
+
+
+def _lost(exc: BaseException) -> bool:
+    return isinstance(exc, psycopg.OperationalError) and (
+        exc.sqlstate is None or exc.sqlstate in _LOST
+    )
+
+
+def translating(cls: type[T], *, reads: bool = False) -> type[T]:
+    """Every public method raises ``StoreError`` where the driver or the server raised. With
+    ``reads``, a call that met a connection the server had ended is made again, once, after
+    the pool has checked its idle ones: after a restart each of them was dead and failed its
+    next call (8 calls in a row; 3 of 10 served requests answered 503: a hostile pass's find).
+    Only reads: a write cut off may have committed."""
     for name, member in list(vars(cls).items()):
         if name.startswith("_") or not callable(member):
             continue
@@ -64,7 +78,13 @@ def translating(cls: type[T]) -> type[T]:
             @functools.wraps(method)
             def translated(self: PostgresReads, *args: Any, **kwargs: Any) -> Any:
                 try:
-                    return method(self, *args, **kwargs)
+                    try:
+                        return method(self, *args, **kwargs)
+                    except psycopg.Error as exc:
+                        if not (reads and _lost(exc)):
+                            raise
+                        self._pool.check()  # the idle connections: the dead ones replaced
+                        return method(self, *args, **kwargs)
                 except FivefoldError:
                     raise
                 except (psycopg.Error, OSError) as exc:
@@ -76,7 +96,11 @@ def translating(cls: type[T]) -> type[T]:
     return cls
 
 
-@translating
+def translating_reads(cls: type[T]) -> type[T]:
+    return translating(cls, reads=True)
+
+
+@translating_reads
 class PostgresReads:
     """Set by ``PostgresStore``: the pool, the settings, the tokenizer and the names it shows."""
 
