@@ -425,3 +425,23 @@ def test_ctrl_c_during_the_command_says_what_the_destination_holds(
     assert result.exit_code == 130, result.output
     assert "holds part of the copy, marked unfinished" in result.stderr
     assert "Aborted" not in result.output
+
+
+def test_ctrl_c_while_the_copy_is_verified_says_it_was_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cut off after the copy (its mark cleared) while recalls were compared, it said nothing
+    was copied (a review's find)."""
+    import fivefold.migrate as migrating
+
+    source = str(tmp_path / "cli.db")
+    with Memory.open(source) as memory:
+        memory.remember_many([{"content": f"note {n} on the Kestrel budget"} for n in range(3)])
+
+    def interrupted(*args: object, **kwargs: object) -> tuple[int, int]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(migrating, "_compare_recalls", interrupted)
+    result = CliRunner().invoke(cli, ["migrate", source, str(tmp_path / "whole.db")])
+    assert result.exit_code == 130, result.output
+    assert "was made, not verified" in result.stderr

@@ -334,15 +334,19 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
             report = copy_store(src, dst, batch=batch, sample=sample, on_progress=on_progress)
         except KeyboardInterrupt:
             progress.stop()
-            marked = dst.store.copy_mark() is not None
-            click.echo(
-                f"interrupted: {destination} holds part of the copy, marked unfinished "
-                "(`fivefold doctor` reports it, migrate refuses it): copy again into a new, "
-                "empty store"
-                if marked
-                else f"interrupted before anything was copied into {destination}",
-                err=True,
-            )
+            if dst.store.copy_mark() is not None:
+                said = (
+                    f"{destination} holds part of the copy, marked unfinished (`fivefold "
+                    "doctor` reports it, migrate refuses it): copy again into a new, empty store"
+                )
+            elif dst.stats().memories:  # copied whole, cut off while it was being verified
+                said = (
+                    f"the copy into {destination} was made, not verified (`fivefold doctor` "
+                    "and `stats` check it)"
+                )
+            else:
+                said = f"nothing was copied into {destination}"
+            click.echo(f"interrupted: {said}", err=True)
             ctx.exit(130)
     for namespace, counts in report.namespaces.items():
         mark = "ok" if counts.equal else "MISMATCH"

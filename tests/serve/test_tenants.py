@@ -165,7 +165,7 @@ def test_a_keyed_servers_tenants_are_not_told_where_the_store_lives() -> None:
     """A store's error names the database (once with a password given as ``?password=``: a
     hostile pass saw it in a 503's body): a keyed server's tenants get a plain 503, the log
     the whole message; a keyless (loopback) server's caller, the machine's user, all of it."""
-    from fivefold.errors import InvalidInput, StoreError
+    from fivefold.errors import EmbeddingModelMismatch, InvalidInput, StoreError
     from fivefold.serve.errors import tenant_message
     from fivefold.store.postgres.placement import without_password as _without_password
 
@@ -174,8 +174,16 @@ def test_a_keyed_servers_tenants_are_not_told_where_the_store_lives() -> None:
     assert tenant_message(failed, keyed=False) == str(failed)
     bad = InvalidInput("k must be an integer from 1 to 1000")
     assert tenant_message(bad, keyed=True) == str(bad)
+    other_model = EmbeddingModelMismatch("built with model a, opened with b")  # a 409
+    assert tenant_message(other_model, keyed=True) == str(other_model)
     shown = _without_password(
         "postgresql://app:pw1@db:5432/memory?password=pw2&sslpassword=pw3&options=-cx%3Dy"
     )
     assert "pw" not in shown
     assert shown == "postgresql://app@db:5432/memory?options=-cx%3Dy"
+    for kept in ("postgresql:///db?host=/sock", "postgresql://u@[::1]:5432/db"):
+        assert _without_password(kept) == kept  # a socket's empty host, IPv6 (a review's find)
+    assert _without_password("postgresql://u:p@h1:5432,h2:5433/db") == (
+        "postgresql://u@h1:5432,h2:5433/db"  # several hosts: it raised ValueError
+    )
+    assert _without_password("postgresql://h?password=p") == "postgresql://h"

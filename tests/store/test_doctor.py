@@ -142,3 +142,13 @@ def test_a_mention_of_another_type_than_its_memorys_is_found_and_retyped(tmp_pat
         assert types(memory.store.check(repair=True)).repaired
         assert types(memory.store.check()).ok
         assert read(memory) == [made.id]
+        # A mistyped twin of a well-typed mention: retyped, it broke the key and the whole
+        # repair failed (a review's find); it goes.
+        memory.store._conn.execute(  # type: ignore[attr-defined]
+            "INSERT INTO mentions (entity_id, type, memory_id, joined) "
+            "SELECT entity_id, 'preference', memory_id, joined FROM mentions WHERE memory_id = ?",
+            (made.id,),
+        )
+        assert "2 mentions" in types(memory.store.check()).detail
+        assert all(f.ok for f in memory.store.check(repair=True))
+        assert read(memory) == [made.id]

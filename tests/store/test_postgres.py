@@ -298,6 +298,26 @@ def test_stores_in_their_own_schemas_share_a_database_without_pgvector(
             assert [h.memory.content for h in memory.recall("note").hits] == [f"a note of {name}"]
     with _open(fresh) as memory:  # no search_path: public, as ever
         assert memory.stats().memories == 0
+    again = f"again_{uuid.uuid4().hex[:8]}"  # three fresh stores at once: one makes pgvector
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {again}")
+    failed: list[BaseException] = []
+    start = threading.Barrier(3)
+
+    def first_open(name: str) -> None:
+        start.wait()
+        try:
+            with _open(_with_path(_other(postgres_server, database=again), f"{name},public")):
+                pass
+        except BaseException as exc:
+            failed.append(exc)
+
+    openers = [threading.Thread(target=first_open, args=(f"s{n}",)) for n in range(3)]
+    for opener in openers:
+        opener.start()
+    for opener in openers:
+        opener.join(timeout=60)
+    assert failed == []  # two of three failed: CREATE EXTENSION at once (a review's find)
     with psycopg.connect(fresh, autocommit=True) as conn:
         where = conn.execute(
             "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "

@@ -42,7 +42,9 @@ def store_exists(target: str | Path | None) -> bool:
     if sep and BACKENDS.get(scheme.lower()) is _postgres:
         try:
             from fivefold.store.postgres.placement import holds_store
-        except ModuleNotFoundError as exc:
+        except ModuleNotFoundError as exc:  # the `postgres` extra is not installed
+            if exc.name is None or exc.name.split(".")[0] not in ("psycopg", "pgvector"):
+                raise
             raise UnsupportedBackend(
                 f"the PostgreSQL backend needs the postgres extra: pip install "
                 f"'fivefold[postgres]' ({exc})"

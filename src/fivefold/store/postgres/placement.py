@@ -5,12 +5,13 @@ refused where the store cannot see it). Run by ``PostgresStore._init_schema`` un
 from __future__ import annotations
 
 import string
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode
 
 import psycopg
 from psycopg import sql
 
 from fivefold.errors import StoreError
+from fivefold.store.postgres import schema
 
 __all__ = [
     "check_vector",
@@ -84,22 +85,25 @@ def holds_store(url: str) -> bool:
 
 def check_vector(conn: psycopg.Connection, location: str) -> None:
     """Refused when the pgvector extension exists in a schema the store's ``search_path``
-    leaves out (its tables could not name the type); a missing one is made by the first
-    migration, in ``public``."""
+    leaves out (its tables could not name the type); a missing one is made in ``public``, one
+    opener of the database at a time (``schema.EXTENSION_LOCK``)."""
     row = conn.execute(
         "SELECT n.nspname, n.nspname = ANY(current_schemas(false)) FROM pg_extension e "
         "JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
     ).fetchone()
     if row is None:
         seen = conn.execute("SELECT 'public' = ANY(current_schemas(false))").fetchone()
-        if seen is not None and not seen[0]:
-            raise StoreError(
-                f"{location}: the pgvector extension is not installed, and the schema it is "
-                "made in, 'public', is not in the URL's search_path: add it "
-                "(options=-csearch_path%3Dmy_schema,public), or have it installed in a schema "
-                "the search_path names"
-            )
-    elif not row[1]:
+        if seen is not None and seen[0]:
+            conn.execute(schema.EXTENSION_LOCK)
+            conn.execute(schema.MAKE_EXTENSION)  # made meanwhile by the lock's holder: nothing
+            return
+        raise StoreError(
+            f"{location}: the pgvector extension is not installed, and the schema it is "
+            "made in, 'public', is not in the URL's search_path: add it "
+            "(options=-csearch_path%3Dmy_schema,public), or have it installed in a schema "
+            "the search_path names"
+        )
+    if not row[1]:
         raise StoreError(
             f"{location}: the pgvector extension is in the schema {row[0]!r}, which the URL's "
             f"search_path does not name: add it (options=-csearch_path%3Dmy_schema,{row[0]})"
@@ -157,17 +161,18 @@ _SECRETS = frozenset({"password", "sslpassword"})  # libpq parameters that hold 
 def without_password(url: str) -> str:
     """The URL as messages and ``stats`` show it: no password, in its user part or given as a
     parameter (``?password=``, which a store's errors reached keyed clients with: a hostile
-    pass's find)."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        host = parts.hostname or ""
-        netloc = f"{parts.username}@{host}" if parts.username else host
-        if parts.port:
-            netloc += f":{parts.port}"
-    query = parts.query
-    pairs = parse_qsl(query, keep_blank_values=True)
-    kept = [(k, v) for k, v in pairs if k not in _SECRETS]
-    if len(kept) != len(pairs):
-        query = urlencode(kept, safe="/:,")
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
+    pass's find). Cut from the URL's own text: a socket's empty host, several hosts and IPv6
+    brackets stay as written."""
+    scheme, sep, rest = url.partition("://")
+    before, mark, query = rest.partition("?")
+    netloc, slash, path = before.partition("/")
+    userinfo, at, hosts = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.split(':', 1)[0]}@{hosts}"
+    if mark:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        kept = [(k, v) for k, v in pairs if k not in _SECRETS]
+        if len(kept) != len(pairs):
+            query = urlencode(kept, safe="/:,")
+            mark = "?" if query else ""
+    return f"{scheme}{sep}{netloc}{slash}{path}{mark}{query}"

@@ -325,6 +325,10 @@ def growth_step(memories: int) -> int:
 # One opener at a time creates or migrates a store's schema (its name hashed in: a migration,
 # which may reindex for minutes, held every other store of the database back from opening).
 SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold schema ' || %s, 0))"
+# One opener of the database at a time makes the pgvector extension (``IF NOT EXISTS`` does not
+# keep two at once from colliding: two of three fresh stores opened together failed).
+EXTENSION_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold pgvector', 0))"
+MAKE_EXTENSION = "CREATE EXTENSION IF NOT EXISTS vector SCHEMA public"
 # One process at a time builds a store's derived index (with its table's oid and the index's
 # name hashed in).
 DERIVED_INDEX_LOCK = 0x0F1F_5EA4
@@ -525,7 +529,13 @@ RETURNING id
 # it shared, so a name cannot become an alias while a write makes it an entity (or the other
 # way round: each passed its check before the other was committed).
 ALIAS_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold alias ' || %s, 0))"
-NAMES_LOCK = "SELECT pg_advisory_xact_lock_shared(hashtextextended('fivefold alias ' || %s, 0))"
+# Shared, for each namespace of a batch at once, in one order for every writer (taken as met,
+# two batches meeting two namespaces in opposite orders stalled behind waiting aliases until
+# Postgres's deadlock check reordered the queue: ~1 s, a review's find).
+NAMES_LOCK = (
+    "SELECT count(pg_advisory_xact_lock_shared(hashtextextended('fivefold alias ' || n, 0))) "
+    "FROM (SELECT n FROM unnest(%s::text[]) AS n ORDER BY n) AS sorted"
+)
 # What an alias's key already names: an entity of that key, and the entities it is an alias of.
 NAME_TAKEN = """
 SELECT id, name FROM entities WHERE namespace = %(ns)s AND norm = %(norm)s

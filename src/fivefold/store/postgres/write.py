@@ -246,9 +246,10 @@ class Writer:
         first = batch.first_spellings(memories, named)
         resolved: dict[tuple[str, str], int] = {}
         names: dict[int, str] = {}
+        if first:  # before the look-ups it guards
+            conn.execute(schema.NAMES_LOCK, (sorted({ns for ns, _ in first}),))
         for namespace in dict.fromkeys(ns for ns, _ in first):
             keys = [k for ns, k in first if ns == namespace]
-            conn.execute(schema.NAMES_LOCK, (namespace,))  # before the look-ups it guards
             for statement in (schema.FIND_ENTITIES, schema.FIND_ALIASES):  # an alias wins
                 for key, entity_id, name in conn.execute(
                     statement, {"ns": namespace, "keys": keys}
@@ -311,7 +312,7 @@ class Writer:
         norm = normalize_name(name)
         if not norm:
             raise InvalidInput(f"entity name {name!r} has no letters or digits")
-        conn.execute(schema.NAMES_LOCK, (namespace,))
+        conn.execute(schema.NAMES_LOCK, ([namespace],))
         alias = conn.execute(schema.FIND_ALIAS, (namespace, norm)).fetchone()
         if alias is not None:
             if mentions:

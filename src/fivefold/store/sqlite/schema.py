@@ -394,6 +394,18 @@ MISTYPED_MENTIONS = (
     "SELECT count(*) FROM mentions mn JOIN memories m ON m.id = mn.memory_id "
     "WHERE mn.type != m.type"
 )
+# A mistyped mention whose well-typed twin is there too goes first (retyped, it would break
+# the key; a review's find).
+DROP_MISTYPED_TWINS = """
+DELETE FROM mentions WHERE (entity_id, type, memory_id) IN (
+    SELECT mn.entity_id, mn.type, mn.memory_id FROM mentions mn
+    JOIN memories m ON m.id = mn.memory_id
+    WHERE mn.type != m.type AND EXISTS (
+        SELECT 1 FROM mentions t
+        WHERE t.entity_id = mn.entity_id AND t.type = m.type AND t.memory_id = mn.memory_id
+    )
+)
+"""
 RETYPE_MENTIONS = """
 UPDATE mentions SET type = (SELECT type FROM memories WHERE id = mentions.memory_id)
 WHERE type != (SELECT type FROM memories WHERE id = mentions.memory_id)

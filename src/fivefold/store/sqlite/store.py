@@ -201,7 +201,12 @@ class SQLiteStore:
                 return created
         meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
         held = meta.get("schema_version")
-        if self.read_only and held in ("1", "2", "3", "4", "5"):
+        if (
+            self.read_only
+            and held is not None
+            and held.isdigit()
+            and (int(held) < schema.SCHEMA_VERSION)
+        ):
             # "Recall works" would not be true: this version reads the store once migrated.
             raise StoreError(
                 f"{self._path} is open read-only and holds fivefold schema {held}, which this "
@@ -584,6 +589,7 @@ class SQLiteStore:
             mistyped = int(self._execute(schema.MISTYPED_MENTIONS).fetchone()[0])
             if mistyped and repair:
                 with self._transaction():
+                    self._conn.execute(schema.DROP_MISTYPED_TWINS)
                     self._conn.execute(schema.RETYPE_MENTIONS)
             findings.append(sqlite_check.mention_types(mistyped, repaired=repair))
             namespaces = [str(r[0]) for r in self._execute(schema.SELECT_NAMESPACES)]
