@@ -152,6 +152,33 @@ def test_training_needs_enough_feedback(hashing_mem: fivefold.Memory) -> None:
         hashing_mem.train()
 
 
+def test_feedback_given_twice_on_one_recall_counts_once(hashing_mem: fivefold.Memory) -> None:
+    """One recall_id given feedback 30 times satisfied min_feedback, and training held out
+    copies of the recall it fit on (a hostile pass's find)."""
+    record = hashing_mem.remember("Priya leads Kestrel")
+    result = hashing_mem.recall("Kestrel", now=NOW)
+    for _ in range(30):
+        hashing_mem.feedback(result.recall_id, relevant=[record.id])
+    with pytest.raises(InvalidInput, match="feedback on 1 recalls; training needs 30"):
+        hashing_mem.train()
+
+
+def test_training_below_one_held_out_recall_says_so(hashing_mem: fivefold.Memory) -> None:
+    """min_feedback below holdout_every held none out, and the comparison raised
+    StatisticsError (a hostile pass's find): one is held out; one recall alone is refused."""
+    small = Config(learned=replace(Config().learned, min_feedback=1))
+    mem = fivefold.Memory(hashing_mem.store, hashing_mem.embedder, small)
+    made = [mem.remember(f"note {n} about Kestrel") for n in range(3)]
+    first = mem.recall("note 0", now=NOW)
+    mem.feedback(first.recall_id, relevant=[made[0].id])
+    with pytest.raises(InvalidInput, match="training needs two at least"):
+        mem.train()
+    second = mem.recall("note 1", now=NOW)
+    mem.feedback(second.recall_id, relevant=[made[1].id])
+    report = mem.train()
+    assert (report.recalls, report.held_out) == (2, 1)
+
+
 def test_a_namespace_model_ranks_only_its_namespace(hashing_mem: fivefold.Memory) -> None:
     answers = _corpus(hashing_mem, "a")
     _corpus(hashing_mem, "b")

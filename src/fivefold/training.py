@@ -26,14 +26,25 @@ __all__ = ["train"]
 
 
 def train(reader: Reader, store: Store, namespace: str, config: LearnedConfig) -> TrainReport:
-    entries = [e for e in store.feedback(namespace) if any(v > 0 for v in e.labels.values())]
+    # One entry a recall (its query and arguments): the last thing said of it. A recall_id
+    # given feedback 30 times counted as 30 recalls, held out against copies of itself (a
+    # hostile pass's find).
+    latest = {(e.query, e.args): e for e in store.feedback(namespace)}
+    entries = [e for e in latest.values() if any(v > 0 for v in e.labels.values())]
     if len(entries) < config.min_feedback:
         raise InvalidInput(
             f"namespace {namespace!r} has feedback on {len(entries)} recalls; training needs "
             f"{config.min_feedback} (learned.min_feedback): call feedback() on more recalls"
         )
     every = config.holdout_every
-    held = [e for n, e in enumerate(entries) if n % every == every - 1]
+    # At least one recall held out, and one to fit on (with min_feedback below holdout_every,
+    # none was held out and the comparison's mean of nothing raised StatisticsError).
+    held = [e for n, e in enumerate(entries) if n % every == every - 1] or entries[-1:]
+    if len(held) == len(entries):
+        raise InvalidInput(
+            f"namespace {namespace!r} has feedback on {len(entries)} recall; training needs two "
+            "at least: one to fit on, one held out to compare with the rules"
+        )
     held_ids = {e.id for e in held}
     examples = reader.examples(entries)
     candidate = fit([x for x in examples if x.group not in held_ids], l2=config.l2)
