@@ -427,7 +427,12 @@ class Memory:
     @gated
     def explain(self, query: str, k: int = 10, **kwargs: Any) -> Explanation:
         """Everything recall decided: the parse, the features, the plan, each retriever's
-        list and every fusion term (never served from the cache)."""
+        list and every fusion term (never served from the cache). It takes recall's arguments
+        (DESIGN: ``explain(query, **same_args)``); ``min_confidence`` is checked, then not
+        applied: explain shows every hit."""
+        if "min_confidence" in kwargs and kwargs["min_confidence"] is not None:
+            validate.unit_interval(kwargs["min_confidence"], "min_confidence")
+        kwargs.pop("min_confidence", None)
         return self._reader.explain(RecallArgs.of(query, k, **kwargs))
 
     def metrics(self) -> MetricsSnapshot:

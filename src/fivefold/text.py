@@ -77,8 +77,11 @@ def normalize_name(name: str) -> str:
 
 
 def normalize_query(text: str) -> str:
-    """Cache key normalization (DESIGN §2): lowercase, strip punctuation, fold whitespace."""
-    return _SPACE.sub(" ", " ".join(_TOKEN.findall(text.casefold()))).strip()
+    """Cache key normalization: whitespace folded, nothing else. DESIGN §2 also lowercases and
+    strips punctuation; but the parser reads both ("2024-03-05" is a date, "2024 03 05" is not;
+    "May" is a month, "may" is not), and a key that erased them served one query the cached
+    answer of another (a hostile pass's find; CHANGELOG, Decisions)."""
+    return _SPACE.sub(" ", text).strip()
 
 
 def trigrams(text: str) -> frozenset[str]:
