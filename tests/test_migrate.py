@@ -101,8 +101,8 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
         _seed(memory)
         # Feedback on 30 recalls of acme, and the model trained on it (if it beat the rules).
         records = memory.browse(namespace="acme", limit=100)
-        for record in records[:30]:
-            result = memory.recall(record.content, namespace="acme", now=NOW)
+        for n, record in enumerate(records[:30]):  # 30 recalls: texts repeat across users
+            result = memory.recall(f"{record.content}, {n}", namespace="acme", now=NOW)
             memory.feedback(result.recall_id, relevant=[record.id])
         trained = memory.train(namespace="acme")
         # As migrate compares: with statistics of the current rows only (the forget above left
