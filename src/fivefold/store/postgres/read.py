@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import FivefoldError, StoreError
@@ -59,9 +59,11 @@ _LOST = frozenset({"57P01", "57P02", "57P03"})
 
 
 def _lost(exc: BaseException) -> bool:
-    return isinstance(exc, psycopg.OperationalError) and (
-        exc.sqlstate is None or exc.sqlstate in _LOST
-    )
+    """Not a pool that gave no connection in its time (``PoolTimeout`` is an operational error
+    too): asking again would wait as long again."""
+    if isinstance(exc, PoolTimeout) or not isinstance(exc, psycopg.OperationalError):
+        return False
+    return exc.sqlstate is None or exc.sqlstate in _LOST
 
 
 def translating(cls: type[T], *, reads: bool = False) -> type[T]:
