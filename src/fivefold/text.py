@@ -1,14 +1,16 @@
 """Tokenization shared by the write path, the query parser and the lexical retriever.
 
-The pattern matches SQLite FTS5's ``unicode61`` tokenizer (letters and digits; underscore and
-punctuation separate tokens), so a term we compute in Python is the term the index holds.
+The pattern matches SQLite FTS5's ``unicode61`` tokenizer as the lexical index runs it
+(``store/tokens.py``: letters, digits and combining marks; underscore and punctuation separate
+tokens), on text folded by ``fold_accents`` first on both sides, so a term we compute in
+Python is the term the index holds.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
@@ -53,7 +55,14 @@ COMMON_WORDS = frozenset(
 
 def tokens(text: str) -> list[str]:
     """Lowercased word tokens, accents folded, in order (duplicates kept)."""
-    return [t.casefold() for t in _TOKEN.findall(fold_accents(text))]
+    if text.isascii():
+        return [t.casefold() for t in _TOKEN.findall(text)]
+    return [t.casefold() for t in _word().findall(fold_accents(text))]
+
+
+def words(text: str) -> list[re.Match[str]]:
+    """The tokens of ``text`` where they stand in it (not folded): for spans of a query."""
+    return list((_TOKEN if text.isascii() else _word()).finditer(text))
 
 
 def content_terms(text: str) -> list[str]:
@@ -66,8 +75,37 @@ def content_terms(text: str) -> list[str]:
 
 
 def fold_accents(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text)
+    """Compatibility forms decomposed and the marks that combine with a letter dropped (é -> e,
+    ό -> ο, ﬁ -> fi). The marks some scripts write as parts of their letters, of combining
+    class 0 (Devanagari, Tamil and Thai vowel signs), stay: ``tokens`` keeps them in the word."""
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text).translate(_SELECTORS)
     return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+# Variation selectors (an emoji's U+FE0F) choose how a character looks, not what it is; as
+# combining marks (``_word``) they would otherwise be tokens of their own after a symbol.
+_SELECTORS = dict.fromkeys([*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
+
+
+@cache
+def _word() -> re.Pattern[str]:
+    """A token of text that is not ASCII: letters and digits as ``_TOKEN``, and combining marks
+    (Unicode category M) inside or after them, as FTS5 counts them with ``categories 'L* N* Co
+    M*'``. Without the marks, काल ("time"), कुल ("total") and किला ("fort") were all ``क ल``.
+    The marks of planes 0, 1 and 14 (the variation selectors), as this Python's Unicode has
+    them (~25 ms, once)."""
+    planes = (range(0x300, 0x20000), range(0xE0000, 0xE1000))  # the selectors are folded
+    marks = [c for plane in planes for c in plane if unicodedata.category(chr(c))[0] == "M"]
+    spans: list[tuple[int, int]] = []
+    for c in marks:
+        if spans and spans[-1][1] == c - 1:
+            spans[-1] = (spans[-1][0], c)
+        else:
+            spans.append((c, c))
+    char_class = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in spans)
+    return re.compile(rf"(?:[^\W_]|[{char_class}])+")
 
 
 @lru_cache(maxsize=65_536)  # each write resolves every name it carries: names repeat

@@ -105,7 +105,7 @@ def test_the_schema_is_versioned_and_a_newer_one_refused(url: str) -> None:
         memory.remember("one memory")
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("SELECT value FROM fivefold_meta WHERE key = 'schema_version'")
-        assert row.fetchone() == ("7",)
+        assert row.fetchone() == ("8",)
         conn.execute("UPDATE fivefold_meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(fivefold.NotAFivefoldStore, match="schema version 99"):
         _open(url)
@@ -638,7 +638,7 @@ def test_a_store_that_indexed_tokens_past_255_characters_is_reindexed_at_schema_
         conn.execute("UPDATE fivefold_meta SET value = '6' WHERE key = 'schema_version'")
         generation = "SELECT generation FROM namespaces WHERE namespace = 'default'"
         before = conn.execute(generation).fetchone()
-    assert schema.SCHEMA_VERSION == 7
+    assert schema.SCHEMA_VERSION == 8
     with _open(url):
         pass
     with psycopg.connect(url, autocommit=True) as conn:

@@ -8,21 +8,27 @@ typo never reaches the 0.85 the entity-centric plan requires).
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fivefold.model import CatalogEntry, EntityRef, Resolution
-from fivefold.text import COMMON_WORDS, STOP_WORDS, fold_accents, trigram_similarity, trigrams
+from fivefold.text import (
+    COMMON_WORDS,
+    STOP_WORDS,
+    fold_accents,
+    trigram_similarity,
+    trigrams,
+)
+from fivefold.text import (
+    words as word_spans,
+)
 
 EXACT, ALIAS, PARTIAL, FUZZY_SCALE = 1.0, 0.95, 0.9, 0.8
 FUZZY_MIN_SIMILARITY = 0.45
 MAX_SPAN = 4
 # A word shared by this many entity names ("project", "team") is a category, not a name.
 GENERIC_WORD_ENTITIES = 3
-
-_WORD = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +64,7 @@ class EntityResolver:
     def resolve(self, query: str) -> list[EntityRef]:
         words = [
             _Word(fold_accents(m.group(0)).casefold(), m.group(0)[0].isupper(), m.start(), m.end())
-            for m in _WORD.finditer(query)
+            for m in word_spans(query)  # as an entity's key was made (``text.tokens``)
         ]
         used = [False] * len(words)
         refs: dict[int, EntityRef] = {}

@@ -19,6 +19,7 @@ from fivefold.model import (
     Scope,
 )
 from fivefold.store.timeconv import from_ts, to_ts
+from fivefold.text import normalize_name
 
 COMENTION = "co_mentioned"  # the relation of the edges co-mentions derive
 
@@ -146,6 +147,19 @@ def refuse_taken_alias(alias: str, entity_id: int, taken: Sequence[Sequence[Any]
                 f"{alias!r} already names the entity {str(name)!r}: an alias names one entity "
                 "(two entities cannot be merged)"
             )
+
+
+def new_keys(rows: Sequence[Sequence[Any]]) -> list[tuple[str, Any, str]]:
+    """(key now, the rest of the row, key stored) for each (name, *rest, key stored) row whose
+    key ``normalize_name`` now makes otherwise: a name written with combining marks, which
+    split its words before (SQLite schema 7, Postgres 8). No key changed this way can meet
+    another row's: an older key held no combining mark, and a name without them keeps its key."""
+    out = []
+    for name, *rest, stored in rows:
+        key = normalize_name(str(name))
+        if key and key != stored:
+            out.append((key, tuple(rest), str(stored)))
+    return out
 
 
 def feedback_entries(rows: Sequence[Sequence[Any]]) -> list[Feedback]:

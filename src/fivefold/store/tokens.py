@@ -1,10 +1,12 @@
 """What a term is, for every backend: tokens exactly as FTS5 makes them.
 
 Both backends must rank with the same BM25, so they must agree on what a term is: Unicode 6.1
-word characters, case-folded, diacritics removed, Porter-stemmed ("porter unicode61
-remove_diacritics 2"). Rather than re-implement that tokenizer (and drift from it), the text
-goes through FTS5 itself: an in-memory table in a transaction that is rolled back, read through
-an ``fts5vocab`` 'instance' table, which lists every token occurrence of every column.
+word characters and combining marks, case-folded, diacritics removed, Porter-stemmed ("porter
+unicode61 remove_diacritics 2 categories 'L* N* Co M*'"), of text folded by
+``text.fold_accents`` first (as the query's words are). Rather than re-implement that tokenizer
+(and drift from it), the text goes through FTS5 itself: an in-memory table in a transaction
+that is rolled back, read through an ``fts5vocab`` 'instance' table, which lists every token
+occurrence of every column.
 """
 
 from __future__ import annotations
@@ -18,10 +20,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from fivefold.store.context import WINDOW_REPEATS
+from fivefold.text import fold_accents
 
-# The SQLite backend's FTS5 tables are built with this tokenizer; the Postgres backend counts
-# its terms with ``Tokenizer`` below, which runs the same one.
-TOKENIZE = "porter unicode61 remove_diacritics 2"
+# Both backends count their terms with ``Tokenizer`` below, which runs this one. Combining marks
+# are word characters (``categories``): FTS5's default splits a word at each, so Devanagari,
+# Tamil and Thai words fell apart into their consonants (काल, कुल and किला were all "क ल").
+# Changing what a term is changes every index holding such text: a schema migration brings the
+# memories holding text that is not ASCII up to date (SQLite schema 7, Postgres 8).
+TOKENIZE = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
 # A token is indexed by its first 255 characters (Lucene's default bound), in every column and
 # query alike: a base64 blob in a memory is one token, and Postgres cannot key a B-tree row
 # past 2,704 bytes (255 characters are at most 1,020 in UTF-8, beside a 512-byte namespace).
@@ -58,7 +64,8 @@ class Tokenizer:
 
     def __init__(self) -> None:
         self._conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        self._conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(a, b, tokenize='{TOKENIZE}')")
+        tokenize = TOKENIZE.replace("'", "''")
+        self._conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(a, b, tokenize='{tokenize}')")
         self._conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
         self._lock = threading.Lock()
 
@@ -72,7 +79,7 @@ class Tokenizer:
             try:
                 self._conn.executemany(
                     "INSERT INTO t (rowid, a, b) VALUES (?, ?, ?)",
-                    [(i, a, b) for i, (a, b) in enumerate(documents)],
+                    [(i, fold_accents(a), fold_accents(b)) for i, (a, b) in enumerate(documents)],
                 )
                 for doc, column, term in self._conn.execute(f"SELECT doc, col, {_TERM} FROM v"):
                     counted = out[int(doc)]
@@ -101,7 +108,8 @@ class Tokenizer:
             self._conn.execute("BEGIN")
             try:
                 self._conn.executemany(
-                    "INSERT INTO t (rowid, a) VALUES (?, ?)", list(enumerate(texts))
+                    "INSERT INTO t (rowid, a) VALUES (?, ?)",
+                    [(i, fold_accents(text)) for i, text in enumerate(texts)],
                 )
                 for doc, joined in self._conn.execute(
                     f"SELECT doc, group_concat({_TERM}, ' ') FROM v GROUP BY doc"

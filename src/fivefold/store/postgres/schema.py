@@ -27,7 +27,7 @@ from fivefold.model import Scope
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 from fivefold.store.tokens import MAX_TOKEN_CHARS
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 OWN, CONTEXT = 0, 1  # postings.field
 
@@ -283,10 +283,29 @@ END $$;
     # has its postings made again from the rows (``PostgresStore._init_schema``): a forget or
     # a context update, cutting its tokens, would no longer find the whole one's rows.
     "SELECT 1",
+    # 8: combining marks are word characters (``store/tokens.py``). A store holding text that
+    # is not ASCII (``NOT_ASCII``) has its postings made again from the rows, and its entity
+    # and alias keys made again (``NAMED_NOT_ASCII``, ``rows.new_keys``); ASCII text
+    # tokenizes as before.
+    "SELECT 1",
 )
 LONG_TOKENS = (
     f"SELECT EXISTS (SELECT 1 FROM term_stats WHERE char_length(term) > {MAX_TOKEN_CHARS})"
 )
+# In UTF-8 (the only encoding the backend takes), a character that is not ASCII is more than one
+# byte. A memory's context is its neighbours' content.
+NOT_ASCII = """
+SELECT EXISTS (SELECT 1 FROM memories
+    WHERE octet_length(content) <> char_length(content)
+       OR octet_length(predicate) <> char_length(predicate))
+"""
+NAMED_NOT_ASCII = (
+    "SELECT name, namespace, id, norm FROM entities WHERE octet_length(name) <> char_length(name)",
+    "SELECT alias, namespace, entity_id, norm FROM aliases "
+    "WHERE octet_length(alias) <> char_length(alias)",
+)
+REKEY_ENTITY = "UPDATE entities SET norm = %s WHERE namespace = %s AND id = %s AND norm = %s"
+REKEY_ALIAS = "UPDATE aliases SET norm = %s WHERE namespace = %s AND entity_id = %s AND norm = %s"
 # The order of a memory's (and a namespace's) ``tokens``: predicate, content, window, and the
 # window field's unused second column.
 COLUMNS = ("predicate", "content", "window", "")

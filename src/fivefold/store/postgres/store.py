@@ -63,6 +63,7 @@ from fivefold.store.postgres.write import Writer, no_nul
 from fivefold.store.rows import (
     edge_values,
     feedback_entries,
+    new_keys,
     refuse_self_edge,
     refuse_taken_alias,
     stored_edge,
@@ -156,12 +157,17 @@ class PostgresStore(PostgresReads):
                 )
             held = conn.execute(schema.LONG_TOKENS).fetchone() if 5 <= version < 7 else None
             long_tokens = held is not None and bool(held[0])
+            held = conn.execute(schema.NOT_ASCII).fetchone() if 5 <= version < 8 else None
+            not_ascii = held is not None and bool(held[0])
             for step in schema.MIGRATIONS[version:]:
                 conn.execute(step.format(dim=self._dim))
-            if long_tokens:  # schema 7
+            if long_tokens or not_ascii:  # schemas 7 and 8
                 conn.execute("TRUNCATE postings, term_stats")
-            # The posting rows of schemas 2, 4 and 5 are derived, and 7's cut tokens.
-            reindexed = 0 < version < 5 or long_tokens
+            if 0 < version < 8:
+                self._rekey_names(conn)
+            # The posting rows of schemas 2, 4 and 5 are derived, 7's cut tokens, and 8's
+            # combining marks.
+            reindexed = 0 < version < 5 or long_tokens or not_ascii
             if reindexed:
                 self._reindex_lexical(conn)
             if not meta:
@@ -482,6 +488,17 @@ class PostgresStore(PostgresReads):
             )
 
         self._write(run)
+
+    @staticmethod
+    def _rekey_names(conn: psycopg.Connection) -> None:
+        """Schema 8's entity and alias keys (``schema.NAMED_NOT_ASCII``), in its transaction."""
+        for select, update in zip(
+            schema.NAMED_NOT_ASCII, (schema.REKEY_ENTITY, schema.REKEY_ALIAS), strict=True
+        ):
+            changed = new_keys(conn.execute(select).fetchall())
+            if changed:
+                with conn.cursor() as cur:
+                    cur.executemany(update, [(key, *rest, old) for key, rest, old in changed])
 
     def _reindex_lexical(self, conn: psycopg.Connection) -> None:
         """Every memory's posting rows, document frequencies and token counts again from its

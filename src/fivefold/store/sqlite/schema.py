@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 SCHEMA_VERSION_OF = "SELECT value FROM meta WHERE key = 'schema_version'"
 
 # Learned fusion (learned.py): feedback on recalls (the query and its arguments, and which
@@ -388,6 +388,34 @@ MIGRATE_5_TO_6 = (
     "CREATE INDEX mentions_memory ON mentions(memory_id, entity_id)",
     "UPDATE meta SET value = '6' WHERE key = 'schema_version'",
 )
+
+# Schema 6 -> 7: combining marks are word characters (``store/tokens.py``). The lexical index of
+# a namespace holding text that is not ASCII is rebuilt from the rows on its next use (its log
+# marked pruned past what it holds: re-indexing the memories alone would leave the old terms in
+# tantivy's statistics until a merge); ASCII text tokenizes as before. Entity and alias keys
+# are made again in Python (``SQLiteStore._rekey_names``). SQLite's length() counts
+# characters, of its text cast to a blob bytes: they differ where a character is not ASCII.
+_NOT_ASCII = " OR ".join(
+    f"length(CAST({c} AS BLOB)) != length({c})"
+    for c in ("content", "coalesce(predicate, '')", "context_near", "context_far")
+)
+MIGRATE_6_TO_7 = (
+    # An entry newer than any index holds, for each such namespace, then the mark at it.
+    f"""INSERT INTO lexical_log (namespace, memory_id)
+    SELECT namespace, min(id) FROM memories WHERE {_NOT_ASCII} GROUP BY namespace""",
+    f"""INSERT INTO lexical_pruned (namespace, seq)
+    SELECT namespace, max(seq) FROM lexical_log
+    WHERE namespace IN (SELECT namespace FROM memories WHERE {_NOT_ASCII}) GROUP BY namespace
+    ON CONFLICT (namespace) DO UPDATE SET seq = excluded.seq""",
+    "UPDATE meta SET value = '7' WHERE key = 'schema_version'",
+)
+NAMED_NOT_ASCII = (
+    "SELECT name, id, norm FROM entities WHERE length(CAST(name AS BLOB)) != length(name)",
+    "SELECT alias, namespace, entity_id, norm FROM aliases "
+    "WHERE length(CAST(alias AS BLOB)) != length(alias)",
+)
+REKEY_ENTITY = "UPDATE entities SET norm = ? WHERE id = ? AND norm = ?"
+REKEY_ALIAS = "UPDATE aliases SET norm = ? WHERE namespace = ? AND entity_id = ? AND norm = ?"
 
 # ``fivefold doctor``: mentions whose type is not their memory's, and their repair.
 MISTYPED_MENTIONS = (

@@ -49,7 +49,7 @@ from fivefold.model import (
     StoreStats,
 )
 from fivefold.store.base import COPY_MARK, COPY_REFUSED, StoreSettings, unfinished_copy
-from fivefold.store.rows import feedback_entries, relation_from_row
+from fivefold.store.rows import feedback_entries, new_keys, relation_from_row
 from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import files, schema, vector_sync
 from fivefold.store.sqlite.checkpoint import Checkpointer
@@ -221,7 +221,11 @@ class SQLiteStore:
             self._refuse_write()
             self._migrate_to_4()
             meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
-        for version, steps in (("4", schema.MIGRATE_4_TO_5), ("5", schema.MIGRATE_5_TO_6)):
+        for version, steps in (
+            ("4", schema.MIGRATE_4_TO_5),
+            ("5", schema.MIGRATE_5_TO_6),
+            ("6", schema.MIGRATE_6_TO_7),
+        ):
             if meta.get("schema_version") == version:
                 self._refuse_write()
                 with self._transaction():
@@ -231,6 +235,8 @@ class SQLiteStore:
                     if held is not None and held[0] == version:
                         for statement in steps:
                             self._conn.execute(statement)
+                        if version == "6":
+                            self._rekey_names()
                 meta = dict(self._execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema_version") != str(schema.SCHEMA_VERSION):
             raise NotAFivefoldStore(
@@ -254,6 +260,16 @@ class SQLiteStore:
             self._rebuild_context()
         # Stores created before store ids existed get none; their saved graphs are rebuilt.
         return str(meta.get("store_id", ""))
+
+    def _rekey_names(self) -> None:
+        """Schema 7's entity and alias keys (``schema.MIGRATE_6_TO_7``), in its transaction."""
+        entities, aliases = (self._conn.execute(q).fetchall() for q in schema.NAMED_NOT_ASCII)
+        self._conn.executemany(
+            schema.REKEY_ENTITY, [(key, *rest, old) for key, rest, old in new_keys(entities)]
+        )
+        self._conn.executemany(
+            schema.REKEY_ALIAS, [(key, *rest, old) for key, rest, old in new_keys(aliases)]
+        )
 
     def _tables(self) -> set[str]:
         return {r[0] for r in self._execute("SELECT name FROM sqlite_master WHERE type='table'")}
