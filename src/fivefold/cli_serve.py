@@ -68,13 +68,14 @@ def mcp(
     """An MCP server over stdio (remember, recall, relate, forget, explain) for an agent host."""
     _need_extra()
     from fivefold.serve.mcp import build_server, fixed_scope
+    from fivefold.serve.mcp_stdio import run_stdio
 
     if namespace is None and (user_id or agent_id):
         raise ConfigError("--user and --agent bind a scope inside a namespace: give --namespace")
     if namespace is not None:  # bound as a key is: to the write bounds, refused before it serves
         validate.scope(namespace, user_id, agent_id, written=True)
     with open_memory(ctx) as memory:
-        build_server(lambda: memory, fixed_scope(namespace, user_id, agent_id)).run("stdio")
+        run_stdio(build_server(lambda: memory, fixed_scope(namespace, user_id, agent_id)))
 
 
 @click.group()

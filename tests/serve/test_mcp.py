@@ -159,3 +159,71 @@ def test_a_stdio_scope_past_the_write_bounds_is_refused_before_serving(tmp_path:
         result = CliRunner().invoke(cli, ["--db", db, "mcp", *args])
         assert result.exit_code == 2, result.output
         assert "bytes" in result.output
+
+
+def test_stdio_answers_a_line_it_cannot_read_and_serves_on(tmp_path: Path) -> None:
+    """JSON-RPC 2.0: a line that is not JSON is answered -32700, one that is not a request
+    object -32600 (with its id where it has one), and the server goes on. The SDK's stdio
+    transport answered nothing: a host waited on the id until its own timeout."""
+    import queue
+    import subprocess
+    import threading
+
+    command = [sys.executable, "-c", "from fivefold.cli import main; main()"]
+    with subprocess.Popen(
+        [*command, "--db", str(tmp_path / "m.db"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        encoding="utf-8",
+    ) as child:
+        stdin, stdout = child.stdin, child.stdout
+        assert stdin is not None
+        assert stdout is not None
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(x) for x in stdout], daemon=True).start()
+
+        def say(message: str) -> None:
+            stdin.write(message + "\n")
+            stdin.flush()
+
+        def ask(message: str) -> dict[str, Any]:
+            say(message)
+            answer: dict[str, Any] = json.loads(lines.get(timeout=60))
+            return answer
+
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+        hello["clientInfo"] = {"name": "test", "version": "1"}
+        first = ask(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        )
+        assert first["id"] == 1
+        assert "result" in first
+        say(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        for line, code, request_id in [
+            ("this is not json", -32700, None),
+            ('{"jsonrpc": "2.0", "id": 2, "method": "ping"', -32700, None),  # cut short
+            ('[{"jsonrpc": "2.0", "id": 3, "method": "ping"}]', -32600, None),  # a batch
+            ('{"jsonrpc": "2.0", "id": 4}', -32600, 4),  # no method
+            (
+                '{"jsonrpc": "2.0", "id": "five", "method": "tools/call", "params": [1]}',
+                -32600,
+                "five",
+            ),
+            (
+                '{"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {"x": "\\ud800"}}',
+                None,
+                None,
+            ),
+        ]:
+            answer = ask(line)
+            assert answer["jsonrpc"] == "2.0", (line, answer)
+            assert "error" in answer, (line, answer)
+            if code is not None:  # a lone surrogate is either, as pydantic reads it
+                assert answer["error"]["code"] == code, (line, answer)
+                assert answer["id"] == request_id, (line, answer)
+        pong = ask('{"jsonrpc": "2.0", "id": 7, "method": "ping"}')
+        assert pong == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        stdin.close()
+        assert child.wait(timeout=60) == 0

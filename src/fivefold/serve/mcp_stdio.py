@@ -1,0 +1,125 @@
+"""``fivefold mcp``'s stdio transport: the MCP SDK's (``mcp.server.stdio``), with an answer for a
+line that is not a JSON-RPC message.
+
+The SDK (2.3.0) hands such a line's parse error to the server, which answers nothing: a host
+that sent a malformed request (not JSON, a batch, no ``method``, ``params`` that is not an
+object, a lone surrogate) waited for its id until its own timeout. JSON-RPC 2.0 answers -32700
+(not JSON) or -32600 (not a request object), with the request's id where one can be read, else
+null (as the SDK's HTTP transport answers a body it cannot parse).
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from pydantic import ValidationError
+
+# pydantic's error types for input that is not JSON at all (or not text JSON can carry).
+_UNPARSED = frozenset({"json_invalid", "string_unicode", "json_type"})
+
+
+def run_stdio(server: MCPServer) -> None:
+    """Serve ``server`` over the process's stdin and stdout until stdin closes."""
+    anyio.run(_serve, server)
+
+
+async def _serve(server: MCPServer) -> None:
+    # As ``MCPServer.run_stdio_async`` does, with the read side answering what it cannot parse.
+    # The low-level server has no public name in SDK 2.3.0 (pinned; the stdio test runs it).
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(
+            _Answering(read_stream, write_stream),
+            write_stream,
+            lowlevel.create_initialization_options(),
+        )
+
+
+def rejection(error: Exception) -> JSONRPCError:
+    """The JSON-RPC error answering a line the transport could not read as a message."""
+    if isinstance(error, ValidationError):
+        found = error.errors()
+        if any(e["type"] in _UNPARSED for e in found):
+            return _error(None, PARSE_ERROR, "Parse error: the line is not JSON")
+        return _error(
+            _request_id(found),
+            INVALID_REQUEST,
+            "Invalid Request: not a JSON-RPC 2.0 request, notification or response object "
+            "(one object per line; batches are not taken)",
+        )
+    return _error(None, PARSE_ERROR, f"Parse error: {type(error).__name__}")
+
+
+def _request_id(errors: list[Any]) -> int | str | None:
+    """The id of the message the errors are about, when one of them holds it."""
+    for e in errors:
+        value = e.get("input")
+        if isinstance(value, dict) and "jsonrpc" in value:
+            found = value.get("id")
+            # bool is an int to Python, not an id to JSON-RPC.
+            if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
+                return found
+    return None
+
+
+def _error(request_id: int | str | None, code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
+
+
+class _Answering:
+    """The transport's read stream, less its parse errors: each is answered on the write stream
+    and the next message is read instead."""
+
+    def __init__(
+        self,
+        inner: ReadStream[SessionMessage | Exception],
+        write: WriteStream[SessionMessage],
+    ) -> None:
+        self._inner = inner
+        self._write = write
+
+    @property
+    def last_context(self) -> Any:
+        """The sender's context of the last message (``ReadStream``'s optional part)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._write.send(SessionMessage(rejection(item)))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+__all__ = ["rejection", "run_stdio"]
