@@ -75,28 +75,55 @@ def content_terms(text: str) -> list[str]:
 
 
 def fold_accents(text: str) -> str:
-    """Compatibility forms decomposed and the marks that combine with a letter dropped (é -> e,
-    ό -> ο, ﬁ -> fi). The marks some scripts write as parts of their letters, of combining
-    class 0 (Devanagari, Tamil and Thai vowel signs), stay: ``tokens`` keeps them in the word."""
+    """Compatibility forms decomposed (ﬁ -> fi) and diacritics dropped: the marks of Latin,
+    Greek and Cyrillic letters (é -> e, ό -> ο), Hebrew points and Arabic vowel signs, which
+    writers often leave out. Other scripts' marks are parts of their letters and stay
+    (Devanagari vowel signs and virama, Thai vowels and tone marks, Tamil pulli, Japanese
+    dakuten): ``tokens`` keeps them in the word (ビール "beer" is not ヒール "heel"). A
+    variation selector, and a mark of those blocks that does not combine with its letter (an
+    enclosing keycap), separates words as it always did."""
     if text.isascii():
         return text
-    decomposed = unicodedata.normalize("NFKD", text).translate(_SELECTORS)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    return unicodedata.normalize("NFKD", text).translate(_folds())
 
 
-# Variation selectors (an emoji's U+FE0F) choose how a character looks, not what it is; as
-# combining marks (``_word``) they would otherwise be tokens of their own after a symbol.
-_SELECTORS = dict.fromkeys([*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)])
+# Where diacritics live: the combining diacritical marks (and their extensions and supplement),
+# those for symbols, the half marks, Hebrew points and the Arabic vowel signs.
+_DIACRITIC_BLOCKS = (
+    (0x0300, 0x036F),
+    (0x0591, 0x05C7),
+    (0x0610, 0x061A),
+    (0x064B, 0x065F),
+    (0x0670, 0x0670),
+    (0x06D6, 0x06ED),
+    (0x08CA, 0x08FF),
+    (0x1AB0, 0x1AFF),
+    (0x1DC0, 0x1DFF),
+    (0x20D0, 0x20FF),
+    (0xFE20, 0xFE2F),
+)
+_SELECTORS = (*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0))
 
 
 @cache
-def _word() -> re.Pattern[str]:
-    """A token of text that is not ASCII: letters and digits as ``_TOKEN``, and combining marks
-    (Unicode category M) inside or after them, as FTS5 counts them with ``categories 'L* N* Co
-    M*'``. Without the marks, काल ("time"), कुल ("total") and किला ("fort") were all ``क ल``.
-    The marks of planes 0, 1 and 14 (the variation selectors), as this Python's Unicode has
-    them (~25 ms, once)."""
-    planes = (range(0x300, 0x20000), range(0xE0000, 0xE1000))  # the selectors are folded
+def _folds() -> dict[int, str | None]:
+    """``fold_accents``'s table: a combining diacritic dropped; a variation selector, or a mark
+    there of combining class 0, a space (before combining marks were word characters, these
+    separated words, and so an entity's key made from them stays what it was)."""
+    table: dict[int, str | None] = dict.fromkeys(_SELECTORS, " ")
+    for low, high in _DIACRITIC_BLOCKS:
+        for code in range(low, high + 1):
+            c = chr(code)
+            if unicodedata.category(c)[0] == "M":
+                table[code] = None if unicodedata.combining(c) else " "
+    return table
+
+
+@cache
+def mark_chars() -> str:
+    """The combining marks (Unicode category M) as the body of a regex character class: those
+    of planes 0, 1 and 14 as this Python's Unicode has them (~25 ms, once)."""
+    planes = (range(0x300, 0x20000), range(0xE0000, 0xE1000))
     marks = [c for plane in planes for c in plane if unicodedata.category(chr(c))[0] == "M"]
     spans: list[tuple[int, int]] = []
     for c in marks:
@@ -104,8 +131,24 @@ def _word() -> re.Pattern[str]:
             spans[-1] = (spans[-1][0], c)
         else:
             spans.append((c, c))
-    char_class = "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in spans)
-    return re.compile(rf"(?:[^\W_]|[{char_class}])+")
+    return "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in spans)
+
+
+@cache
+def _word() -> re.Pattern[str]:
+    """A token of text that is not ASCII: letters and digits as ``_TOKEN``, and combining marks
+    inside or after them, as FTS5 counts them with ``categories 'L* N* Co M*'``. Without the
+    marks, काल ("time"), कुल ("total") and किला ("fort") were all ``क ल``."""
+    return re.compile(rf"(?:[^\W_]|[{mark_chars()}])+")
+
+
+@cache
+def with_marks(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    """``pattern`` with each ``[\\w\\-]`` (a word's letters after its first) also taking
+    combining marks, for text that is not ASCII: the query patterns' words stopped at a
+    Devanagari or Thai word's first vowel sign ("except काल" negated "क")."""
+    marked = pattern.pattern.replace(r"[\w\-]", rf"[\w\-{mark_chars()}]")
+    return re.compile(marked, pattern.flags)
 
 
 @lru_cache(maxsize=65_536)  # each write resolves every name it carries: names repeat

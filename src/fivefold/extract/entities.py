@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from importlib import resources
 
 from fivefold.text import COMMON_WORDS, STOP_WORDS, normalize_name
+from fivefold.text import words as word_spans
 from fivefold.validate import MAX_KEY_BYTES, MAX_NAME_BYTES, MAX_SCOPE_CHARS
 
 # Generic acronyms: naming them would put half the corpus one hop apart.
@@ -67,7 +68,7 @@ def _fits(name: str, key: str) -> bool:
 def _known_names(text: str, known: Mapping[str, str]) -> Iterable[str]:
     if not known:
         return []
-    words = [(m.group(0), m.start()) for m in re.finditer(r"[^\W_]+", text)]
+    words = [(m.group(0), m.start()) for m in word_spans(text)]  # as keys are made
     keys = [normalize_name(w) for w, _ in words]
     out = []
     for size in (4, 3, 2, 1):

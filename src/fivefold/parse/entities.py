@@ -16,7 +16,7 @@ from fivefold.model import CatalogEntry, EntityRef, Resolution
 from fivefold.text import (
     COMMON_WORDS,
     STOP_WORDS,
-    fold_accents,
+    normalize_name,
     trigram_similarity,
     trigrams,
 )
@@ -62,9 +62,12 @@ class EntityResolver:
                 self._grams[gram].add(index)
 
     def resolve(self, query: str) -> list[EntityRef]:
+        # Each word keyed as an entity's name is (``normalize_name``): folded, it may be two
+        # words ("½" -> "1 2") or none (a lone mark).
         words = [
-            _Word(fold_accents(m.group(0)).casefold(), m.group(0)[0].isupper(), m.start(), m.end())
-            for m in word_spans(query)  # as an entity's key was made (``text.tokens``)
+            _Word(key, m.group(0)[0].isupper(), m.start(), m.end())
+            for m in word_spans(query)
+            if (key := normalize_name(m.group(0)))
         ]
         used = [False] * len(words)
         refs: dict[int, EntityRef] = {}

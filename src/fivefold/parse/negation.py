@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from fivefold.text import STOP_WORDS, content_terms
+from fivefold.text import STOP_WORDS, content_terms, with_marks
 
 _CUE = (
     r"(?:\bnot\b|\bn't\b|n['’]t\b|\bnever\b|\bexcept(?:\s+for)?\b|\bexcluding\b|\bother\s+than\b|"
@@ -32,7 +32,8 @@ def find_negations(text: str) -> tuple[list[str], str]:
     position = 0
     # search(), not finditer(): the object group may swallow a second cue ("except Kestrel and
     # not the frontend") before it is cut back, so scanning resumes where the object starts.
-    while (match := _NEGATION.search(text, position)) is not None:
+    negation = _NEGATION if text.isascii() else with_marks(_NEGATION)
+    while (match := negation.search(text, position)) is not None:
         position = match.start("object")
         phrase = _STOP_AT.split(match.group("object"))[0]
         terms = [t for t in content_terms(phrase) if t not in STOP_WORDS | _GENERIC]

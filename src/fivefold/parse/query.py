@@ -15,7 +15,7 @@ from fivefold.model import ParsedQuery, TimeWindow
 from fivefold.parse.entities import EntityResolver
 from fivefold.parse.negation import find_negations
 from fivefold.parse.temporal import find_window
-from fivefold.text import STOP_WORDS, content_terms
+from fivefold.text import STOP_WORDS, content_terms, with_marks
 
 _POSSESSOR = r"(?:my|our|your|the user's|user's|his|her|their)"
 _HINT_AFTER_POSSESSOR = re.compile(
@@ -98,7 +98,7 @@ def predicate_hints(text: str) -> list[str]:
     "who is Sarah's manager?" -> "manager"."""
     hints: dict[str, None] = {}
     for pattern in (_HINT_AFTER_POSSESSOR, _HINT_AFTER_NAME):
-        for match in pattern.finditer(text):
+        for match in (pattern if text.isascii() else with_marks(pattern)).finditer(text):
             words = []
             for word in match.group(1).lower().split():
                 if word in _HINT_STOP:

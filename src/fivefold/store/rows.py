@@ -152,8 +152,10 @@ def refuse_taken_alias(alias: str, entity_id: int, taken: Sequence[Sequence[Any]
 def new_keys(rows: Sequence[Sequence[Any]]) -> list[tuple[str, Any, str]]:
     """(key now, the rest of the row, key stored) for each (name, *rest, key stored) row whose
     key ``normalize_name`` now makes otherwise: a name written with combining marks, which
-    split its words before (SQLite schema 7, Postgres 8). No key changed this way can meet
-    another row's: an older key held no combining mark, and a name without them keeps its key."""
+    split its words before (SQLite schema 7, Postgres 8). Such a key should meet no other row's
+    (an older key held no combining mark; what was a word break still is one, and a mark that
+    made the older key lose a letter keeps it now); the migrations keep a row's older key
+    where one would, rather than fail the store's opening."""
     out = []
     for name, *rest, stored in rows:
         key = normalize_name(str(name))

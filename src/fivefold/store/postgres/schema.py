@@ -304,8 +304,17 @@ NAMED_NOT_ASCII = (
     "SELECT alias, namespace, entity_id, norm FROM aliases "
     "WHERE octet_length(alias) <> char_length(alias)",
 )
-REKEY_ENTITY = "UPDATE entities SET norm = %s WHERE namespace = %s AND id = %s AND norm = %s"
-REKEY_ALIAS = "UPDATE aliases SET norm = %s WHERE namespace = %s AND entity_id = %s AND norm = %s"
+# A key another row holds is left as it was (``rows.new_keys``).
+REKEY_ENTITY = """
+UPDATE entities SET norm = %(key)s WHERE namespace = %(ns)s AND id = %(id)s AND norm = %(old)s
+  AND NOT EXISTS (SELECT 1 FROM entities WHERE namespace = %(ns)s AND norm = %(key)s)
+"""
+REKEY_ALIAS = """
+UPDATE aliases SET norm = %(key)s
+WHERE namespace = %(ns)s AND entity_id = %(id)s AND norm = %(old)s
+  AND NOT EXISTS (SELECT 1 FROM aliases WHERE namespace = %(ns)s AND norm = %(key)s
+                  AND entity_id = %(id)s)
+"""
 # The order of a memory's (and a namespace's) ``tokens``: predicate, content, window, and the
 # window field's unused second column.
 COLUMNS = ("predicate", "content", "window", "")

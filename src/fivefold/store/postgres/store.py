@@ -492,13 +492,15 @@ class PostgresStore(PostgresReads):
     @staticmethod
     def _rekey_names(conn: psycopg.Connection) -> None:
         """Schema 8's entity and alias keys (``schema.NAMED_NOT_ASCII``), in its transaction."""
+        kept = 0
         for select, update in zip(
             schema.NAMED_NOT_ASCII, (schema.REKEY_ENTITY, schema.REKEY_ALIAS), strict=True
         ):
-            changed = new_keys(conn.execute(select).fetchall())
-            if changed:
-                with conn.cursor() as cur:
-                    cur.executemany(update, [(key, *rest, old) for key, rest, old in changed])
+            for key, (namespace, row_id), old in new_keys(conn.execute(select).fetchall()):
+                params = {"key": key, "ns": namespace, "id": row_id, "old": old}
+                kept += conn.execute(update, params).rowcount == 0
+        if kept:
+            log.warning("schema 8: %d entity or alias keys kept as they were (taken)", kept)
 
     def _reindex_lexical(self, conn: psycopg.Connection) -> None:
         """Every memory's posting rows, document frequencies and token counts again from its

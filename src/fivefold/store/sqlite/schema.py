@@ -394,13 +394,15 @@ MIGRATE_5_TO_6 = (
 # marked pruned past what it holds: re-indexing the memories alone would leave the old terms in
 # tantivy's statistics until a merge); ASCII text tokenizes as before. Entity and alias keys
 # are made again in Python (``SQLiteStore._rekey_names``). SQLite's length() counts
-# characters, of its text cast to a blob bytes: they differ where a character is not ASCII.
+# characters (up to a NUL: ASCII text holding one is rebuilt too, needlessly), of its text cast
+# to a blob bytes: they differ where a character is not ASCII.
 _NOT_ASCII = " OR ".join(
     f"length(CAST({c} AS BLOB)) != length({c})"
     for c in ("content", "coalesce(predicate, '')", "context_near", "context_far")
 )
 MIGRATE_6_TO_7 = (
-    # An entry newer than any index holds, for each such namespace, then the mark at it.
+    # An entry newer than any index holds, for each such namespace, then the mark at it (a
+    # mark only ever rises: ``PRUNE_LEXICAL_LOG`` keeps the higher).
     f"""INSERT INTO lexical_log (namespace, memory_id)
     SELECT namespace, min(id) FROM memories WHERE {_NOT_ASCII} GROUP BY namespace""",
     f"""INSERT INTO lexical_pruned (namespace, seq)
@@ -414,8 +416,11 @@ NAMED_NOT_ASCII = (
     "SELECT alias, namespace, entity_id, norm FROM aliases "
     "WHERE length(CAST(alias AS BLOB)) != length(alias)",
 )
-REKEY_ENTITY = "UPDATE entities SET norm = ? WHERE id = ? AND norm = ?"
-REKEY_ALIAS = "UPDATE aliases SET norm = ? WHERE namespace = ? AND entity_id = ? AND norm = ?"
+# OR IGNORE: a key another row holds is left as it was (``rows.new_keys``).
+REKEY_ENTITY = "UPDATE OR IGNORE entities SET norm = ? WHERE id = ? AND norm = ?"
+REKEY_ALIAS = (
+    "UPDATE OR IGNORE aliases SET norm = ? WHERE namespace = ? AND entity_id = ? AND norm = ?"
+)
 
 # ``fivefold doctor``: mentions whose type is not their memory's, and their repair.
 MISTYPED_MENTIONS = (
@@ -481,7 +486,7 @@ PRUNE_LEXICAL_LOG = (
     """INSERT INTO lexical_pruned (namespace, seq)
     SELECT namespace, max(seq) FROM lexical_log
     WHERE seq <= (SELECT max(seq) FROM lexical_log) - :keep GROUP BY namespace
-    ON CONFLICT (namespace) DO UPDATE SET seq = excluded.seq""",
+    ON CONFLICT (namespace) DO UPDATE SET seq = max(lexical_pruned.seq, excluded.seq)""",
     "DELETE FROM lexical_log WHERE seq <= (SELECT max(seq) FROM lexical_log) - :keep",
 )
 SELECT_LEXICAL_COLUMNS = """

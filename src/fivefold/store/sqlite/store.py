@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import sqlite3
@@ -62,6 +63,7 @@ from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
 
 T = TypeVar("T")
+log = logging.getLogger("fivefold.store")
 DF_CACHE_TERMS = 20_000
 # Transactions between prunings of the vector change log (a range delete on its key).
 LOG_PRUNE_EVERY = 256
@@ -263,13 +265,14 @@ class SQLiteStore:
 
     def _rekey_names(self) -> None:
         """Schema 7's entity and alias keys (``schema.MIGRATE_6_TO_7``), in its transaction."""
-        entities, aliases = (self._conn.execute(q).fetchall() for q in schema.NAMED_NOT_ASCII)
-        self._conn.executemany(
-            schema.REKEY_ENTITY, [(key, *rest, old) for key, rest, old in new_keys(entities)]
-        )
-        self._conn.executemany(
-            schema.REKEY_ALIAS, [(key, *rest, old) for key, rest, old in new_keys(aliases)]
-        )
+        kept = 0
+        for select, update in zip(
+            schema.NAMED_NOT_ASCII, (schema.REKEY_ENTITY, schema.REKEY_ALIAS), strict=True
+        ):
+            for key, rest, old in new_keys(self._conn.execute(select).fetchall()):
+                kept += self._conn.execute(update, (key, *rest, old)).rowcount == 0
+        if kept:
+            log.warning("schema 7: %d entity or alias keys kept as they were (taken)", kept)
 
     def _tables(self) -> set[str]:
         return {r[0] for r in self._execute("SELECT name FROM sqlite_master WHERE type='table'")}
