@@ -54,10 +54,9 @@ COMMON_WORDS = frozenset(
 
 
 def tokens(text: str) -> list[str]:
-    """Lowercased word tokens, accents folded, in order (duplicates kept)."""
-    if text.isascii():
-        return [t.casefold() for t in _TOKEN.findall(text)]
-    return [t.casefold() for t in _word().findall(fold_accents(text))]
+    """Case-folded word tokens, accents folded, in order (duplicates kept): an entity's key is
+    made of them (``normalize_name``)."""
+    return [t.casefold() for t in _folded_words(text)]
 
 
 def words(text: str) -> list[re.Match[str]]:
@@ -66,12 +65,31 @@ def words(text: str) -> list[re.Match[str]]:
 
 
 def content_terms(text: str) -> list[str]:
-    """Distinct non-stop-word tokens in first-seen order: what a query contributes to BM25."""
+    """Distinct non-stop-word tokens in first-seen order: what a query contributes to BM25.
+    Lowercased, not case-folded: each goes to the index's tokenizer, which lowercases (case
+    folding made the index's "straße" the query's "strasse", never found)."""
     seen: dict[str, None] = {}
-    for token in tokens(text):
+    for token in _folded_words(text):
+        token = token.lower()
         if token not in STOP_WORDS:
             seen.setdefault(token, None)
     return list(seen)
+
+
+def index_text(text: str) -> str:
+    """``text`` as both backends' tokenizer (FTS5's) is given it: ASCII as it is; other text its
+    words (``tokens`` before case folding), space-separated, so that the index cuts it where
+    a query's words are cut. FTS5 knows Unicode 6.1 and took a later emoji for a letter: the
+    index held "pizza🥰" where a query asked for "pizza"."""
+    if text.isascii():
+        return text
+    return " ".join(_folded_words(text))
+
+
+def _folded_words(text: str) -> list[str]:
+    if text.isascii():
+        return _TOKEN.findall(text)
+    return _word().findall(fold_accents(text))
 
 
 def fold_accents(text: str) -> str:

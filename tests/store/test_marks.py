@@ -28,10 +28,12 @@ KAAL, KUL, KILA = "काल", "कुल", "किला"
 TURNS = [f"{KAAL} ने {KILA} देखा", f"हम {KUL} तीन लोग थे", "वणக்கம் தமிழ் நாடு", "สวัสดี ครับ"]
 
 
-# Words of seven scripts, decomposed accents, ligatures, keycaps, variation selectors, lone marks.
+# Words of seven scripts, decomposed accents, ligatures, keycaps, variation selectors, lone marks,
+# an emoji newer than FTS5's Unicode 6.1, an ß (no stop word: every word is a query term).
 PIECES = [KAAL, KUL, KILA, "हूँ", "क्ष", "தமிழ்", "நாடு", "สวัสดี", "ไม่", "ビール", "Ῥόδος", "café",
           "cafe\u0301", "naïve", "ﬁne", "Zoë", "كَتَبَ", "שָׁלוֹם", "x\u20dd", "7\ufe0f\u20e3",
-          "葛\U000e0100城", "\u0301", "B-7", "runs", "42", "Ａｂｃ", "½"]  # fmt: skip
+          "葛\U000e0100城", "\u0301", "B-7", "runs", "42", "Ａｂｃ", "½", "Straße", "ΟΔΟΣ",
+          "pizza🥰"]  # fmt: skip
 
 
 def _open(url: str) -> fivefold.Memory:
@@ -79,7 +81,7 @@ def test_a_query_s_words_are_the_terms_its_text_was_indexed_by() -> None:
     def check(parts: list[tuple[str, str]]) -> None:
         whole = "".join(piece + sep for piece, sep in parts)
         indexed = set(tokenizer.count([(whole, "")])[0].first)
-        asked = {term for word in text.tokens(whole) for term in tokenizer.terms(word)}
+        asked = {term for word in text.content_terms(whole) for term in tokenizer.terms(word)}
         assert asked == indexed
 
     check()
@@ -111,7 +113,7 @@ def _old_tokenizer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     mark of a nonzero class was dropped from a query's words and keys, and the index was handed
     the text as it was."""
     monkeypatch.setattr(tokens, "TOKENIZE", "porter unicode61 remove_diacritics 2")
-    monkeypatch.setattr(tokens, "fold_accents", lambda value: value)
+    monkeypatch.setattr(tokens, "index_text", lambda value: value)
     monkeypatch.setattr(text, "fold_accents", _old_fold)
     monkeypatch.setattr(text, "_word", lambda: re.compile(r"[^\W_]+"))
     text.normalize_name.cache_clear()
@@ -247,3 +249,29 @@ def test_a_key_another_entity_holds_is_kept_and_the_store_opens(
         assert mem.stats().entities == 2
         assert mem.remember("काल फिर", entities=[KAAL]).entities == (KAAL,)
     assert "1 entity or alias keys kept as they were" in caplog.text
+
+
+def test_a_store_opened_with_another_model_is_refused_before_it_is_migrated(
+    new_store: Callable[[], str],
+) -> None:
+    """The model is checked first: a store of an older schema opened by mistake with another
+    embedder is left at its schema (it was migrated, then refused)."""
+    url = new_store()
+    with _open(url) as mem:
+        mem.remember(f"{KAAL} आया")
+    _as_older_schema(url)
+    other = fivefold.HashingEmbedder(dim=32)
+    with pytest.raises(fivefold.EmbeddingModelMismatch):
+        fivefold.Memory.open(url, embedder=other, config=OFF)
+    if url.startswith("postgresql"):
+        with psycopg.connect(url, autocommit=True) as conn:
+            held = conn.execute("SELECT value FROM fivefold_meta WHERE key = 'schema_version'")
+            assert held.fetchone() == ("7",)
+    else:
+        conn = sqlite3.connect(url)
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (
+            "6",
+        )
+        conn.close()
+    with _open(url) as mem:  # its own model migrates it
+        assert _frequencies(mem, KAAL) == {KAAL: 1}

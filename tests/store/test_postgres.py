@@ -645,6 +645,42 @@ def test_a_store_that_indexed_tokens_past_255_characters_is_reindexed_at_schema_
         assert conn.execute(generation).fetchone() == before
 
 
+def test_a_mention_or_posting_of_another_type_is_found_and_retyped(url: str) -> None:
+    """A type-filtered read finds a memory's mentions (``mentions_type``) and postings by the
+    type they carry: one that is not its memory's is missed (the embedded store's check, now
+    here too)."""
+    from fivefold.model import EntityScore
+
+    facts = (MemoryType.FACT,)
+
+    def reads(memory: Memory) -> tuple[list[int], list[int]]:
+        (entity,) = [e for e in memory.store.catalog("default") if e.name == "Dana Lee"]
+        dana = EntityScore(entity_id=entity.entity_id, score=0.9, hops=0, rarity=1.0)
+        mentioned = [h.memory_id for h in memory.store.mentions(Scope(), [dana], 10, facts)]
+        found = memory.store.lexical_search(Scope(), ["kestrel"], 10, facts, weights=W)
+        return mentioned, [i for i, _ in found]
+
+    def types(memory: Memory, repair: bool = False) -> dict[str, fivefold.model.Finding]:
+        return {f.part: f for f in memory.store.check(repair=repair) if "types" in f.part}
+
+    with _open(url) as memory:
+        made = memory.remember(
+            "Dana Lee joined Kestrel", type="fact", entities=["Dana Lee", "Kestrel"]
+        )
+        assert reads(memory) == ([made.id], [made.id])
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE mentions SET type = 'event' WHERE memory_id = %s", (made.id,))
+        conn.execute("UPDATE postings SET type = 'event' WHERE memory_id = %s", (made.id,))
+    with _open(url) as memory:
+        assert reads(memory) == ([], [])
+        found = types(memory)
+        assert "2 mentions carry another type" in found["mentions' memory types"].detail
+        assert not found["postings' memory types"].ok
+        assert all(f.repaired for f in types(memory, repair=True).values())
+        assert all(f.ok for f in memory.store.check())
+        assert reads(memory) == ([made.id], [made.id])
+
+
 def test_the_statistics_check_finds_and_repairs_drift(url: str) -> None:
     with _open(url) as memory:
         _seed(memory, "default")

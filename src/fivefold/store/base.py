@@ -267,4 +267,15 @@ def unfinished_copy(note: str, memories: int) -> Finding:
     )
 
 
+def mistyped_rows(rows: str, mistyped: int, *, repaired: bool) -> Finding:
+    """``check``'s finding on the ``rows`` (mentions; on Postgres postings too) that carry their
+    memory's type, so that each type's read finds them: one with another type is missed by its
+    own type's read (and by every read, when the type is none of the memory types)."""
+    part = f"{rows}' memory types"
+    if not mistyped:
+        return Finding(part, True, f"every one of the {rows} carries its memory's type")
+    detail = f"{mistyped:,} {rows} carry another type than their memory's (reads miss them)"
+    return Finding(part, repaired, detail, repaired)
+
+
 COPY_REFUSED = "another copy into this store is under way or did not finish, or it holds memories"

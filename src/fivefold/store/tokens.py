@@ -2,8 +2,8 @@
 
 Both backends must rank with the same BM25, so they must agree on what a term is: Unicode 6.1
 word characters and combining marks, case-folded, diacritics removed, Porter-stemmed ("porter
-unicode61 remove_diacritics 2 categories 'L* N* Co M*'"), of text folded by
-``text.fold_accents`` first (as the query's words are). Rather than re-implement that tokenizer
+unicode61 remove_diacritics 2 categories 'L* N* Co M*'"), of text cut into words by
+``text.index_text`` first (as the query's words are). Rather than re-implement that tokenizer
 (and drift from it), the text goes through FTS5 itself: an in-memory table in a transaction
 that is rolled back, read through an ``fts5vocab`` 'instance' table, which lists every token
 occurrence of every column.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from fivefold.store.context import WINDOW_REPEATS
-from fivefold.text import fold_accents
+from fivefold.text import index_text
 
 # Both backends count their terms with ``Tokenizer`` below, which runs this one. Combining marks
 # are word characters (``categories``): FTS5's default splits a word at each, so Devanagari,
@@ -79,7 +79,7 @@ class Tokenizer:
             try:
                 self._conn.executemany(
                     "INSERT INTO t (rowid, a, b) VALUES (?, ?, ?)",
-                    [(i, fold_accents(a), fold_accents(b)) for i, (a, b) in enumerate(documents)],
+                    [(i, index_text(a), index_text(b)) for i, (a, b) in enumerate(documents)],
                 )
                 for doc, column, term in self._conn.execute(f"SELECT doc, col, {_TERM} FROM v"):
                     counted = out[int(doc)]
@@ -109,7 +109,7 @@ class Tokenizer:
             try:
                 self._conn.executemany(
                     "INSERT INTO t (rowid, a) VALUES (?, ?)",
-                    [(i, fold_accents(text)) for i, text in enumerate(texts)],
+                    [(i, index_text(text)) for i, text in enumerate(texts)],
                 )
                 for doc, joined in self._conn.execute(
                     f"SELECT doc, group_concat({_TERM}, ' ') FROM v GROUP BY doc"

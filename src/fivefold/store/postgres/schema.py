@@ -642,6 +642,21 @@ CROSS JOIN LATERAL (SELECT memory_id FROM postings
 BM25_FILTER_JOIN = "JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id WHERE {filters}"
 BM25_IMPACT_JOIN = "JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id"
 
+# ``fivefold doctor``: mentions and postings whose type is not their memory's (a type-filtered
+# read, by ``mentions_type`` or a posting's own column, misses them), and their repair.
+MISTYPED = """
+SELECT (SELECT count(*) FROM mentions mn JOIN memories m
+        ON m.namespace = mn.namespace AND m.id = mn.memory_id WHERE mn.type <> m.type),
+       (SELECT count(*) FROM postings p JOIN memories m
+        ON m.namespace = p.namespace AND m.id = p.memory_id WHERE p.type <> m.type)
+"""
+RETYPE = (
+    """UPDATE mentions mn SET type = m.type FROM memories m
+    WHERE m.namespace = mn.namespace AND m.id = mn.memory_id AND mn.type <> m.type""",
+    """UPDATE postings p SET type = m.type FROM memories m
+    WHERE m.namespace = p.namespace AND m.id = p.memory_id AND p.type <> m.type""",
+)
+
 # Explicit edges and declared aliases, for export (``fivefold migrate``), in write order.
 SELECT_RELATIONS = f"""
 SELECT s.name, ed.relation, t.name, ed.kind, ed.confidence, ed.valid_from, ed.valid_to,

@@ -44,7 +44,13 @@ from fivefold.model import (
     Scope,
 )
 from fivefold.store import context
-from fivefold.store.base import COPY_MARK, COPY_REFUSED, StoreSettings, unfinished_copy
+from fivefold.store.base import (
+    COPY_MARK,
+    COPY_REFUSED,
+    StoreSettings,
+    mistyped_rows,
+    unfinished_copy,
+)
 from fivefold.store.postgres import placement, schema
 from fivefold.store.postgres.context_rows import (
     Deltas,
@@ -155,6 +161,8 @@ class PostgresStore(PostgresReads):
                     f"{self._location} has fivefold schema version {version}; this version of "
                     f"fivefold reads up to {schema.SCHEMA_VERSION}: upgrade fivefold"
                 )
+            if meta:  # before any migration: one opened with another model is left as found
+                self._check_model(meta)
             held = conn.execute(schema.LONG_TOKENS).fetchone() if 5 <= version < 7 else None
             long_tokens = held is not None and bool(held[0])
             held = conn.execute(schema.NOT_ASCII).fetchone() if 5 <= version < 8 else None
@@ -186,6 +194,9 @@ class PostgresStore(PostgresReads):
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (str(schema.SCHEMA_VERSION),),
             )
+        return meta.get(_SMOOTHING_KEY) != self._settings.smoothing.tag, reindexed
+
+    def _check_model(self, meta: dict[str, str]) -> None:
         stored = meta.get("embedding_model", "?")
         if stored != self._model or meta.get("embedding_dim") != str(self._dim):
             raise EmbeddingModelMismatch(
@@ -194,7 +205,6 @@ class PostgresStore(PostgresReads):
                 f"({self._dim}-d); open it with the model it was built with, or migrate into a "
                 "new store"
             )
-        return meta.get(_SMOOTHING_KEY) != self._settings.smoothing.tag, reindexed
 
     def _rebuild_context(self) -> None:
         def run(conn: psycopg.Connection, deltas: Deltas) -> None:
@@ -402,13 +412,25 @@ class PostgresStore(PostgresReads):
     # -- upkeep ---------------------------------------------------------------------------------
     def check(self, *, repair: bool = False) -> list[Finding]:
         """Per namespace, the document frequencies and counts against the posting rows and the
-        memories; ``repair`` recomputes them from those rows."""
+        memories, and every mention's and posting's type against its memory's; ``repair``
+        recomputes them from those rows."""
         findings = []
         with self._read() as conn:
             conn.execute("SELECT 1")
             findings.append(Finding("database", True, "reachable"))
         if (note := self.copy_mark()) is not None:
             findings.append(unfinished_copy(note, self.stats().memories))
+        with self._read() as conn:
+            mentions, postings = conn.execute(schema.MISTYPED).fetchone() or (0, 0)
+        if repair and (mentions or postings):
+
+            def retype(conn: psycopg.Connection, _: Deltas) -> None:
+                for statement in schema.RETYPE:
+                    conn.execute(statement)
+
+            self._write(retype)
+        findings.append(mistyped_rows("mentions", int(mentions), repaired=repair))
+        findings.append(mistyped_rows("postings", int(postings), repaired=repair))
         with self._read() as conn:
             namespaces = [
                 str(r[0])

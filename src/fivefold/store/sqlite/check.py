@@ -12,7 +12,6 @@ from fivefold.model import Finding
 __all__ = [
     "check_database",
     "check_saved_graph",
-    "mention_types",
     "older_saved_graph",
 ]
 
@@ -45,14 +44,3 @@ def older_saved_graph(namespace: str) -> Finding:
         "saved by an older version (built on several threads): built again when the "
         "namespace is next loaded",
     )
-
-
-def mention_types(mistyped: int, *, repaired: bool) -> Finding:
-    """A mention carries its memory's type in its key (schema 6), so each type's read of an
-    entity's mentions finds it: one with another type is missed by its own type's read (and
-    by every read, when the type is none of the memory types)."""
-    part = "mentions' memory types"
-    if not mistyped:
-        return Finding(part, True, "every mention carries its memory's type")
-    detail = f"{mistyped:,} mentions carry another type than their memory's (reads miss them)"
-    return Finding(part, repaired, detail, repaired)

@@ -49,7 +49,13 @@ from fivefold.model import (
     Scope,
     StoreStats,
 )
-from fivefold.store.base import COPY_MARK, COPY_REFUSED, StoreSettings, unfinished_copy
+from fivefold.store.base import (
+    COPY_MARK,
+    COPY_REFUSED,
+    StoreSettings,
+    mistyped_rows,
+    unfinished_copy,
+)
 from fivefold.store.rows import feedback_entries, new_keys, relation_from_row
 from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import files, schema, vector_sync
@@ -215,6 +221,8 @@ class SQLiteStore:
                 f"version reads once it has moved it to {schema.SCHEMA_VERSION}: open a "
                 "writable copy once (recall works on it after)"
             )
+        # Before any migration: a store opened with another model is refused as it was found.
+        self._check_model(meta, embedding_model, dim)
         if meta.get("schema_version") == "1":
             self._refuse_write()
             self._migrate_1_to_2()
@@ -245,14 +253,6 @@ class SQLiteStore:
                 f"{self._path} has fivefold schema version {meta.get('schema_version')}; this "
                 f"version of fivefold reads version {schema.SCHEMA_VERSION}"
             )
-        stored = meta.get("embedding_model", "?")
-        if stored != embedding_model or meta.get("embedding_dim") != str(dim):
-            raise EmbeddingModelMismatch(
-                f"{self._path} was built with embedding model {stored!r} "
-                f"({meta.get('embedding_dim')}-d) but is being opened with {embedding_model!r} "
-                f"({dim}-d); open it with the model it was built with, or re-import into a "
-                "new store"
-            )
         if not self.read_only and not vector_sync.has_log(self._conn):
             with self._transaction():  # stores made before the change log existed
                 for statement in schema.VECTOR_LOG_DDL:
@@ -273,6 +273,16 @@ class SQLiteStore:
                 kept += self._conn.execute(update, (key, *rest, old)).rowcount == 0
         if kept:
             log.warning("schema 7: %d entity or alias keys kept as they were (taken)", kept)
+
+    def _check_model(self, meta: Mapping[str, str], embedding_model: str, dim: int) -> None:
+        stored = meta.get("embedding_model", "?")
+        if stored != embedding_model or meta.get("embedding_dim") != str(dim):
+            raise EmbeddingModelMismatch(
+                f"{self._path} was built with embedding model {stored!r} "
+                f"({meta.get('embedding_dim')}-d) but is being opened with {embedding_model!r} "
+                f"({dim}-d); open it with the model it was built with, or re-import into a "
+                "new store"
+            )
 
     def _tables(self) -> set[str]:
         return {r[0] for r in self._execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -610,7 +620,7 @@ class SQLiteStore:
                 with self._transaction():
                     self._conn.execute(schema.DROP_MISTYPED_TWINS)
                     self._conn.execute(schema.RETYPE_MENTIONS)
-            findings.append(sqlite_check.mention_types(mistyped, repaired=repair))
+            findings.append(mistyped_rows("mentions", mistyped, repaired=repair))
             namespaces = [str(r[0]) for r in self._execute(schema.SELECT_NAMESPACES)]
             findings += self._lexical.check(namespaces, repair=repair)
             for namespace in namespaces:
