@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import signal
 import subprocess
 import sys
@@ -853,11 +854,62 @@ def test_a_vacuum_step_alone_refreshes_no_statistics(
 
     monkeypatch.setattr(schema, "ANALYZE", "ANALYZE no_such_table")
     with _open(url) as memory:
-        store = memory.store
-        store._maintain(Growth(vacuum=True))  # type: ignore[attr-defined]
+        upkeep = memory.store._upkeep  # type: ignore[attr-defined]
+        upkeep.run(Growth(vacuum=True))
         assert "refreshing statistics after a write failed" not in caplog.text
-        store._maintain(Growth(analyze=True))  # type: ignore[attr-defined]
+        upkeep.run(Growth(analyze=True))
         assert "refreshing statistics after a write failed" in caplog.text
+
+
+def test_a_write_does_not_wait_for_the_upkeep_its_growth_asks_for(
+    url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The vacuum a growth step asks for runs after the write has returned (it read the whole
+    postings table while the write waited); close waits for it a while, then cancels it."""
+    from fivefold.store.postgres import schema, upkeep
+
+    lock = "SELECT pg_advisory_lock(4242), pg_advisory_unlock(4242)"
+    monkeypatch.setattr(schema, "VACUUM_FROM", schema.ANALYZE_FROM)
+    monkeypatch.setattr(schema, "VACUUM", lock)  # the upkeep waits while this test holds it
+
+    def waiting() -> int:
+        with psycopg.connect(url) as probe:
+            row = probe.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE query = %s AND wait_event_type = "
+                "'Lock'",
+                (lock,),
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    with psycopg.connect(url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(4242)")
+        with _open(url) as memory:
+            wrote = threading.Thread(target=memory.remember_many, args=(_filler(300),))
+            wrote.start()
+            wrote.join(60)
+            returned = not wrote.is_alive()
+            if not returned:  # it waits for the upkeep: let it end, then fail
+                holder.execute("SELECT pg_advisory_unlock(4242)")
+                wrote.join()
+            assert returned
+            assert memory.stats().memories == 300
+            deadline = time.monotonic() + 30
+            while not waiting() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert waiting() == 1  # the upkeep, behind the lock
+            assert memory.recall("Kestrel budget").hits  # the store serves meanwhile
+            holder.execute("SELECT pg_advisory_unlock(4242)")
+        assert "refreshing statistics after a write failed" not in caplog.text
+        # Held for good: close cancels it after its wait.
+        monkeypatch.setattr(upkeep, "CLOSE_WAIT_S", 0.2)
+        holder.execute("SELECT pg_advisory_lock(4242)")
+        with caplog.at_level(logging.INFO, logger="fivefold.store"), _open(url) as memory:
+            memory.remember_many(_filler(300))  # 300 -> 600: the next step
+            deadline = time.monotonic() + 30
+            while not waiting() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        assert waiting() == 0
+        assert "cancelled" in caplog.text
 
 
 def test_a_namespace_copy_would_read_as_separators_is_written_as_it_is(url: str) -> None:

@@ -65,6 +65,7 @@ from fivefold.store.postgres.lexical import Lexical, namespace_row
 from fivefold.store.postgres.lists import Version
 from fivefold.store.postgres.read import PostgresReads
 from fivefold.store.postgres.read import translating as _translating
+from fivefold.store.postgres.upkeep import Upkeep
 from fivefold.store.postgres.write import Writer, no_nul
 from fivefold.store.rows import (
     edge_values,
@@ -122,10 +123,11 @@ class PostgresStore(PostgresReads):
             raise
         except (psycopg.Error, OSError) as exc:
             raise StoreError(f"cannot open the store at {self._location}: {exc}") from exc
+        self._upkeep = Upkeep(self._pool.connection, self._location)
         if rebuild:
             self._rebuild_context()
         if reindexed:  # every posting row is new: no page of them is marked all-visible yet
-            self._maintain(Growth(analyze=True, vacuum=True))
+            self._upkeep.run(Growth(analyze=True, vacuum=True))
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -133,6 +135,7 @@ class PostgresStore(PostgresReads):
         return self._model
 
     def close(self) -> None:
+        self._upkeep.close()
         self._pool.close()
 
     def _init_schema(self) -> tuple[bool, bool]:
@@ -243,23 +246,8 @@ class PostgresStore(PostgresReads):
                 if attempt == WRITE_ATTEMPTS - 1:
                     raise
                 time.sleep(0.01 * 2**attempt * random.uniform(0.5, 1.5))
-        if growth.analyze or growth.vacuum:
-            self._maintain(growth)
+        self._upkeep.ask(growth)  # after the write has returned (``upkeep.py``)
         return result
-
-    def _maintain(self, growth: Growth) -> None:
-        """The visibility map and planner statistics, as a write's growth asks (outside its
-        transaction: VACUUM cannot run inside one). The write is committed by then, so a
-        failure here is logged, not raised: the caller must not retry it, and autovacuum does
-        the same work later."""
-        try:
-            with self._pool.connection() as conn:
-                if growth.vacuum:
-                    conn.execute(schema.VACUUM)
-                if growth.analyze:
-                    conn.execute(schema.ANALYZE)
-        except psycopg.Error as exc:
-            log.warning("%s: refreshing statistics after a write failed: %s", self.location, exc)
 
     # -- writes ---------------------------------------------------------------------------------
     def insert_memories(
