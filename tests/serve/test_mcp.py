@@ -205,7 +205,8 @@ def test_stdio_answers_a_line_it_cannot_read_and_serves_on(tmp_path: Path) -> No
             ("this is not json", -32700, None),
             ('{"jsonrpc": "2.0", "id": 2, "method": "ping"', -32700, None),  # cut short
             ('[{"jsonrpc": "2.0", "id": 3, "method": "ping"}]', -32600, None),  # a batch
-            ('{"jsonrpc": "2.0", "id": 4}', -32600, 4),  # no method
+            ('{"jsonrpc": "2.0", "id": 4}', -32600, None),  # no method: a request? a response?
+            ('{"jsonrpc": "2.0", "id": {"jsonrpc": "2.0", "id": 8}, "method": 5}', -32600, None),
             (
                 '{"jsonrpc": "2.0", "id": "five", "method": "tools/call", "params": [1]}',
                 -32600,
@@ -223,6 +224,11 @@ def test_stdio_answers_a_line_it_cannot_read_and_serves_on(tmp_path: Path) -> No
             if code is not None:  # a lone surrogate is either, as pydantic reads it
                 assert answer["error"]["code"] == code, (line, answer)
                 assert answer["id"] == request_id, (line, answer)
+        # Not answered: a blank line, and a malformed response (its id is the client's: an
+        # error of that id would answer the client's own request 7 below first).
+        say("")
+        say('{"jsonrpc": "2.0", "id": 7, "result": "not an object"}')
+        say('{"jsonrpc": "2.0", "id": 7, "error": "not an object"}')
         pong = ask('{"jsonrpc": "2.0", "id": 7, "method": "ping"}')
         assert pong == {"jsonrpc": "2.0", "id": 7, "result": {}}
         stdin.close()

@@ -5,7 +5,10 @@ The SDK (2.3.0) hands such a line's parse error to the server, which answers not
 that sent a malformed request (not JSON, a batch, no ``method``, ``params`` that is not an
 object, a lone surrogate) waited for its id until its own timeout. JSON-RPC 2.0 answers -32700
 (not JSON) or -32600 (not a request object), with the request's id where one can be read, else
-null (as the SDK's HTTP transport answers a body it cannot parse).
+null (as the SDK's HTTP transport answers a body it cannot parse). A blank line, and a response
+the client sent malformed, are not answered (the response's id is in the client's own
+sequence: an error of that id would answer the client's request). Not covered: a request whose
+id is null, a float or an object, which the SDK reads as a notification (the id dropped).
 """
 
 from __future__ import annotations
@@ -42,30 +45,51 @@ async def _serve(server: MCPServer) -> None:
         )
 
 
-def rejection(error: Exception) -> JSONRPCError:
-    """The JSON-RPC error answering a line the transport could not read as a message."""
-    if isinstance(error, ValidationError):
-        found = error.errors()
-        if any(e["type"] in _UNPARSED for e in found):
-            return _error(None, PARSE_ERROR, "Parse error: the line is not JSON")
-        return _error(
-            _request_id(found),
-            INVALID_REQUEST,
-            "Invalid Request: not a JSON-RPC 2.0 request, notification or response object "
-            "(one object per line; batches are not taken)",
-        )
-    return _error(None, PARSE_ERROR, f"Parse error: {type(error).__name__}")
+def rejection(error: Exception) -> JSONRPCError | None:
+    """The JSON-RPC error answering a line the transport could not read as a message; None for
+    a line that asks for no answer: a blank one, or a response (answered, its id would be taken
+    for the client's own request of that id)."""
+    if not isinstance(error, ValidationError):
+        return _error(None, PARSE_ERROR, f"Parse error: {type(error).__name__}")
+    found = error.errors()
+    if any(e["type"] in _UNPARSED for e in found):
+        line = next((e.get("input") for e in found if e["type"] in _UNPARSED), None)
+        if isinstance(line, str) and not line.strip():
+            return None
+        return _error(None, PARSE_ERROR, "Parse error: the line is not JSON")
+    message = _message(found)
+    if (
+        message is not None
+        and "method" not in message
+        and ("result" in message or "error" in message)
+    ):
+        return None
+    return _error(
+        _request_id(message),
+        INVALID_REQUEST,
+        "Invalid Request: not a JSON-RPC 2.0 request, notification or response object "
+        "(one object per line; batches are not taken)",
+    )
 
 
-def _request_id(errors: list[Any]) -> int | str | None:
-    """The id of the message the errors are about, when one of them holds it."""
+def _message(errors: list[Any]) -> dict[str, Any] | None:
+    """The line's object, as pydantic's errors hold it: the input of a field missing from one
+    of the message kinds is the message itself (a nested object shows in other errors)."""
     for e in errors:
-        value = e.get("input")
-        if isinstance(value, dict) and "jsonrpc" in value:
-            found = value.get("id")
-            # bool is an int to Python, not an id to JSON-RPC.
-            if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
-                return found
+        if e["type"] == "missing" and len(e["loc"]) == 2 and isinstance(e.get("input"), dict):
+            message: dict[str, Any] = e["input"]
+            return message
+    return None
+
+
+def _request_id(message: dict[str, Any] | None) -> int | str | None:
+    """A request's id, when it has one JSON-RPC allows (a string or an integer; bool is an int
+    to Python, not to JSON-RPC); else null."""
+    if message is None or "method" not in message:
+        return None
+    found = message.get("id")
+    if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
+        return found
     return None
 
 
@@ -95,7 +119,9 @@ class _Answering:
             item = await self._inner.receive()
             if not isinstance(item, Exception):
                 return item
-            await self._write.send(SessionMessage(rejection(item)))
+            answer = rejection(item)
+            if answer is not None:
+                await self._write.send(SessionMessage(answer))
 
     async def aclose(self) -> None:
         await self._inner.aclose()
