@@ -78,12 +78,14 @@ def content_terms(text: str) -> list[str]:
 
 def index_text(text: str) -> str:
     """``text`` as both backends' tokenizer (FTS5's) is given it: ASCII as it is; other text its
-    words (``tokens`` before case folding), space-separated, so that the index cuts it where
-    a query's words are cut. FTS5 knows Unicode 6.1 and took a later emoji for a letter: the
-    index held "pizza🥰" where a query asked for "pizza"."""
+    words lowercased (as ``content_terms`` makes a query's), space-separated, so that the index
+    cuts and lowercases it as a query's words are. FTS5 knows Unicode 6.1: it took a later
+    emoji for a letter (the index held "pizza🥰" where a query asked for "pizza"), and it does
+    not lowercase letters whose small forms came later (Cherokee ᏣᎳᎩ, which Python makes
+    ꮳꮃꭹ)."""
     if text.isascii():
         return text
-    return " ".join(_folded_words(text))
+    return " ".join(_folded_words(text)).lower()
 
 
 def _folded_words(text: str) -> list[str]:
@@ -121,14 +123,20 @@ _DIACRITIC_BLOCKS = (
     (0xFE20, 0xFE2F),
 )
 _SELECTORS = (*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0))
+# Inside a word and never seen: a soft hyphen, a zero-width space, a word joiner, a zero-width
+# no-break space, an Arabic tatweel (which only stretches the line). They split the word (a
+# soft hyphen made "Mül-ler" two words, found by neither "Müller" nor its parts alone).
+_INVISIBLE = (0x00AD, 0x200B, 0x2060, 0xFEFF, 0x0640)
 
 
 @cache
 def _folds() -> dict[int, str | None]:
-    """``fold_accents``'s table: a combining diacritic dropped; a variation selector, or a mark
-    there of combining class 0, a space (before combining marks were word characters, these
-    separated words, and so an entity's key made from them stays what it was)."""
+    """``fold_accents``'s table: a combining diacritic and an invisible character dropped; a
+    variation selector, or a mark there of combining class 0, a space (before combining marks
+    were word characters, these separated words, and so an entity's key made from them stays
+    what it was)."""
     table: dict[int, str | None] = dict.fromkeys(_SELECTORS, " ")
+    table.update(dict.fromkeys(_INVISIBLE))
     for low, high in _DIACRITIC_BLOCKS:
         for code in range(low, high + 1):
             c = chr(code)
@@ -156,8 +164,12 @@ def mark_chars() -> str:
 def _word() -> re.Pattern[str]:
     """A token of text that is not ASCII: letters and digits as ``_TOKEN``, and combining marks
     inside or after them, as FTS5 counts them with ``categories 'L* N* Co M*'``. Without the
-    marks, काल ("time"), कुल ("total") and किला ("fort") were all ``क ल``."""
-    return re.compile(rf"(?:[^\W_]|[{mark_chars()}])+")
+    marks, काल ("time"), कुल ("total") and किला ("fort") were all ``क ल``. A mark with no
+    letter before it (after a space, an emoji) starts no word."""
+    # The invisible characters ``fold_accents`` drops continue a word too: ``words`` cuts a
+    # query's own text, before folding, where ``tokens`` cuts it after.
+    invisible = "".join(f"\\u{c:04x}" for c in _INVISIBLE)
+    return re.compile(rf"[^\W_](?:[^\W_]|[{mark_chars()}{invisible}])*")
 
 
 @cache

@@ -29,11 +29,14 @@ TURNS = [f"{KAAL} ने {KILA} देखा", f"हम {KUL} तीन लो�
 
 
 # Words of seven scripts, decomposed accents, ligatures, keycaps, variation selectors, lone marks,
-# an emoji newer than FTS5's Unicode 6.1, an ß (no stop word: every word is a query term).
+# an emoji newer than FTS5's Unicode 6.1, an ß, capitals whose small letters came after it, a
+# soft hyphen, an emoji's selector before a name, a tatweel (no stop word: every word is a query
+# term).
 PIECES = [KAAL, KUL, KILA, "हूँ", "क्ष", "தமிழ்", "நாடு", "สวัสดี", "ไม่", "ビール", "Ῥόδος", "café",
           "cafe\u0301", "naïve", "ﬁne", "Zoë", "كَتَبَ", "שָׁלוֹם", "x\u20dd", "7\ufe0f\u20e3",
           "葛\U000e0100城", "\u0301", "B-7", "runs", "42", "Ａｂｃ", "½", "Straße", "ΟΔΟΣ",
-          "pizza🥰"]  # fmt: skip
+          "pizza🥰", "ᏣᎳᎩ", "ꮳꮃꭹ", "ᲡᲐᲥᲐᲠᲗᲕᲔᲚᲝ", "Mül\xadler", "☕\ufe0fPriya",
+          "مـحمد"]  # fmt: skip
 
 
 def _open(url: str) -> fivefold.Memory:
@@ -275,3 +278,31 @@ def test_a_store_opened_with_another_model_is_refused_before_it_is_migrated(
         conn.close()
     with _open(url) as mem:  # its own model migrates it
         assert _frequencies(mem, KAAL) == {KAAL: 1}
+
+
+def test_a_newer_schema_is_named_before_the_model(new_store: Callable[[], str]) -> None:
+    """A store of a schema this version cannot read says so, whatever the embedder: the model
+    is checked after the version, before any migration."""
+    url = new_store()
+    with _open(url) as mem:
+        mem.remember("one memory")
+    if url.startswith("postgresql"):
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("UPDATE fivefold_meta SET value = '99' WHERE key = 'schema_version'")
+    else:
+        conn = sqlite3.connect(url)
+        with conn:
+            conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+        conn.close()
+    with pytest.raises(fivefold.NotAFivefoldStore, match="schema version 99"):
+        fivefold.Memory.open(url, embedder=fivefold.HashingEmbedder(dim=32), config=OFF)
+
+
+def test_a_name_written_with_combining_accents_is_found_whole() -> None:
+    from fivefold.extract.entities import extract_entities
+
+    decomposed = unicodedata.normalize("NFD", "Yesterday Jürgen came by")
+    assert extract_entities(decomposed) == ["Jürgen"]
+    anais = unicodedata.normalize("NFD", "Anaïs left")
+    assert extract_entities(anais, {"anais": "Anaïs"}) == ["Anaïs"]
+    assert text.tokens("Mül\xadler") == ["muller"]  # a soft hyphen splits nothing

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from importlib import resources
 
@@ -43,6 +44,10 @@ def extract_entities(text: str, known: Mapping[str, str] | None = None) -> list[
     returns the canonical name, so "Priya" becomes "Priya Patel" once that alias exists.
     """
     known = known or {}
+    if not text.isascii():
+        # Composed: a name written with a combining accent ("Jürgen" as u + U+0308) is one
+        # word to the capitalized pattern below (it found "Ju").
+        text = unicodedata.normalize("NFC", text)
     found: dict[str, str] = {}
     for name in _known_names(text, known):
         found.setdefault(normalize_name(name), name)

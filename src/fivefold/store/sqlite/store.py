@@ -221,6 +221,11 @@ class SQLiteStore:
                 f"version reads once it has moved it to {schema.SCHEMA_VERSION}: open a "
                 "writable copy once (recall works on it after)"
             )
+        if not (held is not None and held.isdigit() and int(held) <= schema.SCHEMA_VERSION):
+            raise NotAFivefoldStore(
+                f"{self._path} has fivefold schema version {held}; this version of fivefold "
+                f"reads up to {schema.SCHEMA_VERSION}: upgrade fivefold"
+            )
         # Before any migration: a store opened with another model is refused as it was found.
         self._check_model(meta, embedding_model, dim)
         if meta.get("schema_version") == "1":
