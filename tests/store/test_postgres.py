@@ -912,6 +912,50 @@ def test_a_write_does_not_wait_for_the_upkeep_its_growth_asks_for(
         assert "cancelled" in caplog.text
 
 
+def test_the_upkeep_outlives_its_failures_and_an_interrupted_close(
+    url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The statistics run before the vacuum, and a failing vacuum takes neither them nor the
+    next upkeep along (an error that was not psycopg's ended the thread and kept its slot: no
+    upkeep ran again); a close interrupted while it waits leaves the store open with its
+    upkeep (a review's finds)."""
+    from fivefold.store.postgres import schema
+
+    lock = "SELECT pg_advisory_lock(4243), pg_advisory_unlock(4243)"
+    monkeypatch.setattr(schema, "VACUUM_FROM", schema.ANALYZE_FROM)
+    monkeypatch.setattr(schema, "ANALYZE", lock)  # waits while this test holds the lock
+    monkeypatch.setattr(schema, "VACUUM", None)  # not even a statement: a TypeError
+    real_join = threading.Thread.join
+
+    def join(self: threading.Thread, timeout: float | None = None) -> None:
+        if self.name == "fivefold-upkeep":
+            raise KeyboardInterrupt
+        real_join(self, timeout)
+
+    def waiting() -> int:
+        with psycopg.connect(url) as probe:
+            row = probe.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE query = %s", (lock,)
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    with psycopg.connect(url, autocommit=True) as holder, _open(url) as memory:
+        holder.execute("SELECT pg_advisory_lock(4243)")
+        memory.remember_many(_filler(300))  # 0 -> 300: statistics, then a vacuum
+        deadline = time.monotonic() + 30
+        while not waiting() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert waiting() == 1  # the statistics first, behind the lock
+        monkeypatch.setattr(threading.Thread, "join", join)
+        with pytest.raises(KeyboardInterrupt):
+            memory.close()
+        monkeypatch.setattr(threading.Thread, "join", real_join)
+        holder.execute("SELECT pg_advisory_unlock(4243)")
+        assert memory.stats().memories == 300  # still open
+        memory.remember_many(_filler(300))  # 300 -> 600: both again, by the same upkeep
+    assert caplog.text.count("the upkeep after a write failed") == 2
+
+
 def test_a_namespace_copy_would_read_as_separators_is_written_as_it_is(url: str) -> None:
     """Postings go by COPY's text format: a tab, newline or backslash in a namespace must
     arrive as itself, not split the row."""

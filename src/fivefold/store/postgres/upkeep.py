@@ -48,7 +48,8 @@ class Upkeep:
 
     def ask(self, growth: Growth) -> None:
         """Run what ``growth`` asks for soon, on the upkeep thread (inline when no thread can
-        start: the interpreter is shutting down)."""
+        start: the interpreter is shutting down; then, as before this thread, the write waits
+        for it, and ``close`` does not know of it)."""
         if not (growth.analyze or growth.vacuum):
             return
         with self._lock:
@@ -82,44 +83,60 @@ class Upkeep:
 
     def run(self, growth: Growth) -> None:
         """What ``growth`` asks for, now, on this thread (outside any transaction: VACUUM
-        cannot run inside one)."""
+        cannot run inside one). The statistics first: they are what plans need, and a vacuum
+        cancelled by ``close`` or failing must not take them along. Nothing raises from here:
+        a dead upkeep thread would hold its slot, and no upkeep would run again."""
+        statements = [schema.ANALYZE] if growth.analyze else []
+        statements += [schema.VACUUM] if growth.vacuum else []
         try:
             with self._connection() as conn:
-                with self._lock:
-                    if self._cancelled:
-                        return
-                    self._running = conn
-                try:
-                    if growth.vacuum:
-                        conn.execute(schema.VACUUM)
-                    if growth.analyze:
-                        conn.execute(schema.ANALYZE)
-                finally:
+                for statement in statements:
                     with self._lock:
-                        self._running = None
-        except psycopg.Error as exc:
-            if isinstance(exc, psycopg.errors.QueryCanceled) and self._cancelled:
-                log.info("%s: the store closed during its upkeep (cancelled)", self._location)
-                return
+                        if self._cancelled:  # checked before each: a cancel between two
+                            return  # statements reaches neither
+                        self._running = conn
+                    try:
+                        conn.execute(statement)
+                    except psycopg.Error as exc:
+                        self._failed(exc)
+                    finally:
+                        with self._lock:
+                            self._running = None
+        except psycopg.Error as exc:  # no connection
+            self._failed(exc)
+        except Exception:
+            log.exception("%s: the upkeep after a write failed", self._location)
+
+    def _failed(self, exc: psycopg.Error) -> None:
+        if isinstance(exc, psycopg.errors.QueryCanceled) and self._cancelled:
+            log.info("%s: the store closed during its upkeep (cancelled)", self._location)
+        else:
             log.warning("%s: refreshing statistics after a write failed: %s", self._location, exc)
 
     def close(self) -> None:
         """No upkeep asked for after this; what was asked before is waited for up to
         ``CLOSE_WAIT_S``, then cancelled (the server stops the statement; autovacuum does the
-        work later)."""
+        work later), again every half second until the thread has ended (a cancel that
+        arrives between two statements stops nothing). Interrupted, the upkeep is as it was:
+        the store stays open (``gate.py``), and so does its upkeep."""
         with self._lock:
             self._closed = True
             thread = self._thread
         if thread is None or thread is threading.current_thread():
             return
-        thread.join(CLOSE_WAIT_S)
-        if thread.is_alive():
+        try:
+            thread.join(CLOSE_WAIT_S)
+            while thread.is_alive():
+                with self._lock:
+                    self._cancelled = True
+                    running = self._running
+                if running is not None:
+                    try:
+                        running.cancel_safe(timeout=5.0)
+                    except psycopg.Error as exc:  # the statement may have ended meanwhile
+                        log.info("%s: cancelling the upkeep: %s", self._location, exc)
+                thread.join(0.5)
+        except BaseException:
             with self._lock:
-                self._cancelled = True
-                running = self._running
-            if running is not None:
-                try:
-                    running.cancel_safe()
-                except psycopg.Error as exc:  # the statement may have ended meanwhile
-                    log.info("%s: cancelling the upkeep: %s", self._location, exc)
-            thread.join()
+                self._closed = self._cancelled = False
+            raise
