@@ -17,7 +17,6 @@ The rules live here, once; each backend supplies its rows through ``ContextRows`
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -225,14 +224,23 @@ def smoothed(
     live = [k for k, (_, near, far) in enumerate(jobs) if near or far]
     if not smoothing.active or not live:
         return out
+    # The most neighbours first: each (side, slot)'s rows are then mostly a leading run of
+    # ``total``, added in place as a slice (gathering and scattering them by index was ~60 %
+    # of this function, ~4 % of a bulk write). Each row's sum is the same, in the same order.
+    live.sort(key=lambda k: (-len(jobs[k][1]), -len(jobs[k][2])))
     total = np.array([jobs[k][0] for k in live], dtype=np.float64)
     for weight, side in ((smoothing.near, 1), (smoothing.far, 2)):
         for slot in range(max(len(jobs[k][side]) for k in live)):
             held = [n for n, k in enumerate(live) if len(jobs[k][side]) > slot]
             rows = np.array([jobs[live[n]][side][slot][2] for n in held], dtype=np.float64)
-            total[held] += weight * rows
-    # A row's norm as ``np.linalg.norm`` takes a vector's (its dot with itself).
-    norms = np.array([math.sqrt(row.dot(row)) for row in total])
+            rows *= weight
+            if held[-1] == len(held) - 1:  # the first len(held) rows
+                total[: len(held)] += rows
+            else:
+                total[held] += rows
+    # A row's norm as ``np.linalg.norm`` takes a vector's: its dot with itself (``vecdot``
+    # calls the same dot a row at a time).
+    norms = np.sqrt(np.vecdot(total, total))
     kept = norms != 0.0
     unit = np.zeros_like(total, dtype=np.float32)
     unit[kept] = (total[kept] / norms[kept, None]).astype(np.float32)
