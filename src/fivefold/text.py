@@ -1,9 +1,10 @@
 """Tokenization shared by the write path, the query parser and the lexical retriever.
 
-The pattern matches SQLite FTS5's ``unicode61`` tokenizer as the lexical index runs it
-(``store/tokens.py``: letters, digits and combining marks; underscore and punctuation separate
-tokens), on text folded by ``fold_accents`` first on both sides, so a term we compute in
-Python is the term the index holds.
+A word is letters and digits with the combining marks after them; underscore and punctuation
+separate words. For ASCII text that is what SQLite FTS5's ``unicode61`` tokenizer (the lexical
+index's, ``store/tokens.py``) makes of it; other text is folded (``fold_accents``) and cut into
+words here before FTS5 sees it (``index_text``), on the index's side and the query's alike, so a
+term we compute in Python is the term the index holds.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ def fold_accents(text: str) -> str:
     (Devanagari vowel signs and virama, Thai vowels and tone marks, Tamil pulli, Japanese
     dakuten): ``tokens`` keeps them in the word (ビール "beer" is not ヒール "heel"). A
     variation selector, and a mark of those blocks that does not combine with its letter (an
-    enclosing keycap), separates words as it always did."""
+    enclosing keycap), separates words as it always did; an invisible character inside a
+    word (a soft hyphen, a zero-width space) is dropped."""
     if text.isascii():
         return text
     return unicodedata.normalize("NFKD", text).translate(_folds())
