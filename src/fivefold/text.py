@@ -97,16 +97,28 @@ def _folded_words(text: str) -> list[str]:
 
 def fold_accents(text: str) -> str:
     """Compatibility forms decomposed (ﬁ -> fi) and diacritics dropped: the marks of Latin,
-    Greek and Cyrillic letters (é -> e, ό -> ο), Hebrew points and Arabic vowel signs, which
-    writers often leave out. Other scripts' marks are parts of their letters and stay
-    (Devanagari vowel signs and virama, Thai vowels and tone marks, Tamil pulli, Japanese
-    dakuten): ``tokens`` keeps them in the word (ビール "beer" is not ヒール "heel"). A
-    variation selector, and a mark of those blocks that does not combine with its letter (an
-    enclosing keycap), separates words as it always did; an invisible character inside a
-    word (a soft hyphen, a zero-width space) is dropped."""
+    Greek and Cyrillic letters (é -> e, ό -> ο, ё -> е; not й, ї, ў, letters of their own),
+    Hebrew points and Arabic vowel signs, which writers often leave out. Other scripts' marks
+    are parts of their letters and stay (Devanagari vowel signs and virama, Thai vowels and
+    tone marks, Tamil pulli, Japanese dakuten): ``tokens`` keeps them in the word (ビール
+    "beer" is not ヒール "heel"). A variation selector, and a mark of those blocks that does
+    not combine with its letter (an enclosing keycap), separates words as it always did; an
+    invisible character inside a word (a soft hyphen, a zero-width space) is dropped."""
     if text.isascii():
         return text
-    return unicodedata.normalize("NFKD", text).translate(_folds())
+    decomposed = unicodedata.normalize("NFKD", text)
+    if "\u0306" in decomposed or "\u0308" in decomposed:
+        for whole, parts in _CYRILLIC_LETTERS:
+            decomposed = decomposed.replace(parts, whole)
+    return decomposed.translate(_folds())
+
+
+# Cyrillic letters that decompose into a letter and a diacritic but are letters of their own
+# (Russian й, Ukrainian ї, Belarusian ў: мой "my" is not мои "my" plural): put together again
+# before the diacritics go. ё stays е, as Russian writers and search engines have it.
+_CYRILLIC_LETTERS = tuple(
+    (letter, unicodedata.normalize("NFD", letter)) for letter in ("й", "Й", "ї", "Ї", "ў", "Ў")
+)
 
 
 # Where diacritics live: the combining diacritical marks (and their extensions and supplement),

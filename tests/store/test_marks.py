@@ -36,7 +36,7 @@ PIECES = [KAAL, KUL, KILA, "हूँ", "क्ष", "தமிழ்", "நா�
           "cafe\u0301", "naïve", "ﬁne", "Zoë", "كَتَبَ", "שָׁלוֹם", "x\u20dd", "7\ufe0f\u20e3",
           "葛\U000e0100城", "\u0301", "B-7", "runs", "42", "Ａｂｃ", "½", "Straße", "ΟΔΟΣ",
           "pizza🥰", "ᏣᎳᎩ", "ꮳꮃꭹ", "ᲡᲐᲥᲐᲠᲗᲕᲔᲚᲝ", "Mül\xadler", "☕\ufe0fPriya",
-          "مـحمد"]  # fmt: skip
+          "مـحمد", "Андрей", "Україна", "ўсё", "Ёлка"]  # fmt: skip
 
 
 def _open(url: str) -> fivefold.Memory:
@@ -172,7 +172,16 @@ def test_other_scripts_keep_the_marks_that_tell_their_words_apart() -> None:
     for a, b in [("ビール", "ヒール"), ("เสื้อ", "เสือ"), ("ข้าว", "ขาว"), ("பல்", "பல"), ("བུ", "བི")]:
         assert tokenizer.terms(a) != tokenizer.terms(b), (a, b)
         assert text.normalize_name(a) != text.normalize_name(b), (a, b)
-    for a, b in [("café", "cafe"), ("Ῥόδος", "ροδος"), ("كَتَبَ", "كتب"), ("שָׁלוֹם", "שלום")]:
+    for a, b in [("мой", "мои"), ("Україна", "Украіна"), ("ўсё", "усё")]:  # letters of their own
+        assert tokenizer.terms(a) != tokenizer.terms(b), (a, b)
+        assert text.normalize_name(a) != text.normalize_name(b), (a, b)
+    for a, b in [
+        ("café", "cafe"),
+        ("Ῥόδος", "ροδος"),
+        ("كَتَبَ", "كتب"),
+        ("שָׁלוֹם", "שלום"),
+        ("ёлка", "елка"),
+    ]:
         assert tokenizer.terms(a) == tokenizer.terms(b), (a, b)
     # A keycap, a variation selector: words end there, as they always did.
     assert text.tokens("room 7\ufe0f\u20e3 I \u2764\ufe0f it") == ["room", "7", "i", "it"]
