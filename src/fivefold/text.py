@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import cache, lru_cache
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -164,9 +165,25 @@ def mark_chars() -> str:
     """The combining marks (Unicode category M) as the body of a regex character class: those
     of planes 0, 1 and 14 as this Python's Unicode has them (~25 ms, once)."""
     planes = (range(0x300, 0x20000), range(0xE0000, 0xE1000))
-    marks = [c for plane in planes for c in plane if unicodedata.category(chr(c))[0] == "M"]
+    return _class_body(
+        c for plane in planes for c in plane if unicodedata.category(chr(c))[0] == "M"
+    )
+
+
+@cache
+def capital_chars() -> str:
+    """The capital letters (Unicode categories Lu and Lt: A, É, Ł, Ø, Д, Ά, ǅ) as the body of a
+    regex character class, for the name patterns, which ``[A-Z]`` kept from Élodie and Андрей.
+    Every one lies in planes 0 and 1 as this Python's Unicode has them (~20 ms, once); a
+    lowercase or caseless letter (CJK, Arabic, Devanagari) is not one, so it never opens a name.
+    """
+    return _class_body(c for c in range(0x20000) if unicodedata.category(chr(c)) in ("Lu", "Lt"))
+
+
+def _class_body(codes: Iterable[int]) -> str:
+    """Ascending code points as a character class's body, runs written as ranges."""
     spans: list[tuple[int, int]] = []
-    for c in marks:
+    for c in codes:
         if spans and spans[-1][1] == c - 1:
             spans[-1] = (spans[-1][0], c)
         else:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import fivefold
 from fivefold.errors import InvalidInput
 from fivefold.extract import extract_entities, infer_predicate, infer_type
 from fivefold.extract.prepare import prepare
@@ -85,6 +87,78 @@ def test_extraction_is_total_and_returns_distinct_names(text: str) -> None:
     keys = [normalize_name(n) for n in found]
     assert all(keys)
     assert len(keys) == len(set(keys))
+
+
+# Names that open with a capital outside A-Z: ``[A-Z]`` found none of them.
+NON_ASCII_NAMES = [
+    ("Yesterday I met Élodie Durand in Lyon", ["Élodie Durand", "Lyon"]),
+    ("We visited Østergaard's farm", ["Østergaard"]),
+    ("I asked Łukasz about the release", ["Łukasz"]),
+    ("Lunch with Ángel, Çelik and Şahin", ["Ángel", "Çelik", "Şahin"]),
+    ("The note from Ödön mentions Ñuñez", ["Ödön", "Ñuñez"]),
+    ("I met Андрей Петров in Moscow", ["Андрей Петров", "Moscow"]),
+    ("я встретил Андрея вчера", ["Андрея"]),
+    ("I called Ελένη and Ζωή", ["Ελένη", "Ζωή"]),
+    ("Άννα joined the team", ["Άννα"]),  # a lone opener no dictionary has, like "Priya"
+    ("Then ǅemal arrived", ["ǅemal"]),  # a titlecase letter (Lt) opens a name too
+    (unicodedata.normalize("NFD", "I met Élodie"), ["Élodie"]),
+    ("Élodie: I moved to Lyon", ["Élodie", "Lyon"]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), NON_ASCII_NAMES)
+def test_a_name_may_open_with_any_capital(text: str, expected: list[str]) -> None:
+    assert sorted(extract_entities(text)) == sorted(expected)
+
+
+# Only Lu and Lt letters are capitals: lowercase words of any script, and scripts without case,
+# open no name (a class of every letter would pass the tests above, and fail these).
+@pytest.mark.parametrize(
+    "text",
+    [
+        "мы ходили в кино и ели попкорн",
+        "él está en la ciudad con ñandú",
+        "我和小明去了北京",
+        "ذهبت إلى المكتبة مع أحمد",
+        "मैं कल दिल्ली गया",
+        "ฉันไปตลาดกับสมชาย",
+    ],
+)
+def test_words_without_a_capital_are_no_names(text: str) -> None:
+    assert extract_entities(text) == []
+
+
+def test_caseless_text_around_a_name_adds_no_names() -> None:
+    assert extract_entities("我在北京见了 Priya 和 Élodie") == ["Priya", "Élodie"]
+
+
+_CAPITAL = st.characters(categories=("Lu", "Lt"), min_codepoint=0x80)
+_LOWER = st.text(st.characters(categories=("Ll",)), min_size=1, max_size=12)
+
+
+@given(_CAPITAL, _LOWER)
+def test_any_capitalized_word_mid_sentence_is_a_name(capital: str, rest: str) -> None:
+    name = unicodedata.normalize("NFC", capital + rest)
+    assert name in extract_entities(f"We met {capital}{rest} at noon.")
+
+
+@given(st.lists(st.text(st.characters(categories=("Ll", "Lo", "Lm")), min_size=1), max_size=8))
+def test_words_with_no_capital_are_never_names(words: list[str]) -> None:
+    assert extract_entities(" ".join(words)) == []
+
+
+def test_a_remembered_non_ascii_name_is_an_entity_recall_resolves(
+    hashing_mem: fivefold.Memory,
+) -> None:
+    record = hashing_mem.remember("Élodie: I moved to Lyon last spring")
+    hashing_mem.remember("I met Андрей Петров at the conference")
+    hashing_mem.remember("The build server moved to a new rack")
+    assert record.entities == ("Élodie", "Lyon")
+    result = hashing_mem.recall("where did Élodie move?")
+    assert [r.name for r in result.query.entity_refs] == ["Élodie"]
+    assert result.hits[0].memory.id == record.id
+    refs = hashing_mem.recall("what did Андрей Петров say?").query.entity_refs
+    assert [r.name for r in refs] == ["Андрей Петров"]
 
 
 TYPES = [
