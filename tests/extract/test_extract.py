@@ -154,6 +154,7 @@ def test_a_remembered_non_ascii_name_is_an_entity_recall_resolves(
     hashing_mem.remember("I met Андрей Петров at the conference")
     hashing_mem.remember("The build server moved to a new rack")
     assert record.entities == ("Élodie", "Lyon")
+    assert record.speaker == "Élodie"
     result = hashing_mem.recall("where did Élodie move?")
     assert [r.name for r in result.query.entity_refs] == ["Élodie"]
     assert result.hits[0].memory.id == record.id

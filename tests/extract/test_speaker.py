@@ -22,6 +22,11 @@ from fivefold.model import OptimizerMode
         ("Time: 10:30", "Time"),
         ("Caroline:no space", None),
         ("", None),
+        ("Élodie: I moved to Lyon", "Élodie"),
+        ("Андрей Петров: увидимся в пять", "Андрей Петров"),
+        ("Ζωή: γεια σου", "Ζωή"),
+        ("андрей: lower case is not a name", None),
+        ("北京: 很好", None),
     ],
 )
 def test_infer_speaker(content: str, speaker: str | None) -> None:

@@ -4,11 +4,26 @@ conversation transcripts when the caller does not give one."""
 from __future__ import annotations
 
 import re
+from functools import cache
 
+from fivefold.text import capital_chars
 from fivefold.validate import MAX_NAME_BYTES, MAX_SCOPE_CHARS
 
-# One to three capitalised words, then a colon and text: "Caroline: I went to ...".
-_LEADING_NAME = re.compile(r"^\s*([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+\S")
+
+def _leading_name(capital: str) -> re.Pattern[str]:
+    """One to three capitalised words, then a colon and text: "Caroline: I went to ..."."""
+    return re.compile(rf"^\s*({capital}[\w.'-]*(?: {capital}[\w.'-]*){{0,2}}):\s+\S")
+
+
+_LEADING_NAME = _leading_name("[A-Z]")
+
+
+@cache
+def _any_leading_name() -> re.Pattern[str]:
+    """``_LEADING_NAME`` for text that is not ASCII, any capital opening a word ("Élodie: ...")."""
+    return _leading_name(f"[{capital_chars()}]")
+
+
 # Labels written like a speaker that are not one ("Note: ...", "Update: ...").
 _LABELS = frozenset(
     {
@@ -19,7 +34,8 @@ _LABELS = frozenset(
 
 
 def infer_speaker(content: str) -> str | None:
-    match = _LEADING_NAME.match(content)
+    leading = _LEADING_NAME if content.isascii() else _any_leading_name()
+    match = leading.match(content)
     if match is None:
         return None
     name = match.group(1)
