@@ -175,6 +175,8 @@ TYPES = [
     ("Sarah Chen is the engineering manager", False, MemoryType.ENTITY),
     ("Priya leads the platform team", False, MemoryType.ENTITY),
     ("Kestrel is written in Rust", False, MemoryType.ENTITY),
+    ("Élodie leads the design team", False, MemoryType.ENTITY),
+    ("Andrzej Łukasiewicz is a logician", False, MemoryType.ENTITY),
     ("My badge ID is 47821.", False, MemoryType.FACT),
     ("The office wifi password is hunter2", False, MemoryType.FACT),
     ("I is a pronoun", False, MemoryType.FACT),

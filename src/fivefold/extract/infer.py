@@ -5,8 +5,10 @@ is or does -> entity; anything else -> fact."""
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from fivefold.model import MemoryType
+from fivefold.text import capital_chars
 
 _PREFERENCE = re.compile(
     r"\b(prefers?|preferred|preference|likes?|loves?|enjoys?|favou?rite|hates?|dislikes?|"
@@ -22,10 +24,24 @@ _HAPPENING = re.compile(
     r"signed|had a|gave a|ran a|took|got back|came back|returned)\b",
     re.IGNORECASE,
 )
-_ENTITY_DEFINITION = re.compile(
-    r"^(?:[A-Z][\w'’\-]*)(?:\s+[A-Z][\w'’\-]*)*\s+(?:is|are|was|works|leads|heads|manages|"
-    r"runs|owns|builds|reports)\b"
-)
+
+
+def _entity_definition(capital: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"^(?:{capital}[\w'’\-]*)(?:\s+{capital}[\w'’\-]*)*\s+(?:is|are|was|works|leads|"
+        r"heads|manages|runs|owns|builds|reports)\b"
+    )
+
+
+_ENTITY_DEFINITION = _entity_definition("[A-Z]")
+
+
+@cache
+def _any_entity_definition() -> re.Pattern[str]:
+    """``_ENTITY_DEFINITION`` for text that is not ASCII: "Élodie leads the design team"."""
+    return _entity_definition(f"[{capital_chars()}]")
+
+
 _NOT_A_NAME = re.compile(r"^(?:I|My|Our|The|User|User's|We|This|That|It)\b")
 _PREDICATE = re.compile(
     r"\b(?:my|our|the user's|user's|his|her|their)\s+(?P<attr>[a-zA-Z][\w\s\-]{1,40}?)"
@@ -40,7 +56,8 @@ def infer_type(content: str, *, has_event_date: bool) -> MemoryType:
     if has_event_date or _HAPPENING.search(content):
         return MemoryType.EVENT
     stripped = content.strip()
-    if _ENTITY_DEFINITION.match(stripped) and not _NOT_A_NAME.match(stripped):
+    definition = _ENTITY_DEFINITION if stripped.isascii() else _any_entity_definition()
+    if definition.match(stripped) and not _NOT_A_NAME.match(stripped):
         return MemoryType.ENTITY
     return MemoryType.FACT
 
