@@ -99,7 +99,8 @@ NON_ASCII_NAMES = [
     ("I met Андрей Петров in Moscow", ["Андрей Петров", "Moscow"]),
     ("я встретил Андрея вчера", ["Андрея"]),
     ("I called Ελένη and Ζωή", ["Ελένη", "Ζωή"]),
-    ("Άννα joined the team", ["Άννα"]),  # a lone opener no dictionary has, like "Priya"
+    ("Yesterday Άννα joined the team", ["Άννα"]),
+    ("Élodie moved to Lyon", ["Élodie", "Lyon"]),  # a lone opener no dictionary has, as Priya
     ("Then ǅemal arrived", ["ǅemal"]),  # a titlecase letter (Lt) opens a name too
     (unicodedata.normalize("NFD", "I met Élodie"), ["Élodie"]),
     ("Élodie: I moved to Lyon", ["Élodie", "Lyon"]),
@@ -126,6 +127,26 @@ def test_a_name_may_open_with_any_capital(text: str, expected: list[str]) -> Non
 )
 def test_words_without_a_capital_are_no_names(text: str) -> None:
     assert extract_entities(text) == []
+
+
+# A sentence's first words in a script the (English) dictionary does not cover are not taken
+# for names: "Вчера" (yesterday) and "Мы" (we) are capitalized there like any name.
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Мы ходили в кино с Андреем.", ["Андреем"]),
+        ("Вчера Андрей Петров приехал. Потом пришла Ольга", ["Ольга"]),
+        ("Χθες είδα την Ελένη", ["Ελένη"]),
+        ("Андрей Петров: увидимся в пять", ["Андрей Петров"]),  # a speaker
+    ],
+)
+def test_a_sentence_opener_of_another_script_is_no_name(text: str, expected: list[str]) -> None:
+    assert extract_entities(text) == expected
+
+
+def test_a_known_name_is_found_at_a_sentence_start() -> None:
+    known = {normalize_name("Андрей Петров"): "Андрей Петров"}
+    assert extract_entities("Андрей Петров приехал вчера", known) == ["Андрей Петров"]
 
 
 def test_caseless_text_around_a_name_adds_no_names() -> None:

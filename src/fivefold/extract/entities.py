@@ -123,6 +123,12 @@ def _capitalized_names(text: str) -> Iterable[str]:
         start = match.start()
         at_start = start == 0 or bool(_SENTENCE_END.search(text[max(0, start - _LOOKBACK) : start]))
         following = text[match.end() : match.end() + 2]
+        if at_start and not _latin(words[0]) and not following.startswith(":"):
+            # A sentence's first words in a script the dictionary below does not cover
+            # (Cyrillic, Greek): "Вчера", "Мы" are as capitalized there as a name, and a name
+            # found once would be found in every later text of that word. Mid-sentence, or as
+            # a speaker, the name counts; once known, it is found at a sentence start too.
+            continue
         trimmed = _trim(words, at_start)
         if not trimmed:
             continue
@@ -133,6 +139,11 @@ def _capitalized_names(text: str) -> Iterable[str]:
         if alone_at_start and not _looks_named(words[0], following):
             continue
         yield " ".join(trimmed)
+
+
+def _latin(word: str) -> bool:
+    """The word opens with a letter of the Latin script (A-Z, É, Ł, Ø)."""
+    return word[0].isascii() or unicodedata.name(word[0], "").startswith("LATIN")
 
 
 def _looks_named(word: str, following: str) -> bool:
