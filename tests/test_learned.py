@@ -324,3 +324,7 @@ def test_the_packaged_model_ranks_conversation_turns_only(hashing_mem: fivefold.
     assert all(0.0 < h.score < 1.0 for h in spoken.hits)
     written = learning.recall("when did the support group meet?", namespace="notes", now=NOW)
     assert NOT_TURNS in written.plan.reasons
+    # The model that did not rank is not named as ranking (both lines showed: a contradiction).
+    assert not any(r.startswith("learned fusion ranks") for r in written.plan.reasons)
+    explained = learning.explain("when did the support group meet?", namespace="notes", now=NOW)
+    assert explained.plan.reasons == written.plan.reasons

@@ -138,7 +138,7 @@ class ReadPipeline:
         ranked, demoted = self._demote(ranked, state.query.negations, scope)
         state.clock.time("negation", start)
         if plan.rerank or budget is Budget.HIGH:
-            ranked = self._rerank(state, ranked)
+            ranked = self._rerank(state, ranked, asked=budget is Budget.HIGH)
         if plan.mmr:
             ranked = self._mmr(state, ranked)
         return Retrieval(
@@ -481,11 +481,14 @@ class ReadPipeline:
         result = sorted(ranked, key=lambda f: (strikes.get(f.id, 0), order[f.id]))
         return result, frozenset(strikes)
 
-    def _rerank(self, state: _State, ranked: list[Fused]) -> list[Fused]:
+    def _rerank(self, state: _State, ranked: list[Fused], *, asked: bool) -> list[Fused]:
+        """``asked``: the caller's budget asked for it; an exploratory plan's rerank is opt-in
+        (``rerank.model_path``), so without a model it passes unremarked."""
         if self._reranker is None:
-            state.notes.append(
-                "rerank requested but no cross-encoder is configured (rerank.model_path)"
-            )
+            if asked:
+                state.notes.append(
+                    "rerank requested but no cross-encoder is configured (rerank.model_path)"
+                )
             return ranked
         start = time.perf_counter()
         depth = self._config.rerank.depth

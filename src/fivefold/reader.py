@@ -144,6 +144,7 @@ class RecallArgs:
 TOKEN_PREFIX = "r1."
 # The packaged model learned fusion uses where a namespace has trained none (None: the rules).
 DEFAULT_MODEL = "learned_default.json"
+LEARNED_RANKS = "learned fusion ranks: "  # the plan's reason naming the model that ranks
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +228,7 @@ class Reader:
         return Explanation(
             query=retrieval.query,
             features=MappingProxyType(planned.features.as_dict()),
-            plan=_with_notes(planned.plan, retrieval.notes),
+            plan=_with_notes(planned.plan, retrieval),
             runs=retrieval.runs,
             hits=hits,
             timings=MappingProxyType({**planned.timings, **retrieval.timings}),
@@ -333,7 +334,7 @@ class Reader:
             forced_types=args.forced,
         )
         if model is not None:
-            plan = replace(plan, reasons=(*plan.reasons, f"learned fusion ranks: {_label(model)}"))
+            plan = replace(plan, reasons=(*plan.reasons, f"{LEARNED_RANKS}{_label(model)}"))
         elif self._learning:
             plan = replace(
                 plan, reasons=(*plan.reasons, "no learned model for this namespace: rules rank")
@@ -376,7 +377,7 @@ class Reader:
         )
         timings = {**planned.timings, **retrieval.timings}
         timings["total"] = (time.perf_counter() - started) * 1000.0
-        plan = _with_notes(planned.plan, retrieval.notes)
+        plan = _with_notes(planned.plan, retrieval)
         return RecallResult(
             hits, plan, retrieval.query, MappingProxyType(timings), recall_id=args.to_token()
         )
@@ -410,7 +411,13 @@ def _packaged_model() -> LearnedModel | None:
     return None if model is None else replace(model, turns_only=True)
 
 
-def _with_notes(plan: Plan, notes: tuple[str, ...]) -> Plan:
-    if not notes:
+def _with_notes(plan: Plan, retrieval: Retrieval) -> Plan:
+    """The plan's reasons, then the retrieval's notes. A model chosen that did not rank (the
+    packaged one, when the candidates are not conversation turns: the retrieval's note says so)
+    is not named as ranking."""
+    reasons = plan.reasons
+    if not retrieval.learned:
+        reasons = tuple(r for r in reasons if not r.startswith(LEARNED_RANKS))
+    if not retrieval.notes and reasons == plan.reasons:
         return plan
-    return replace(plan, reasons=(*plan.reasons, *notes))
+    return replace(plan, reasons=(*reasons, *retrieval.notes))

@@ -110,6 +110,15 @@ def test_rerank_without_a_model_says_so() -> None:
     assert any("no cross-encoder is configured" in r for r in result.plan.reasons)
 
 
+def test_an_exploratory_plans_rerank_is_opt_in() -> None:
+    """Without a model, the rerank an exploratory plan asks for passes unremarked (it printed
+    "no cross-encoder is configured" under every such recall of a default store)."""
+    with _store(Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE))) as mem:
+        result = mem.recall("notes about the API")
+    assert result.plan.rerank
+    assert not any("cross-encoder" in r for r in result.plan.reasons)
+
+
 def test_a_bad_model_directory_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"tokenizer\.json"):
         OnnxCrossEncoder(tmp_path)
