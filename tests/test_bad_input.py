@@ -921,7 +921,7 @@ def test_an_import_skips_a_record_the_store_refuses(hashing_mem: Memory, tmp_pat
     lines[2] = {"content": "a NUL \x00 here"}
     path = tmp_path / "notes.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    report = import_file(hashing_mem, path, on_error="skip", batch_size=10)
+    report = import_file(lambda: hashing_mem, path, on_error="skip", batch_size=10)
     if hashing_mem.store.keyed_names:  # Postgres
         assert report.imported == 4
         assert [where for where, _ in report.skipped] == ["line 3"]

@@ -87,6 +87,7 @@ def test_import_jsonl_and_locomo(db: str, tmp_path: Path) -> None:
 
 
 def test_bad_input_is_one_line_and_an_exit_code(db: str, tmp_path: Path) -> None:
+    assert run(db, "remember", "a memory to recall")[0] == 0
     code, _, err = run(db, "recall", "   ")
     assert code == 2
     assert err.startswith("error: ")

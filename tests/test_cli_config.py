@@ -115,12 +115,12 @@ def test_the_api_key_comes_from_the_environment_and_is_never_shown(
     tmp_path: Path, opened: list[Config]
 ) -> None:
     env = {"FIVEFOLD_LLM_API_KEY": "sk-from-env"}
-    code, out, _ = run("--db", str(tmp_path / "k.db"), "recall", "anything", env=env)
+    code, out, _ = run("--db", str(tmp_path / "k.db"), "remember", "anything", env=env)
     assert code == 0
     assert opened[0].rewrite.api_key == "sk-from-env"
     code, out, _ = run("config", "show", env=env)
     assert "sk-from-env" not in out
-    run("--db", str(tmp_path / "k.db"), "stats")  # the store is there: made by the recall
+    run("--db", str(tmp_path / "k.db"), "stats")  # the store is there: made by the remember
     assert opened[1].rewrite.api_key is None
 
 

@@ -83,13 +83,17 @@ def test_hostile_cases_exit_2_with_one_line_and_write_nothing(
     tmp_path: Path, case: str, argv: Callable[[Path], list[str]], says: str
 ) -> None:
     db = tmp_path / "h.db"
-    assert count(db) == 0
+    if argv(tmp_path)[0] == "recall":  # a recall needs a store (a missing one is exit 3)
+        assert run("--db", str(db), "remember", "one memory")[0] == 0
+    before = count(db)
     code, _, err = run("--db", str(db), *argv(tmp_path))
     assert code == 2, err
     assert err.startswith("error: ")
     assert err.count("\n") == 1
     assert says in err
-    assert count(db) == 0
+    assert count(db) == before
+    # A write refused at a new path makes no store there (it left an empty one).
+    assert db.exists() == (argv(tmp_path)[0] == "recall")
 
 
 def test_a_database_path_under_a_regular_file_is_a_store_error(tmp_path: Path) -> None:
@@ -111,6 +115,36 @@ def test_import_stops_at_the_first_bad_line_after_whole_batches(tmp_path: Path) 
     assert "importance" in err
     assert "2 memories imported" in err
     assert count(db) == 2  # the first batch; nothing of the batch holding line 4
+
+
+def test_import_stops_at_the_first_bad_line_in_the_files_order(tmp_path: Path) -> None:
+    """A refused record before an unreadable line is the one reported (the unreadable line
+    was named first: line 6 here, then line 3 once it was fixed)."""
+    lines = [json.dumps({"content": f"note {i}"}) for i in range(7)]
+    lines[2] = '{"content": ""}'
+    lines[5] = "not json"
+    path = _lines(tmp_path, "order.jsonl", ("\n".join(lines) + "\n").encode())
+    db = tmp_path / "o.db"
+    code, _, err = run("--db", str(db), "import", path)
+    assert code == 2
+    assert "line 3" in err
+    assert "content" in err
+    assert not db.exists()  # refused in its first batch: no store made
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["recall", "coffee"], ["forget", "1"], ["train"], ["feedback", "r1.x", "--used", "1"]],
+    ids=lambda argv: argv[0],
+)
+def test_a_command_that_reads_a_store_makes_none(tmp_path: Path, argv: list[str]) -> None:
+    """A mistyped --db made an empty store and answered from it (recall: 0 hits, exit 0)."""
+    db = tmp_path / "memroy.db"
+    code, _, err = run("--db", str(db), *argv)
+    assert code == 3
+    assert err.startswith("error: no store at ")
+    assert err.count("\n") == 1
+    assert not db.exists()
 
 
 def test_import_skip_reports_every_bad_line_and_keeps_the_good(tmp_path: Path) -> None:

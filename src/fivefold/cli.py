@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal, ParamSpec, TypeVar
@@ -26,6 +27,7 @@ from fivefold.cli_render import (
 )
 from fivefold.config import Config
 from fivefold.config_file import config_in_effect, config_to_toml
+from fivefold.extract.prepare import check
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -76,6 +78,12 @@ def remember(ctx: click.Context, /, content: str, mtype: str | None, **opts: Any
     """Store one memory; print its id and what was inferred."""
     metadata = _json_object(opts.pop("metadata"))
     entities = list(opts.pop("entities")) or None
+    given = {"content": content, "type": mtype, "metadata": metadata, "entities": entities, **opts}
+    # Refused before the store is opened: a refused write at a new path left an empty store.
+    check(
+        {k: v for k, v in given.items() if v is not None},
+        max_entities=settings_of(ctx).write.max_entities,
+    )
     with open_memory(ctx) as mem:
         rec = mem.remember(content, type=mtype, metadata=metadata, entities=entities, **opts)
     click.echo(
@@ -113,7 +121,7 @@ def recall(
     **opts: Any,
 ) -> None:
     """Recall the memories that answer QUERY."""
-    with open_memory(ctx) as mem:
+    with open_memory(ctx, existing=True) as mem:
         if explain:
             explanation = mem.explain(query, types=list(types) or None, **opts)
             if as_json:
@@ -171,7 +179,7 @@ def alias(ctx: click.Context, /, name: str, alias: str, namespace: str) -> None:
 @friendly
 def forget(ctx: click.Context, /, memory_id: int, namespace: str) -> None:
     """Delete memory MEMORY_ID (of the namespace) and everything derived from it."""
-    with open_memory(ctx) as mem:
+    with open_memory(ctx, existing=True) as mem:
         mem.forget(memory_id, namespace=namespace)
     click.echo(f"forgot {memory_id}")
 
@@ -213,9 +221,14 @@ def import_(
 
     report: ImportReport | None = None
     try:
-        with open_memory(ctx) as mem:
+        with ExitStack() as opened:
             report = import_file(
-                mem, path, fmt=fmt, namespace=namespace, batch_size=batch_size, on_error=on_error
+                lambda: opened.enter_context(open_memory(ctx)),  # by the first batch it writes
+                path,
+                fmt=fmt,
+                namespace=namespace,
+                batch_size=batch_size,
+                on_error=on_error,
             )
     except ImportInterrupted as stopped:
         done = stopped.report
@@ -260,7 +273,7 @@ def feedback(
     ctx: click.Context, /, recall_id: str, relevant: tuple[int, ...], used: tuple[int, ...]
 ) -> None:
     """Say which memories answered the recall RECALL_ID (from `recall --json`), for `train`."""
-    with open_memory(ctx) as mem:
+    with open_memory(ctx, existing=True) as mem:
         made = mem.feedback(recall_id, relevant=list(relevant), used=list(used))
     click.echo(json.dumps({"feedback": made}))
 
@@ -272,7 +285,7 @@ def feedback(
 def train(ctx: click.Context, /, namespace: str) -> None:
     """Fit learned fusion on the namespace's feedback; keep it only if it does not lose to the
     rules on held-out recalls (optimizer.mode = "learned" ranks with it)."""
-    with open_memory(ctx) as mem:
+    with open_memory(ctx, existing=True) as mem:
         report = mem.train(namespace=namespace)
     verdict = "accepted: it ranks" if report.accepted else "not accepted: the rules keep ranking"
     click.echo(

@@ -10,7 +10,7 @@ nothing half-valid. A bad record is reported with its line (JSONL) or its positi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +18,7 @@ from typing import Any, Literal
 from rich.progress import Progress
 
 from fivefold.errors import InvalidInput
+from fivefold.extract.prepare import check
 from fivefold.memory import Memory
 
 OnError = Literal["stop", "skip"]
@@ -47,7 +48,7 @@ class ImportInterrupted(KeyboardInterrupt):
 
 
 def import_file(
-    mem: Memory,
+    store: Callable[[], Memory],
     path: Path,
     *,
     fmt: str = "auto",
@@ -65,6 +66,7 @@ def import_file(
     if namespace is not None:
         records = [_in(r, namespace) for r in records]
     report = ImportReport()
+    mem = _Opened(store)
     with Progress(transient=True) as progress:
         task = progress.add_task(f"importing {path.name}", total=len(records))
         for start in range(0, len(records), batch_size):
@@ -85,14 +87,36 @@ def _in(record: Record, namespace: str) -> Record:
     return Record(record.where, {**record.fields, "namespace": namespace})
 
 
+class _Opened:
+    """The store, opened by the first batch with a record to write: an import refused at its
+    first record makes no store at a new path."""
+
+    def __init__(self, store: Callable[[], Memory]) -> None:
+        self._store = store
+        self._mem: Memory | None = None
+
+    def remember_many(self, items: list[dict[str, Any]]) -> None:
+        if self._mem is None:
+            for position, item in enumerate(items):  # refused before the store is made
+                try:
+                    check(item)
+                except InvalidInput as exc:
+                    raise InvalidInput(exc.detail, item=position) from exc
+            self._mem = self._store()
+        self._mem.remember_many(items)
+
+
 def _write_batch(
-    mem: Memory, batch: Sequence[Record], report: ImportReport, path: Path, on_error: OnError
+    mem: _Opened, batch: Sequence[Record], report: ImportReport, path: Path, on_error: OnError
 ) -> None:
     """One transaction for the batch's good records; a refused record is reported (and the
-    import stopped, or the record left out and the rest retried)."""
+    import stopped, or the record left out and the rest retried). The first bad record in the
+    file's order: a record before an unreadable line is checked before that line is reported."""
     pending = list(batch)
     while True:
         bad = next((r for r in pending if r.problem is not None), None)
+        if bad is not None:
+            bad = _first_refused(pending[: pending.index(bad)]) or bad
         if bad is None:
             try:
                 mem.remember_many([r.fields or {} for r in pending])
@@ -111,6 +135,16 @@ def _write_batch(
             )
         report.skipped.append((bad.where, bad.problem or ""))
         pending = [r for r in pending if r.where != bad.where]
+
+
+def _first_refused(records: Sequence[Record]) -> Record | None:
+    """The first of ``records`` (each read) that ``remember`` would refuse, with why."""
+    for record in records:
+        try:
+            check(record.fields or {})
+        except InvalidInput as exc:
+            return Record(record.where, record.fields, exc.detail)
+    return None
 
 
 def _jsonl(path: Path) -> Iterator[Record]:

@@ -16,7 +16,7 @@ from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput, NotFound, alone
 from fivefold.extract.entities import extract_entities
-from fivefold.extract.prepare import MAX_PREDICATE_CHARS, prepare
+from fivefold.extract.prepare import MAX_PREDICATE_CHARS, VECTOR_FIELD, prepare
 from fivefold.gate import Gate, gated
 from fivefold.learned import Example
 from fivefold.metrics import MetricsSnapshot
@@ -36,8 +36,6 @@ from fivefold.reader import Reader, RecallArgs
 from fivefold.store import Store, StoreSettings, open_store
 from fivefold.text import normalize_name
 from fivefold.training import train
-
-VECTOR_FIELD = "vector"
 
 
 class Memory:

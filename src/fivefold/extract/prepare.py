@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
+
+import numpy as np
 
 from fivefold import validate
 from fivefold.errors import InvalidInput
@@ -33,6 +36,7 @@ FIELDS = frozenset(
     }
 )
 MAX_PREDICATE_CHARS = 500
+VECTOR_FIELD = "vector"  # an item's precomputed embedding (``remember_many``)
 
 
 def prepare(
@@ -96,4 +100,28 @@ def prepare(
         session_id=validate.optional_name(item.get("session_id"), "session_id"),
         metadata=validate.metadata(item.get("metadata")),
         speaker=speaker.strip() if speaker else infer_speaker(content),
+    )
+
+
+def check(item: object, *, max_entities: int | None = None) -> None:
+    """Raise ``InvalidInput`` for what ``remember`` refuses in an item's own fields, writing
+    nothing, so a caller can refuse a bad item before it opens a store (a refused write at a
+    new path left an empty store there). A given vector is checked for finite numbers, not all
+    zero (its length is the embedder's to check); the store's rules (an alias, a name's key)
+    are not checked here."""
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"must be a dict, got {type(item).__name__}")
+    if VECTOR_FIELD in item:
+        try:
+            vector = np.asarray(item[VECTOR_FIELD], dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError, OverflowError):
+            raise InvalidInput("vector must be a list of numbers") from None
+        if not np.all(np.isfinite(vector)) or not np.any(vector):
+            raise InvalidInput("vector must be finite numbers, not all zero")
+    prepare(
+        {k: v for k, v in item.items() if k != VECTOR_FIELD},
+        known={},
+        now=datetime.now(UTC),
+        default_importance=0.5,
+        max_entities=sys.maxsize if max_entities is None else max_entities,
     )
