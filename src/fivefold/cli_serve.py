@@ -48,6 +48,7 @@ def serve(ctx: click.Context, /, host: str | None, port: int | None, workers: in
     settings = replace(config.serve, **{k: v for k, v in given.items() if v is not None})
     path = config_in_effect(ctx.obj["config_path"])
     notice = run.check_binding(settings.host, KeyRing(load_keys(path)))
+    run.check_port(settings.host, settings.port)
     click.echo(
         f"fivefold serve: http://{settings.host}:{settings.port}/ "
         f"({settings.workers} worker{'s' if settings.workers > 1 else ''}); {notice}",
@@ -65,7 +66,8 @@ def serve(ctx: click.Context, /, host: str | None, port: int | None, workers: in
 def mcp(
     ctx: click.Context, /, namespace: str | None, user_id: str | None, agent_id: str | None
 ) -> None:
-    """An MCP server over stdio (remember, recall, relate, forget, explain) for an agent host."""
+    """An MCP server over stdio (remember, recall, feedback, relate, forget, explain) for an agent
+    host."""
     _need_extra()
     from fivefold.serve.mcp import build_server, fixed_scope
     from fivefold.serve.mcp_stdio import run_stdio

@@ -394,7 +394,9 @@ class Memory:
         args = RecallArgs.from_token(recall_id)
         named = [*validate.id_list(relevant, "relevant"), *validate.id_list(used, "used")]
         if not named:
-            raise InvalidInput("feedback names no memory: pass relevant= or used= ids")
+            raise InvalidInput(
+                "feedback names no memory: give the ids that answered (relevant) or were used"
+            )
         scope = args.scope
         records = self._store.get_memories(scope.namespace, sorted(set(named)))
         for memory_id in named:

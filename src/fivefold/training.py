@@ -34,7 +34,7 @@ def train(reader: Reader, store: Store, namespace: str, config: LearnedConfig) -
     if len(entries) < config.min_feedback:
         raise InvalidInput(
             f"namespace {namespace!r} has feedback on {len(entries)} recalls; training needs "
-            f"{config.min_feedback} (learned.min_feedback): call feedback() on more recalls"
+            f"{config.min_feedback} (learned.min_feedback): give feedback on more recalls"
         )
     every = config.holdout_every
     # At least one recall held out, and one to fit on (with min_feedback below holdout_every,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -124,6 +125,21 @@ def test_without_keys_the_server_refuses_a_public_address(tmp_path: Path) -> Non
     assert done.returncode == 1
     assert "binds only to loopback" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_port_in_use_is_one_line_before_the_banner(tmp_path: Path) -> None:
+    """uvicorn said it among its log lines after "fivefold serve: http://...", and exited 3."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-c", "from fivefold.cli import main; main()"]
+        command += ["--db", str(tmp_path / "m.db"), "serve", "--port", str(port)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}")
+    assert done.stderr.count("\n") == 1
+    assert not (tmp_path / "m.db").exists()
 
 
 class _Batch:

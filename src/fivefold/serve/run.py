@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
 import tempfile
 from dataclasses import replace
@@ -82,6 +83,22 @@ def check_binding(host: str, keys: KeyRing) -> str:
             "add one with `fivefold keys add --namespace NAME`"
         )
     return "no API keys configured: no authentication, loopback only"
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse an address the server could not listen on, before anything is said or opened:
+    uvicorn told of a port in use among its log lines, after the banner, and exited 3 ("not
+    found"). Bound as uvicorn binds it (``SO_REUSEADDR``), then let go for uvicorn."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server there? "
+                "--port or serve.port picks another)"
+            ) from None
 
 
 def serve(
