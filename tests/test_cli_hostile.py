@@ -253,3 +253,10 @@ def test_ctrl_c_while_the_store_closes_after_an_import_says_everything_was_impor
     assert "Aborted" not in err
     monkeypatch.undo()
     assert count(tmp_path / "i.db") == 3
+
+
+def test_a_global_option_after_the_command_says_where_it_goes(tmp_path: Path) -> None:
+    code, _, err = run("recall", "coffee", "--db", str(tmp_path / "x.db"))
+    assert code == 2
+    assert "--db is an option of fivefold itself: it goes before the command" in err
+    assert not (tmp_path / "x.db").exists()

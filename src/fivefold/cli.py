@@ -39,7 +39,24 @@ def _scope_options(command: Callable[P, R]) -> Callable[P, R]:
     return click.option("--namespace", "-n", default="default", show_default=True)(command)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Cli(click.Group):
+    """The ``fivefold`` group: an option of its own given after the command is named as such
+    (click said "No such option: --db" and no more)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.NoSuchOption as exc:
+            if exc.option_name not in ("--db", "--config"):
+                raise
+            raise click.UsageError(
+                f"{exc.option_name} is an option of fivefold itself: it goes before the "
+                f"command (fivefold {exc.option_name} ... {ctx.invoked_subcommand} ...)",
+                ctx=exc.ctx,
+            ) from None
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
     envvar="FIVEFOLD_DB",
