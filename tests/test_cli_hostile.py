@@ -260,3 +260,55 @@ def test_a_global_option_after_the_command_says_where_it_goes(tmp_path: Path) ->
     assert code == 2
     assert "--db is an option of fivefold itself: it goes before the command" in err
     assert not (tmp_path / "x.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("first", "says"),
+    [
+        ({"content": "x", "entities": [f"Name {n}" for n in range(65)]}, "at most 64"),
+        ({"content": "x", "vector": [0.1, 0.2, 0.3]}, "vector must be 384"),
+    ],
+    ids=["entities", "vector length"],
+)
+def test_import_checks_the_stores_limits_before_making_it(
+    tmp_path: Path, first: dict[str, object], says: str
+) -> None:
+    """Refused by the store's limits (its entity bound, its embedder's length), the first
+    record made an empty store; and a later unreadable line was named before it."""
+    path = _lines(tmp_path, "l.jsonl", (json.dumps(first) + "\n{broken\n").encode())
+    db = tmp_path / "l.db"
+    code, _, err = run("--db", str(db), "import", path)
+    assert code == 2
+    assert "line 1" in err
+    assert says in err
+    assert not db.exists()
+
+
+def test_import_skipping_every_record_makes_no_store(tmp_path: Path) -> None:
+    path = _lines(tmp_path, "bad.jsonl", b'{"content": ""}\n{"content": "x", "importance": 9}\n')
+    db = tmp_path / "b.db"
+    code, out, _ = run("--db", str(db), "import", path, "--on-error", "skip")
+    assert code == 0
+    assert "imported 0 memories" in out
+    assert "skipped 2 bad records" in out
+    assert not db.exists()
+
+
+def test_import_says_a_broken_config_first(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("[retrieval\nbroken")
+    path = _lines(tmp_path, "empty.jsonl", b"")
+    code, _, err = run("--config", str(config), "--db", str(tmp_path / "c.db"), "import", path)
+    assert code == 1
+    assert "bad.toml" in err
+
+
+def test_import_refuses_an_empty_namespace_once(tmp_path: Path) -> None:
+    lines = "".join(json.dumps({"content": f"note {i}"}) + "\n" for i in range(50))
+    path = _lines(tmp_path, "n.jsonl", lines.encode())
+    code, _, err = run(
+        "--db", str(tmp_path / "n.db"), "import", path, "-n", "", "--on-error", "skip"
+    )
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "namespace" in err

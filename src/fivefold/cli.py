@@ -3,6 +3,7 @@ code (2 bad input, 3 not found, 4 store problem, 1 anything else of ours); never
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -14,7 +15,7 @@ import click
 from rich.console import Console
 
 from fivefold import errors
-from fivefold.cli_context import open_memory, require_store, settings_of
+from fivefold.cli_context import default_dim, open_memory, require_store, settings_of
 from fivefold.cli_errors import friendly
 from fivefold.cli_render import (
     explanation_json,
@@ -100,6 +101,7 @@ def remember(ctx: click.Context, /, content: str, mtype: str | None, **opts: Any
     check(
         {k: v for k, v in given.items() if v is not None},
         max_entities=settings_of(ctx).write.max_entities,
+        dim=default_dim(),
     )
     with open_memory(ctx) as mem:
         rec = mem.remember(content, type=mtype, metadata=metadata, entities=entities, **opts)
@@ -237,6 +239,9 @@ def import_(
     from fivefold.importers import ImportInterrupted, ImportReport, import_file
 
     report: ImportReport | None = None
+    checked = functools.partial(
+        check, max_entities=settings_of(ctx).write.max_entities, dim=default_dim()
+    )  # the settings first: a broken config file is said before any record is read
     try:
         with ExitStack() as opened:
             report = import_file(
@@ -246,6 +251,7 @@ def import_(
                 namespace=namespace,
                 batch_size=batch_size,
                 on_error=on_error,
+                checked=checked,
             )
     except ImportInterrupted as stopped:
         done = stopped.report

@@ -26,6 +26,14 @@ def open_memory(ctx: click.Context, *, existing: bool = False) -> Iterator[Memor
         yield mem
 
 
+def default_dim() -> int:
+    """The embedding dimension of the stores ``open_memory`` opens (``Memory.open``'s default
+    model; its weights are not loaded for this)."""
+    from fivefold.embed.minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder().dim
+
+
 def require_store(location: str | None) -> None:
     """``NotFound`` when ``location`` names a store that is not there (a file, or a Postgres
     schema with fivefold's tables): nothing is made."""

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from rich.progress import Progress
 
+from fivefold import validate
 from fivefold.errors import InvalidInput
 from fivefold.extract.prepare import check
 from fivefold.memory import Memory
@@ -48,31 +49,38 @@ class ImportInterrupted(KeyboardInterrupt):
 
 
 def import_file(
-    store: Callable[[], Memory],
+    opened: Callable[[], Memory],
     path: Path,
     *,
     fmt: str = "auto",
     namespace: str | None = None,
     batch_size: int = 256,
     on_error: OnError = "stop",
+    checked: Callable[[object], None] = check,
 ) -> ImportReport:
+    """Import ``path`` into the store ``opened()`` returns, called by the first batch that
+    writes. ``checked`` refuses a record as that store would (``extract.prepare.check`` with the
+    store's limits): a batch is checked with it before the store is opened, and a record before
+    an unreadable line before that line is reported."""
     if batch_size < 1:
         raise InvalidInput("batch size must be at least 1")
     if on_error not in ("stop", "skip"):
         raise InvalidInput(f"on_error must be 'stop' or 'skip', got {on_error!r}")
+    if namespace is not None:
+        validate.name_text(namespace, "namespace")  # once, not once a record
     if fmt == "auto":
         fmt = "jsonl" if path.suffix.lower() in (".jsonl", ".ndjson") else "locomo"
     records = list(_jsonl(path) if fmt == "jsonl" else _locomo(path))
     if namespace is not None:
         records = [_in(r, namespace) for r in records]
     report = ImportReport()
-    mem = _Opened(store)
+    mem = _Opened(opened, checked)
     with Progress(transient=True) as progress:
         task = progress.add_task(f"importing {path.name}", total=len(records))
         for start in range(0, len(records), batch_size):
             batch = records[start : start + batch_size]
             try:
-                _write_batch(mem, batch, report, path, on_error)
+                _write_batch(mem, batch, report, path, on_error, checked)
             except KeyboardInterrupt:
                 report.skipped.sort(key=lambda skipped: int(skipped[0].split()[-1]))
                 raise ImportInterrupted(report, batch[0].where, batch[-1].where) from None
@@ -88,26 +96,32 @@ def _in(record: Record, namespace: str) -> Record:
 
 
 class _Opened:
-    """The store, opened by the first batch with a record to write: an import refused at its
-    first record makes no store at a new path."""
+    """The store, opened by the first batch with a record to write, once its records pass
+    ``checked``: an import refused at its first record makes no store at a new path."""
 
-    def __init__(self, store: Callable[[], Memory]) -> None:
-        self._store = store
+    def __init__(self, opened: Callable[[], Memory], checked: Callable[[object], None]) -> None:
+        self._opened = opened
+        self._checked = checked
         self._mem: Memory | None = None
 
     def remember_many(self, items: list[dict[str, Any]]) -> None:
         if self._mem is None:
-            for position, item in enumerate(items):  # refused before the store is made
+            for position, item in enumerate(items):
                 try:
-                    check(item)
+                    self._checked(item)
                 except InvalidInput as exc:
                     raise InvalidInput(exc.detail, item=position) from exc
-            self._mem = self._store()
+            self._mem = self._opened()
         self._mem.remember_many(items)
 
 
 def _write_batch(
-    mem: _Opened, batch: Sequence[Record], report: ImportReport, path: Path, on_error: OnError
+    mem: _Opened,
+    batch: Sequence[Record],
+    report: ImportReport,
+    path: Path,
+    on_error: OnError,
+    checked: Callable[[object], None],
 ) -> None:
     """One transaction for the batch's good records; a refused record is reported (and the
     import stopped, or the record left out and the rest retried). The first bad record in the
@@ -116,8 +130,10 @@ def _write_batch(
     while True:
         bad = next((r for r in pending if r.problem is not None), None)
         if bad is not None:
-            bad = _first_refused(pending[: pending.index(bad)]) or bad
+            bad = _first_refused(pending[: pending.index(bad)], checked) or bad
         if bad is None:
+            if not pending:  # every record left out: nothing to write (nor a store to make)
+                return
             try:
                 mem.remember_many([r.fields or {} for r in pending])
                 report.imported += len(pending)
@@ -137,11 +153,11 @@ def _write_batch(
         pending = [r for r in pending if r.where != bad.where]
 
 
-def _first_refused(records: Sequence[Record]) -> Record | None:
-    """The first of ``records`` (each read) that ``remember`` would refuse, with why."""
+def _first_refused(records: Sequence[Record], checked: Callable[[object], None]) -> Record | None:
+    """The first of ``records`` (each read) that ``checked`` refuses, with why."""
     for record in records:
         try:
-            check(record.fields or {})
+            checked(record.fields or {})
         except InvalidInput as exc:
             return Record(record.where, record.fields, exc.detail)
     return None

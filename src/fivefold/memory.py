@@ -16,7 +16,7 @@ from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput, NotFound, alone
 from fivefold.extract.entities import extract_entities
-from fivefold.extract.prepare import MAX_PREDICATE_CHARS, VECTOR_FIELD, prepare
+from fivefold.extract.prepare import MAX_PREDICATE_CHARS, VECTOR_FIELD, given_vector, prepare
 from fivefold.gate import Gate, gated
 from fivefold.learned import Example
 from fivefold.metrics import MetricsSnapshot
@@ -515,17 +515,11 @@ def _unit_vectors(raws: Sequence[Any], dim: int, positions: Sequence[int]) -> np
 
 
 def _unit_vector(raw: Any, dim: int, position: int) -> np.ndarray:
-    # float64 first: a float32 cast would turn 1e39 into inf and its square into 0 norm.
     try:
-        vector = np.asarray(raw, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InvalidInput(f"vector must be {dim} numbers", item=position) from exc
-    if vector.shape != (dim,) or not np.all(np.isfinite(vector)):
-        raise InvalidInput(f"vector must be {dim} finite numbers", item=position)
-    scale = float(np.max(np.abs(vector)))
-    if scale == 0.0:
-        raise InvalidInput("vector is all zeros", item=position)
-    scaled = vector / scale  # no overflow in the norm of [1e300, ...]
+        vector = given_vector(raw, dim)
+    except InvalidInput as exc:
+        raise InvalidInput(exc.detail, item=position) from None
+    scaled = vector / float(np.max(np.abs(vector)))  # no overflow in the norm of [1e300, ...]
     return (scaled / np.linalg.norm(scaled)).astype(np.float32)
 
 

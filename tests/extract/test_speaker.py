@@ -23,8 +23,9 @@ from fivefold.model import OptimizerMode
         ("Caroline:no space", None),
         ("", None),
         ("Élodie: I moved to Lyon", "Élodie"),
-        ("Андрей Петров: увидимся в пять", "Андрей Петров"),
-        ("Ζωή: γεια σου", "Ζωή"),
+        ("Andrzej Łukasiewicz: see you at five", "Andrzej Łukasiewicz"),
+        ("Андрей Петров: увидимся в пять", None),  # other scripts: "Важно: ..." is no speaker
+        ("Ζωή: γεια σου", None),
         ("андрей: lower case is not a name", None),
         ("北京: 很好", None),
     ],

@@ -40,9 +40,9 @@ _NAME_SEQ = _name_seq("[A-Z]")
 
 @functools.cache
 def _any_name_seq() -> re.Pattern[str]:
-    """``_NAME_SEQ`` for text that is not ASCII: a name opens with any capital (Élodie, Łukasz,
-    Андрей, Ζωή). ASCII text keeps ``[A-Z]``: the same set there, and its scan of LoCoMo's
-    turns took 14 ms where the class of every capital took 20 (a write's extraction ~6% dearer)."""
+    """``_NAME_SEQ`` for text that is not ASCII: a name opens with any Latin capital (Élodie,
+    Łukasz; ``text.capital_chars`` says why not Андрей). ASCII text keeps ``[A-Z]``: the same
+    set there, and its scan of LoCoMo's turns took 14 ms where the class took 20."""
     return _name_seq(f"[{capital_chars()}]")
 
 
@@ -123,12 +123,6 @@ def _capitalized_names(text: str) -> Iterable[str]:
         start = match.start()
         at_start = start == 0 or bool(_SENTENCE_END.search(text[max(0, start - _LOOKBACK) : start]))
         following = text[match.end() : match.end() + 2]
-        if at_start and not _latin(words[0]) and not following.startswith(":"):
-            # A sentence's first words in a script the dictionary below does not cover
-            # (Cyrillic, Greek): "Вчера", "Мы" are as capitalized there as a name, and a name
-            # found once would be found in every later text of that word. Mid-sentence, or as
-            # a speaker, the name counts; once known, it is found at a sentence start too.
-            continue
         trimmed = _trim(words, at_start)
         if not trimmed:
             continue
@@ -139,11 +133,6 @@ def _capitalized_names(text: str) -> Iterable[str]:
         if alone_at_start and not _looks_named(words[0], following):
             continue
         yield " ".join(trimmed)
-
-
-def _latin(word: str) -> bool:
-    """The word opens with a letter of the Latin script (A-Z, É, Ł, Ø)."""
-    return word[0].isascii() or unicodedata.name(word[0], "").startswith("LATIN")
 
 
 def _looks_named(word: str, following: str) -> bool:

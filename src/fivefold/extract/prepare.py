@@ -103,21 +103,16 @@ def prepare(
     )
 
 
-def check(item: object, *, max_entities: int | None = None) -> None:
+def check(item: object, *, max_entities: int | None = None, dim: int | None = None) -> None:
     """Raise ``InvalidInput`` for what ``remember`` refuses in an item's own fields, writing
     nothing, so a caller can refuse a bad item before it opens a store (a refused write at a
-    new path left an empty store there). A given vector is checked for finite numbers, not all
-    zero (its length is the embedder's to check); the store's rules (an alias, a name's key)
-    are not checked here."""
+    new path left an empty store there). ``max_entities`` and ``dim`` (the embedder's: a given
+    vector's length) are the store's to say; None leaves them unchecked. The store's rules (an
+    alias, a name's key) are not checked here."""
     if not isinstance(item, Mapping):
         raise InvalidInput(f"must be a dict, got {type(item).__name__}")
     if VECTOR_FIELD in item:
-        try:
-            vector = np.asarray(item[VECTOR_FIELD], dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError, OverflowError):
-            raise InvalidInput("vector must be a list of numbers") from None
-        if not np.all(np.isfinite(vector)) or not np.any(vector):
-            raise InvalidInput("vector must be finite numbers, not all zero")
+        given_vector(item[VECTOR_FIELD], dim)
     prepare(
         {k: v for k, v in item.items() if k != VECTOR_FIELD},
         known={},
@@ -125,3 +120,18 @@ def check(item: object, *, max_entities: int | None = None) -> None:
         default_importance=0.5,
         max_entities=sys.maxsize if max_entities is None else max_entities,
     )
+
+
+def given_vector(raw: object, dim: int | None) -> np.ndarray:
+    """A precomputed vector as float64 numbers (a float32 cast would turn 1e39 into inf and its
+    square into a zero norm): ``dim`` of them (any number when None), finite, not all zero."""
+    count = "a list of" if dim is None else str(dim)
+    try:
+        vector = np.asarray(raw, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInput(f"vector must be {count} numbers") from None
+    if (dim is not None and vector.shape != (dim,)) or not np.all(np.isfinite(vector)):
+        raise InvalidInput(f"vector must be {count} finite numbers")
+    if not np.any(vector):
+        raise InvalidInput("vector is all zeros")
+    return vector

@@ -20,7 +20,8 @@ _LEADING_NAME = _leading_name("[A-Z]")
 
 @cache
 def _any_leading_name() -> re.Pattern[str]:
-    """``_LEADING_NAME`` for text that is not ASCII, any capital opening a word ("Élodie: ...")."""
+    """``_LEADING_NAME`` for text that is not ASCII: any Latin capital opens a word ("Élodie:
+    ...")."""
     return _leading_name(f"[{capital_chars()}]")
 
 
