@@ -260,6 +260,9 @@ def test_a_global_option_after_the_command_says_where_it_goes(tmp_path: Path) ->
     assert code == 2
     assert "--db is an option of fivefold itself: it goes before the command" in err
     assert not (tmp_path / "x.db").exists()
+    code, _, err = run("bench", "serve", "--db", str(tmp_path / "x.db"))  # bench reads no store
+    assert code == 2
+    assert "goes before" not in err
 
 
 @pytest.mark.parametrize(

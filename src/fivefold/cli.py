@@ -48,7 +48,8 @@ class _Cli(click.Group):
         try:
             return super().invoke(ctx)
         except click.NoSuchOption as exc:
-            if exc.option_name not in ("--db", "--config"):
+            # ``bench`` takes no store or settings of fivefold's: the hint would mislead there.
+            if exc.option_name not in ("--db", "--config") or ctx.invoked_subcommand == "bench":
                 raise
             raise click.UsageError(
                 f"{exc.option_name} is an option of fivefold itself: it goes before the "
@@ -283,7 +284,8 @@ def import_(
         click.echo(f"skipped {path}: {where}: {problem}", err=True)
     count = len(report.skipped)
     skipped = f"; skipped {count} bad record{'s' * (count != 1)}" if count else ""
-    click.echo(f"imported {report.imported} memories from {path}{skipped}")
+    memories = "memory" if report.imported == 1 else "memories"
+    click.echo(f"imported {report.imported} {memories} from {path}{skipped}")
 
 
 @cli.command()

@@ -50,7 +50,7 @@ def serve(ctx: click.Context, /, host: str | None, port: int | None, workers: in
     notice = run.check_binding(settings.host, KeyRing(load_keys(path)))
     run.check_port(settings.host, settings.port)
     click.echo(
-        f"fivefold serve: http://{settings.host}:{settings.port}/ "
+        f"fivefold serve: http://{run.address(settings.host, settings.port)}/ "
         f"({settings.workers} worker{'s' if settings.workers > 1 else ''}); {notice}",
         err=True,
     )

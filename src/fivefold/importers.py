@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from rich.console import Console
 from rich.progress import Progress
 
 from fivefold import validate
@@ -75,7 +76,8 @@ def import_file(
         records = [_in(r, namespace) for r in records]
     report = ImportReport()
     mem = _Opened(opened, checked)
-    with Progress(transient=True) as progress:
+    # On stderr, as migrate's: stdout holds the result line alone (the bar left a blank line).
+    with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task(f"importing {path.name}", total=len(records))
         for start in range(0, len(records), batch_size):
             batch = records[start : start + batch_size]

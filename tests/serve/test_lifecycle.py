@@ -16,6 +16,7 @@ from contextlib import closing
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 from tests.serve.conftest import Server, start_server
 
@@ -140,6 +141,16 @@ def test_a_port_in_use_is_one_line_before_the_banner(tmp_path: Path) -> None:
     assert done.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}")
     assert done.stderr.count("\n") == 1
     assert not (tmp_path / "m.db").exists()
+
+
+def test_an_address_not_of_this_machine_blames_the_host() -> None:
+    from fivefold.errors import ConfigError
+    from fivefold.serve.run import address, check_port
+
+    with pytest.raises(ConfigError, match=r"192\.0\.2\.1:8420: .* \(--host or serve\.host\)"):
+        check_port("192.0.2.1", 8420)  # TEST-NET-1: never an address of this machine
+    assert address("::1", 8420) == "[::1]:8420"
+    assert address("127.0.0.1", 8420) == "127.0.0.1:8420"
 
 
 class _Batch:

@@ -13,6 +13,7 @@ never finishes sending its request holds the drain until then, or a supervisor's
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -95,10 +96,19 @@ def check_port(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError as exc:
+            hint = (
+                " (another server there? --port or serve.port picks another)"
+                if exc.errno == errno.EADDRINUSE
+                else " (--host or serve.host)"
+            )
             raise ConfigError(
-                f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server there? "
-                "--port or serve.port picks another)"
+                f"cannot listen on {address(host, port)}: {exc.strerror or exc}{hint}"
             ) from None
+
+
+def address(host: str, port: int) -> str:
+    """``host:port``, an IPv6 host in brackets (``[::1]:8420``), as a URL writes it."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def serve(
