@@ -163,9 +163,12 @@ def test_import_skip_reports_every_bad_line_and_keeps_the_good(tmp_path: Path) -
     assert code == 0
     assert "imported 3 memories" in out
     assert "skipped 4 bad records" in out
-    reported = [line.split(": ")[1] for line in err.strip().splitlines()]
-    assert reported == ["line 2", "line 4", "line 5", "line 6"]
+    notice, *skipped = err.strip().splitlines()
+    assert notice == f"fivefold: made a new store at {db}"  # said once: a mistyped path shows
+    assert [line.split(": ")[1] for line in skipped] == ["line 2", "line 4", "line 5", "line 6"]
     assert count(db) == 3
+    code, _, err = run("--db", str(db), "import", path, "--on-error", "skip", "--batch-size", "3")
+    assert "made a new store" not in err  # not for a store that was there
 
 
 def test_ctrl_c_during_an_import_says_how_far_it_got(tmp_path: Path) -> None:

@@ -22,7 +22,13 @@ def open_memory(ctx: click.Context, *, existing: bool = False) -> Iterator[Memor
     config = settings_of(ctx)  # a broken config file is said first
     if existing:
         require_store(ctx.obj["db"])
+    file = local_file(ctx.obj["db"])
+    new = file is not None and not file.exists()
     with Memory.open(ctx.obj["db"], config=config) as mem:
+        if new:
+            # A write, a server or an MCP host given a mistyped path starts an empty memory:
+            # said once, on stderr, so the mistake shows.
+            click.echo(f"fivefold: made a new store at {file}", err=True)
         yield mem
 
 

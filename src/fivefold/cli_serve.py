@@ -49,6 +49,8 @@ def serve(ctx: click.Context, /, host: str | None, port: int | None, workers: in
     path = config_in_effect(ctx.obj["config_path"])
     notice = run.check_binding(settings.host, KeyRing(load_keys(path)))
     run.check_port(settings.host, settings.port)
+    with open_memory(ctx):  # a store that cannot open is one line here, not a worker's traceback
+        pass
     click.echo(
         f"fivefold serve: http://{run.address(settings.host, settings.port)}/ "
         f"({settings.workers} worker{'s' if settings.workers > 1 else ''}); {notice}",

@@ -76,8 +76,10 @@ def import_file(
         records = [_in(r, namespace) for r in records]
     report = ImportReport()
     mem = _Opened(opened, checked)
-    # On stderr, as migrate's: stdout holds the result line alone (the bar left a blank line).
-    with Progress(console=Console(stderr=True), transient=True) as progress:
+    # On stderr, as migrate's, and only to a terminal: stdout and a log get the result line
+    # alone (the bar left a blank line on stdout, and to a log a blank line before an error).
+    console = Console(stderr=True)
+    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task(f"importing {path.name}", total=len(records))
         for start in range(0, len(records), batch_size):
             batch = records[start : start + batch_size]

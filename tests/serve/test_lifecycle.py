@@ -143,6 +143,21 @@ def test_a_port_in_use_is_one_line_before_the_banner(tmp_path: Path) -> None:
     assert not (tmp_path / "m.db").exists()
 
 
+def test_a_store_that_cannot_open_is_one_line_before_the_banner(tmp_path: Path) -> None:
+    """It printed the banner, then a worker's 39-line traceback, and exited 3."""
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not a database at all" * 100)
+    command = [sys.executable, "-c", "from fivefold.cli import main; main()"]
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    command += ["--db", str(garbage), "serve", "--port", str(port)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 4
+    assert done.stderr.startswith("error: ")
+    assert done.stderr.count("\n") == 1
+
+
 def test_an_address_not_of_this_machine_blames_the_host() -> None:
     from fivefold.errors import ConfigError
     from fivefold.serve.run import address, check_port
