@@ -318,3 +318,23 @@ def test_import_refuses_an_empty_namespace_once(tmp_path: Path) -> None:
     assert code == 2
     assert err.count("\n") == 1
     assert "namespace" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["relate", "Alice", "knows", "Bob", "--valid-from", "notadate"],
+        ["relate", "", "knows", "Bob"],
+        ["relate", "Alice", "knows", "Bob", "--confidence", "2"],
+        ["alias", "!!!", "Rob"],
+        ["alias", "Bob", "-"],
+    ],
+    ids=["relate date", "relate empty", "relate confidence", "alias name", "alias alias"],
+)
+def test_a_relation_or_alias_refused_makes_no_store(tmp_path: Path, argv: list[str]) -> None:
+    db = tmp_path / "r.db"
+    code, _, err = run("--db", str(db), *argv)
+    assert code == 2
+    assert err.startswith("error: ")
+    assert err.count("\n") == 1
+    assert not db.exists()

@@ -29,6 +29,7 @@ from fivefold.cli_render import (
 from fivefold.config import Config
 from fivefold.config_file import config_in_effect, config_to_toml
 from fivefold.extract.prepare import check
+from fivefold.memory import alias_of, relation_of
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -172,6 +173,7 @@ def recall(
 @friendly
 def relate(ctx: click.Context, /, no_record: bool, **opts: Any) -> None:
     """Add a typed edge SOURCE -RELATION-> TARGET between two entities."""
+    relation_of(record=not no_record, **opts)  # refused before a store is made
     with open_memory(ctx) as mem:
         edge = mem.relate(record=not no_record, **opts)
     click.echo(json.dumps({"id": edge.id, "memory_id": edge.memory_id}))
@@ -185,6 +187,7 @@ def relate(ctx: click.Context, /, no_record: bool, **opts: Any) -> None:
 @friendly
 def alias(ctx: click.Context, /, name: str, alias: str, namespace: str) -> None:
     """Make ALIAS another name of the entity NAME."""
+    alias_of(name, alias, namespace=namespace)  # refused before a store is made
     with open_memory(ctx) as mem:
         entity = mem.alias(name, alias, namespace=namespace)
     click.echo(json.dumps({"entity": entity.name, "aliases": list(entity.aliases)}))

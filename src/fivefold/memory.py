@@ -218,66 +218,31 @@ class Memory:
     ) -> Edge:
         """Add a typed edge between two entities (created if new). With ``record`` (default) the
         relation is also stored as a fact memory, so recall can return it as evidence."""
-        if not isinstance(record, bool):  # "no" would be taken as True
-            raise InvalidInput(f"record must be True or False, got {record!r}")
-        source = validate.entity_name(source, "source").strip()
-        target = validate.entity_name(target, "target").strip()
-        relation = validate.name_text(relation, "relation").strip()
-        for name, value in (("source", source), ("target", target)):
-            if not normalize_name(value):
-                raise InvalidInput(f"{name}={value!r} has no letters or digits")
-        start = validate.when(valid_from, "valid_from")
-        end = validate.when(valid_to, "valid_to")
-        if start is not None and end is not None and end < start:
-            raise InvalidInput("valid_to is before valid_from")
-        edge_kind = validate.edge_kind(kind)
-        edge_confidence = validate.unit_interval(confidence, "confidence")
-        scope = validate.scope(namespace, user_id, agent_id, written=True)
+        edge, item = relation_of(
+            source,
+            relation,
+            target,
+            kind=kind,
+            confidence=confidence,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            namespace=namespace,
+            user_id=user_id,
+            agent_id=agent_id,
+            record=record,
+        )
         fact: NewMemory | None = None
         vector = None
-        if record:
-            predicate = f"{source} {relation.replace('_', ' ')} {target}"
-            if len(predicate) > MAX_PREDICATE_CHARS:
-                raise InvalidInput(
-                    f"source, relation and target make a fact of {len(predicate):,} characters "
-                    f"(the limit is {MAX_PREDICATE_CHARS:,}); record=False adds the edge alone"
-                )
-            item = {
-                "content": _relation_sentence(source, relation, target, end),
-                "type": "fact",
-                "predicate": predicate,
-                "entities": [source, target],
-                "namespace": scope.namespace,
-                "user_id": scope.user_id,
-                "agent_id": scope.agent_id,
-            }
-            given = {k: v for k, v in item.items() if v is not None}
-            prepared, vectors = self._prepare_batch([given])
+        if item is not None:
+            prepared, vectors = self._prepare_batch([item])
             fact, vector = prepared[0], vectors[0]
         # The fact and its edge in one transaction: a failed edge leaves no fact behind.
-        return self._store.add_edge(
-            NewEdge(
-                source=source,
-                relation=relation,
-                target=target,
-                kind=edge_kind,
-                confidence=edge_confidence,
-                valid_from=start,
-                valid_to=end,
-                scope=scope,
-            ),
-            record=fact,
-            vector=vector,
-        )
+        return self._store.add_edge(edge, record=fact, vector=vector)
 
     @gated
     def alias(self, name: str, alias: str, *, namespace: str = "default") -> Entity:
         """Make ``alias`` another name of the entity ``name`` (created if new)."""
-        return self._store.add_alias(
-            validate.name_text(namespace, "namespace"),
-            validate.entity_name(name, "name"),
-            validate.entity_name(alias, "alias"),
-        )
+        return self._store.add_alias(*alias_of(name, alias, namespace=namespace))
 
     @gated
     def forget(
@@ -449,6 +414,79 @@ class Memory:
             entries = [e for e in entries if e.entity_id in visible]
         canonical = {e.entity_id: e.name for e in entries if not e.is_alias}
         return {e.key: canonical.get(e.entity_id, e.name) for e in entries}
+
+
+def alias_of(name: object, alias: object, *, namespace: object = "default") -> tuple[str, str, str]:
+    """``alias``'s arguments checked, without a store: (namespace, name, alias)."""
+    checked = (
+        validate.name_text(namespace, "namespace"),
+        validate.entity_name(name, "name"),
+        validate.entity_name(alias, "alias"),
+    )
+    for what, value in (("entity name", checked[1]), ("alias", checked[2])):
+        if not normalize_name(value):
+            raise InvalidInput(f"{what} {value!r} has no letters or digits")
+    return checked
+
+
+def relation_of(
+    source: object,
+    relation: object,
+    target: object,
+    *,
+    kind: object = "structural",
+    confidence: object = 1.0,
+    valid_from: object = None,
+    valid_to: object = None,
+    namespace: object = "default",
+    user_id: object = None,
+    agent_id: object = None,
+    record: object = True,
+) -> tuple[NewEdge, dict[str, Any] | None]:
+    """``relate``'s arguments checked, without a store: the edge, and the fact memory's item
+    when ``record`` (the CLI refuses a bad relation before it opens a store, which a refused
+    write at a new path left behind, empty)."""
+    if not isinstance(record, bool):  # "no" would be taken as True
+        raise InvalidInput(f"record must be True or False, got {record!r}")
+    source = validate.entity_name(source, "source").strip()
+    target = validate.entity_name(target, "target").strip()
+    name = validate.name_text(relation, "relation").strip()
+    for side, value in (("source", source), ("target", target)):
+        if not normalize_name(value):
+            raise InvalidInput(f"{side}={value!r} has no letters or digits")
+    start = validate.when(valid_from, "valid_from")
+    end = validate.when(valid_to, "valid_to")
+    if start is not None and end is not None and end < start:
+        raise InvalidInput("valid_to is before valid_from")
+    edge = NewEdge(
+        source=source,
+        relation=name,
+        target=target,
+        kind=validate.edge_kind(kind),
+        confidence=validate.unit_interval(confidence, "confidence"),
+        valid_from=start,
+        valid_to=end,
+        scope=validate.scope(namespace, user_id, agent_id, written=True),
+    )
+    if not record:
+        return edge, None
+    predicate = f"{source} {name.replace('_', ' ')} {target}"
+    if len(predicate) > MAX_PREDICATE_CHARS:
+        raise InvalidInput(
+            f"source, relation and target make a fact of {len(predicate):,} characters "
+            f"(the limit is {MAX_PREDICATE_CHARS:,}); record=False adds the edge alone"
+        )
+    scope = edge.scope
+    item = {
+        "content": _relation_sentence(source, name, target, end),
+        "type": "fact",
+        "predicate": predicate,
+        "entities": [source, target],
+        "namespace": scope.namespace,
+        "user_id": scope.user_id,
+        "agent_id": scope.agent_id,
+    }
+    return edge, {k: v for k, v in item.items() if v is not None}
 
 
 def _share_batch_names(
