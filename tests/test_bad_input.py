@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import fivefold
@@ -929,3 +930,17 @@ def test_an_import_skips_a_record_the_store_refuses(hashing_mem: Memory, tmp_pat
     else:  # SQLite stores it
         assert report.imported == 5
     assert hashing_mem.stats().memories == report.imported
+
+
+def test_a_batch_of_given_vectors_is_normalised_as_each_alone() -> None:
+    """A bulk write normalises its given vectors in a few array operations; each row must be
+    bit for bit what one ``remember`` of it stores (the same searches either way)."""
+    from fivefold.memory import _unit_vector, _unit_vectors
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n, dim = int(rng.integers(1, 400)), int(rng.choice([3, 384]))
+        raws = rng.standard_normal((n, dim)) * 10.0 ** rng.uniform(-300, 300, size=(n, 1))
+        batch = _unit_vectors(list(raws), dim, list(range(n)))
+        alone = np.array([_unit_vector(r, dim, p) for p, r in enumerate(raws)])
+        assert np.array_equal(batch, alone)

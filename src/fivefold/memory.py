@@ -547,7 +547,7 @@ def _unit_vectors(raws: Sequence[Any], dim: int, positions: Sequence[int]) -> np
     if not np.all(scales > 0.0):
         return np.array([_unit_vector(r, dim, p) for r, p in zip(raws, positions, strict=True)])
     scaled = vectors / scales[:, None]
-    norms = np.array([np.sqrt(row.dot(row)) for row in scaled])
+    norms = np.sqrt(np.vecdot(scaled, scaled))  # each row's own dot, as ``_unit_vector``'s
     unit: np.ndarray = (scaled / norms[:, None]).astype(np.float32)
     return unit
 
