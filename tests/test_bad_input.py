@@ -944,3 +944,11 @@ def test_a_batch_of_given_vectors_is_normalised_as_each_alone() -> None:
         batch = _unit_vectors(list(raws), dim, list(range(n)))
         alone = np.array([_unit_vector(r, dim, p) for p, r in enumerate(raws)])
         assert np.array_equal(batch, alone)
+
+
+def test_an_alias_with_no_letters_is_named_first(hashing_mem: Memory) -> None:
+    """Checked before the store (``alias_of``) in the store's own order: the alias first."""
+    with pytest.raises(InvalidInput, match=r"alias '---' has no letters or digits"):
+        hashing_mem.alias("!!!", "---")
+    with pytest.raises(InvalidInput, match=r"entity name '!!!' has no letters or digits"):
+        hashing_mem.alias("!!!", "Rob")

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -326,10 +327,20 @@ def test_import_refuses_an_empty_namespace_once(tmp_path: Path) -> None:
         ["relate", "Alice", "knows", "Bob", "--valid-from", "notadate"],
         ["relate", "", "knows", "Bob"],
         ["relate", "Alice", "knows", "Bob", "--confidence", "2"],
+        ["relate", "Élodie", "knows", "ELODIE"],  # one key: one entity
+        ["relate", "Élodie", "knows", "ELODIE", "--no-record"],
         ["alias", "!!!", "Rob"],
         ["alias", "Bob", "-"],
     ],
-    ids=["relate date", "relate empty", "relate confidence", "alias name", "alias alias"],
+    ids=[
+        "relate date",
+        "relate empty",
+        "relate confidence",
+        "relate self",
+        "relate self no record",
+        "alias name",
+        "alias alias",
+    ],
 )
 def test_a_relation_or_alias_refused_makes_no_store(tmp_path: Path, argv: list[str]) -> None:
     db = tmp_path / "r.db"
@@ -338,3 +349,41 @@ def test_a_relation_or_alias_refused_makes_no_store(tmp_path: Path, argv: list[s
     assert err.startswith("error: ")
     assert err.count("\n") == 1
     assert not db.exists()
+
+
+@pytest.mark.parametrize("command", [["remember", "hi"], ["stats"], ["relate", "A", "b", "C"]])
+def test_a_path_the_system_refuses_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    """A name past the file system's limit escaped as a raw OSError traceback."""
+    code, _, err = run("--db", str(tmp_path / ("a" * 300 + ".db")), *command)
+    assert code == 4
+    assert err.startswith("error: cannot use ")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["relate", "Alice", "knows", "Bob", "--confidence", "2"], ["alias", "!!!", "Rob"]],
+    ids=["relate", "alias"],
+)
+def test_a_broken_config_is_said_before_the_arguments(tmp_path: Path, command: list[str]) -> None:
+    config = tmp_path / "broken.toml"
+    config.write_text("[retrieval\nbroken")
+    code, _, err = run("--config", str(config), "--db", str(tmp_path / "x.db"), *command)
+    assert code == 1
+    assert "broken.toml" in err
+
+
+def test_an_error_of_several_lines_is_printed_on_one(tmp_path: Path) -> None:
+    from fivefold.cli_errors import friendly
+    from fivefold.errors import StoreError
+
+    @click.command()
+    @friendly
+    def failing() -> None:
+        raise StoreError("connection failed: refused\n\tIs the server running on that host?")
+
+    result = CliRunner().invoke(failing, [])
+    assert result.exit_code == 4
+    assert (
+        result.stderr == "error: connection failed: refused Is the server running on that host?\n"
+    )

@@ -173,6 +173,7 @@ def recall(
 @friendly
 def relate(ctx: click.Context, /, no_record: bool, **opts: Any) -> None:
     """Add a typed edge SOURCE -RELATION-> TARGET between two entities."""
+    settings_of(ctx)  # a broken config file is said first
     relation_of(record=not no_record, **opts)  # refused before a store is made
     with open_memory(ctx) as mem:
         edge = mem.relate(record=not no_record, **opts)
@@ -187,6 +188,7 @@ def relate(ctx: click.Context, /, no_record: bool, **opts: Any) -> None:
 @friendly
 def alias(ctx: click.Context, /, name: str, alias: str, namespace: str) -> None:
     """Make ALIAS another name of the entity NAME."""
+    settings_of(ctx)  # a broken config file is said first
     alias_of(name, alias, namespace=namespace)  # refused before a store is made
     with open_memory(ctx) as mem:
         entity = mem.alias(name, alias, namespace=namespace)

@@ -12,7 +12,7 @@ from fivefold.config import Config
 from fivefold.config_file import settings_in_effect
 from fivefold.errors import NotFound
 from fivefold.memory import Memory
-from fivefold.store import local_file, store_exists
+from fivefold.store import file_exists, local_file, store_exists
 
 
 @contextmanager
@@ -23,7 +23,7 @@ def open_memory(ctx: click.Context, *, existing: bool = False) -> Iterator[Memor
     if existing:
         require_store(ctx.obj["db"])
     file = local_file(ctx.obj["db"])
-    new = file is not None and not file.exists()
+    new = file is not None and not file_exists(file)
     with Memory.open(ctx.obj["db"], config=config) as mem:
         if new:
             # A write, a server or an MCP host given a mistyped path starts an empty memory:

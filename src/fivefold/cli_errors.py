@@ -30,7 +30,8 @@ def friendly(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except errors.FivefoldError as exc:
-            click.echo(f"error: {exc}", err=True)
+            # One line, whatever the message holds (psycopg's end in a second, indented one).
+            click.echo(f"error: {' '.join(str(exc).split())}", err=True)
             sys.exit(next(code for kind, code in EXIT_CODES if isinstance(exc, kind)))
 
     return wrapper

@@ -148,9 +148,10 @@ def _write_batch(
                 bad = pending[exc.item]
                 bad = Record(bad.where, bad.fields, exc.detail)
         if on_error == "stop":
+            memories = "memory" if report.imported == 1 else "memories"
             raise InvalidInput(
                 f"{path}: {bad.where}: {bad.problem}; stopped there with {report.imported} "
-                "memories imported (whole batches before it); --on-error skip leaves bad "
+                f"{memories} imported (whole batches before it); --on-error skip leaves bad "
                 "records out"
             )
         report.skipped.append((bad.where, bad.problem or ""))

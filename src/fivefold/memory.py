@@ -34,6 +34,7 @@ from fivefold.model import (
 )
 from fivefold.reader import Reader, RecallArgs
 from fivefold.store import Store, StoreSettings, open_store
+from fivefold.store.rows import refuse_self_edge
 from fivefold.text import normalize_name
 from fivefold.training import train
 
@@ -423,7 +424,7 @@ def alias_of(name: object, alias: object, *, namespace: object = "default") -> t
         validate.entity_name(name, "name"),
         validate.entity_name(alias, "alias"),
     )
-    for what, value in (("entity name", checked[1]), ("alias", checked[2])):
+    for what, value in (("alias", checked[2]), ("entity name", checked[1])):  # the store's order
         if not normalize_name(value):
             raise InvalidInput(f"{what} {value!r} has no letters or digits")
     return checked
@@ -468,14 +469,16 @@ def relation_of(
         valid_to=end,
         scope=validate.scope(namespace, user_id, agent_id, written=True),
     )
-    if not record:
-        return edge, None
     predicate = f"{source} {name.replace('_', ' ')} {target}"
-    if len(predicate) > MAX_PREDICATE_CHARS:
+    if record and len(predicate) > MAX_PREDICATE_CHARS:
         raise InvalidInput(
             f"source, relation and target make a fact of {len(predicate):,} characters "
             f"(the limit is {MAX_PREDICATE_CHARS:,}); record=False adds the edge alone"
         )
+    # One key is one entity whatever the store holds (an alias can only make more pairs one).
+    refuse_self_edge(edge, normalize_name(source), normalize_name(target))
+    if not record:
+        return edge, None
     scope = edge.scope
     item = {
         "content": _relation_sentence(source, name, target, end),

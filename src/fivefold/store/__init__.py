@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from fivefold.errors import InvalidInput, UnsupportedBackend
+from fivefold.errors import InvalidInput, StoreError, UnsupportedBackend
 from fivefold.store.base import Store, StoreSettings
 
 __all__ = [
@@ -51,7 +51,16 @@ def store_exists(target: str | Path | None) -> bool:
             ) from exc
         return holds_store(f"{scheme.lower()}://{location.partition('://')[2]}")
     file = local_file(location)
-    return file is None or file.exists()
+    return file is None or file_exists(file)
+
+
+def file_exists(file: Path) -> bool:
+    """``file.exists()``, with a path the system refuses (a name past its length limit) a
+    ``StoreError`` rather than a raw ``OSError``."""
+    try:
+        return file.exists()
+    except OSError as exc:
+        raise StoreError(f"cannot use {file}: {exc.strerror or exc}") from None
 
 
 def local_file(target: str | Path | None) -> Path | None:

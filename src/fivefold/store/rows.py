@@ -128,9 +128,10 @@ def stored_edge(edge: NewEdge, edge_id: int, memory_id: int | None) -> Edge:
     )
 
 
-def refuse_self_edge(edge: NewEdge, source: int, target: int) -> None:
+def refuse_self_edge(edge: NewEdge, source: object, target: object) -> None:
     """A relation joins two entities: two names of one (its spellings, an alias) are refused
-    before the edge (or the memory recording it) is kept."""
+    before the edge (or the memory recording it) is kept. ``source`` and ``target``: the
+    entities' ids, or before a store is read the names' keys (one key is one entity)."""
     if source == target:
         raise InvalidInput(
             f"{edge.source!r} and {edge.target!r} name one entity: a relation joins two"

@@ -119,6 +119,13 @@ def _link(temp: Path, file: Path) -> None:
 
 
 def check_file(file: Path) -> None:
+    try:
+        _check_file(file)
+    except OSError as exc:  # a name past the system's length limit, a file it will not read
+        raise StoreError(f"cannot use {file}: {exc.strerror or exc}") from None
+
+
+def _check_file(file: Path) -> None:
     if file.is_dir():
         raise NotAFivefoldStore(f"{file} is a directory; give the path of a store file")
     if file.exists() and file.stat().st_size > 0:
