@@ -291,7 +291,7 @@ def test_the_cli_takes_feedback_and_trains(tmp_path: Path) -> None:
     for topic in range(6):
         made = runner.invoke(cli, [*base, "remember", f"The topic{topic} review is on Friday"])
         assert made.exit_code == 0, made.output
-        ids.append(json.loads(made.output)["id"])
+        ids.append(json.loads(made.stdout)["id"])
     for topic in range(6):
         shown = runner.invoke(cli, [*base, "recall", f"topic{topic} review", "--json"])
         assert shown.exit_code == 0, shown.output
