@@ -934,7 +934,9 @@ def test_an_import_skips_a_record_the_store_refuses(hashing_mem: Memory, tmp_pat
 
 def test_a_batch_of_given_vectors_is_normalised_as_each_alone() -> None:
     """A bulk write normalises its given vectors in a few array operations; each row must be
-    bit for bit what one ``remember`` of it stores (the same searches either way)."""
+    bit for bit what one ``remember`` of it stores (the same searches either way). Scales from
+    1e-300 to 1e300: without the scaling first, a norm overflows or underflows. (Sums in
+    another order agree here too: the float32 cast hides their last float64 bits.)"""
     from fivefold.memory import _unit_vector, _unit_vectors
 
     rng = np.random.default_rng(7)

@@ -4,6 +4,7 @@ traceback, and nothing written. Import reports bad records by line and commits w
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -351,13 +352,36 @@ def test_a_relation_or_alias_refused_makes_no_store(tmp_path: Path, argv: list[s
     assert not db.exists()
 
 
-@pytest.mark.parametrize("command", [["remember", "hi"], ["stats"], ["relate", "A", "b", "C"]])
-def test_a_path_the_system_refuses_is_one_line(tmp_path: Path, command: list[str]) -> None:
-    """A name past the file system's limit escaped as a raw OSError traceback."""
-    code, _, err = run("--db", str(tmp_path / ("a" * 300 + ".db")), *command)
+@pytest.mark.parametrize(
+    ("command", "length"),
+    [
+        (["remember", "hi"], 300),
+        (["stats"], 300),
+        (["relate", "A", "b", "C"], 300),
+        (["remember", "hi"], 230),
+        (["relate", "A", "b", "C"], 230),
+    ],
+)
+def test_a_path_the_system_refuses_is_one_line(
+    tmp_path: Path, command: list[str], length: int
+) -> None:
+    """A name past the file system's limit (300) escaped as a raw OSError traceback; one within
+    it whose side files (``.lexical``, the file a new store is built in) are past it (230)
+    failed as "unable to open database file", or opened with no lexical index."""
+    db = tmp_path / ("a" * (length - 3) + ".db")
+    code, _, err = run("--db", str(db), *command)
     assert code == 4
     assert err.startswith("error: cannot use ")
     assert err.count("\n") == 1
+    assert not os.path.exists(db)  # (``Path.exists`` raises for a name past the limit)
+
+
+def test_an_error_keeps_the_spaces_of_a_path(tmp_path: Path) -> None:
+    folder = tmp_path / "two  spaces"
+    folder.mkdir()
+    code, _, err = run("--db", str(folder / "m.db"), "stats")
+    assert code == 3
+    assert f"no store at {folder / 'm.db'} " in err
 
 
 @pytest.mark.parametrize(

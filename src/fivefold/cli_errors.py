@@ -4,6 +4,7 @@ and its ``bench`` commands."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -13,6 +14,7 @@ import click
 
 from fivefold import errors
 
+_LINE_BREAK = re.compile(r"\s*[\r\n]\s*")
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -30,8 +32,9 @@ def friendly(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except errors.FivefoldError as exc:
-            # One line, whatever the message holds (psycopg's end in a second, indented one).
-            click.echo(f"error: {' '.join(str(exc).split())}", err=True)
+            # One line: a message's own line breaks joined (psycopg's end in a second, indented
+            # one); other spaces kept, as in a path or a name the user typed.
+            click.echo(f"error: {_LINE_BREAK.sub(' ', str(exc).strip())}", err=True)
             sys.exit(next(code for kind, code in EXIT_CODES if isinstance(exc, kind)))
 
     return wrapper

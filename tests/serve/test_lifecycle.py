@@ -143,6 +143,20 @@ def test_a_port_in_use_is_one_line_before_the_banner(tmp_path: Path) -> None:
     assert not (tmp_path / "m.db").exists()
 
 
+def test_a_privileged_port_blames_the_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from fivefold.errors import ConfigError
+    from fivefold.serve.run import check_port
+
+    def refused(self: socket.socket, where: object) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(socket.socket, "bind", refused)  # as a user who is not root sees it
+    with pytest.raises(ConfigError, match=r"ports below 1024 need privileges: --port"):
+        check_port("127.0.0.1", 80)
+
+
 def test_a_store_that_cannot_open_is_one_line_before_the_banner(tmp_path: Path) -> None:
     """It printed the banner, then a worker's 39-line traceback, and exited 3."""
     garbage = tmp_path / "garbage.db"
@@ -162,7 +176,10 @@ def test_an_address_not_of_this_machine_blames_the_host() -> None:
     from fivefold.errors import ConfigError
     from fivefold.serve.run import address, check_port
 
-    with pytest.raises(ConfigError, match=r"192\.0\.2\.1:8420: .* \(--host or serve\.host\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"192\.0\.2\.1:8420: .* \(not an address of this machine: --host or serve\.host\)",
+    ):
         check_port("192.0.2.1", 8420)  # TEST-NET-1: never an address of this machine
     assert address("::1", 8420) == "[::1]:8420"
     assert address("127.0.0.1", 8420) == "127.0.0.1:8420"

@@ -96,14 +96,19 @@ def check_port(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError as exc:
-            hint = (
-                " (another server there? --port or serve.port picks another)"
-                if exc.errno == errno.EADDRINUSE
-                else " (--host or serve.host)"
-            )
+            # A name that does not resolve is, like an address of no interface here, the host's.
+            code = errno.EADDRNOTAVAIL if isinstance(exc, socket.gaierror) else exc.errno
+            hint = _HINTS.get(code, "") if code is not None else ""
             raise ConfigError(
                 f"cannot listen on {address(host, port)}: {exc.strerror or exc}{hint}"
-            ) from None
+            ) from exc
+
+
+_HINTS = {
+    errno.EADDRINUSE: " (another server there? --port or serve.port picks another)",
+    errno.EACCES: " (ports below 1024 need privileges: --port or serve.port)",
+    errno.EADDRNOTAVAIL: " (not an address of this machine: --host or serve.host)",
+}
 
 
 def address(host: str, port: int) -> str:

@@ -60,7 +60,7 @@ def file_exists(file: Path) -> bool:
     try:
         return file.exists()
     except OSError as exc:
-        raise StoreError(f"cannot use {file}: {exc.strerror or exc}") from None
+        raise StoreError(f"cannot use {file}: {exc.strerror or exc}") from exc
 
 
 def local_file(target: str | Path | None) -> Path | None:

@@ -118,11 +118,23 @@ def _link(temp: Path, file: Path) -> None:
         os.rename(temp, file)
 
 
+# What a store's files add to its name: the folders beside it (``.lexical``, ``.vindex``) and the
+# file a new store is built in (``.{name}.{uuid hex}.new``), the longest.
+_LONGEST_SIDE_NAME = len("..") + 32 + len(".new")
+
+
 def check_file(file: Path) -> None:
     try:
         _check_file(file)
+        limit = os.pathconf(file.parent, "PC_NAME_MAX")
     except OSError as exc:  # a name past the system's length limit, a file it will not read
-        raise StoreError(f"cannot use {file}: {exc.strerror or exc}") from None
+        raise StoreError(f"cannot use {file}: {exc.strerror or exc}") from exc
+    if len(os.fsencode(file.name)) + _LONGEST_SIDE_NAME > limit:
+        raise StoreError(
+            f"cannot use {file}: a store keeps files beside it whose names are up to "
+            f"{_LONGEST_SIDE_NAME} bytes longer, past this file system's {limit}: use a "
+            "shorter name"
+        )
 
 
 def _check_file(file: Path) -> None:
