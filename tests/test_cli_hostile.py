@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -411,3 +413,33 @@ def test_an_error_of_several_lines_is_printed_on_one(tmp_path: Path) -> None:
     assert (
         result.stderr == "error: connection failed: refused Is the server running on that host?\n"
     )
+
+
+def test_of_two_processes_making_one_store_the_one_that_made_it_says_so(tmp_path: Path) -> None:
+    """The notice was decided by a look before the open: two processes starting a new store at
+    once both said they made it (4 runs of 5 in a hostile pass)."""
+    command = [sys.executable, "-c", "from fivefold.cli import main; main()"]
+    for round_ in range(3):
+        db = tmp_path / f"race{round_}.db"
+        both = [
+            subprocess.Popen(
+                [*command, "--db", str(db), "remember", f"note {n}"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n in range(2)
+        ]
+        said = [process.communicate(timeout=120) for process in both]
+        assert [process.returncode for process in both] == [0, 0]
+        assert sum(err.count("made a new store") for _, err in said) == 1
+        assert count(db) == 2
+
+
+def test_a_new_postgres_store_is_said_too(pg_url: str) -> None:
+    code, _, err = run("--db", pg_url, "remember", "hello")
+    assert code == 0
+    assert err.startswith("fivefold: made a new store at postgresql://")
+    code, _, err = run("--db", pg_url, "remember", "again")
+    assert code == 0
+    assert "made a new store" not in err

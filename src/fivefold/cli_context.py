@@ -12,7 +12,7 @@ from fivefold.config import Config
 from fivefold.config_file import settings_in_effect
 from fivefold.errors import NotFound
 from fivefold.memory import Memory
-from fivefold.store import file_exists, local_file, store_exists
+from fivefold.store import local_file, store_exists
 
 
 @contextmanager
@@ -22,13 +22,11 @@ def open_memory(ctx: click.Context, *, existing: bool = False) -> Iterator[Memor
     config = settings_of(ctx)  # a broken config file is said first
     if existing:
         require_store(ctx.obj["db"])
-    file = local_file(ctx.obj["db"])
-    new = file is not None and not file_exists(file)
     with Memory.open(ctx.obj["db"], config=config) as mem:
-        if new:
+        if mem.store.created:
             # A write, a server or an MCP host given a mistyped path starts an empty memory:
-            # said once, on stderr, so the mistake shows.
-            click.echo(f"fivefold: made a new store at {file}", err=True)
+            # said on stderr, by the process that made it, so the mistake shows.
+            click.echo(f"fivefold: made a new store at {mem.store.location}", err=True)
         yield mem
 
 

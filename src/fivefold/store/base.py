@@ -67,6 +67,12 @@ class Store(Protocol):
     @property
     def location(self) -> str: ...
 
+    @property
+    def created(self) -> bool:
+        """Whether this open made the store (of several processes opening a new one at once,
+        the one whose store is the one they all open)."""
+        ...
+
     def close(self) -> None: ...
 
     # -- writes ------------------------------------------------------------------------------

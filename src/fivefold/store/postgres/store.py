@@ -109,7 +109,7 @@ class PostgresStore(PostgresReads):
         self._bm25 = Lexical(self._tokenizer)
         self._build_failed: dict[str, float] = {}
         try:
-            rebuild, reindexed = self._init_schema()
+            rebuild, reindexed, self._created = self._init_schema()
             self._pool = ConnectionPool(
                 url,
                 min_size=1,
@@ -134,14 +134,19 @@ class PostgresStore(PostgresReads):
     def embedding_model(self) -> str:
         return self._model
 
+    @property
+    def created(self) -> bool:
+        return self._created
+
     def close(self) -> None:
         self._upkeep.close()
         self._pool.close()
 
-    def _init_schema(self) -> tuple[bool, bool]:
+    def _init_schema(self) -> tuple[bool, bool, bool]:
         """Create or migrate the schema (one opener at a time). Returns whether the stored
-        context was made with other smoothing settings and must be rebuilt, and whether the
-        postings were rebuilt from the memories by a migration."""
+        context was made with other smoothing settings and must be rebuilt, whether the
+        postings were rebuilt from the memories by a migration, and whether this open made
+        the store."""
         with psycopg.connect(self._url, autocommit=True) as conn, conn.transaction():
             name, _ = placement.pick(conn, self._location)
             conn.execute(schema.SCHEMA_LOCK, (name,))
@@ -181,7 +186,8 @@ class PostgresStore(PostgresReads):
             reindexed = 0 < version < 5 or long_tokens or not_ascii
             if reindexed:
                 self._reindex_lexical(conn)
-            if not meta:
+            created = not meta
+            if created:
                 meta = {
                     "embedding_model": self._model,
                     "embedding_dim": str(self._dim),
@@ -197,7 +203,7 @@ class PostgresStore(PostgresReads):
                 "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 (str(schema.SCHEMA_VERSION),),
             )
-        return meta.get(_SMOOTHING_KEY) != self._settings.smoothing.tag, reindexed
+        return meta.get(_SMOOTHING_KEY) != self._settings.smoothing.tag, reindexed, created
 
     def _check_model(self, meta: dict[str, str]) -> None:
         stored = meta.get("embedding_model", "?")

@@ -74,11 +74,12 @@ def meta(embedding_model: str, dim: int, smoothing: str) -> list[tuple[str, str]
     ]
 
 
-def create_file(file: Path, meta: list[tuple[str, str]]) -> None:
+def create_file(file: Path, meta: list[tuple[str, str]]) -> bool:
     """A new store appears whole: built in a temporary file beside it, then linked into place
     (``os.link`` fails if the name exists). So no process ever sees a half-made store, two
     processes creating one at once both end up opening the one that won, and an empty file
-    at the path can only be damage (which ``_check_file`` refuses)."""
+    at the path can only be damage (which ``_check_file`` refuses). Returns whether this call
+    made it (False: another process's came first, and is the one opened)."""
     check_file(file)  # the folder exists (or is made) and the path is not a directory
     temp = file.with_name(f".{file.name}.{uuid.uuid4().hex}.new")
     try:
@@ -96,8 +97,9 @@ def create_file(file: Path, meta: list[tuple[str, str]]) -> None:
             conn.close()
         shutil.rmtree(f"{file}.vindex", ignore_errors=True)
         _link(temp, file)
+        return True
     except FileExistsError:
-        pass  # another process created it first: open theirs
+        return False  # another process created it first: open theirs
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(f"cannot create a store at {file}: {exc}") from exc
     finally:

@@ -120,8 +120,9 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._checkpoints: Checkpointer | None = None
         self._writes = 0  # bumped by every transaction: invalidates the term statistics memo
+        self._created = False
         if path != ":memory:" and not os.path.lexists(path):
-            files.create_file(
+            self._created = files.create_file(
                 Path(path), files.meta(embedding_model, dim, self._settings.smoothing.tag)
             )
         self._conn, self.read_only = files.connect(path)
@@ -166,6 +167,10 @@ class SQLiteStore:
     @property
     def location(self) -> str:
         return self._path
+
+    @property
+    def created(self) -> bool:
+        return self._created
 
     def close(self) -> None:
         with self._lock:
