@@ -128,12 +128,13 @@ def _write_batch(
     checked: Callable[[object], None],
 ) -> None:
     """One transaction for the batch's good records; a refused record is reported (and the
-    import stopped, or the record left out and the rest retried). The first bad record in the
-    file's order: a record before an unreadable line is checked before that line is reported."""
+    import stopped, or the record left out and the rest retried). A stop names the first bad
+    record in the file's order: the records before an unreadable line are checked before that
+    line is named (only then: in skip mode each unreadable line would check them again)."""
     pending = list(batch)
     while True:
         bad = next((r for r in pending if r.problem is not None), None)
-        if bad is not None:
+        if bad is not None and on_error == "stop":  # (skipped ones are listed in order anyway)
             bad = _first_refused(pending[: pending.index(bad)], checked) or bad
         if bad is None:
             if not pending:  # every record left out: nothing to write (nor a store to make)
