@@ -244,13 +244,13 @@ def import_(
     Each batch is one transaction; a bad record is reported with its line number."""
     from fivefold.importers import ImportInterrupted, ImportReport, import_file
 
-    report: ImportReport | None = None
+    report = ImportReport()  # filled as batches commit: read after an interrupt too
     checked = functools.partial(
         check, max_entities=settings_of(ctx).write.max_entities, dim=default_dim()
     )  # the settings first: a broken config file is said before any record is read
     try:
         with ExitStack() as opened:
-            report = import_file(
+            import_file(
                 lambda: opened.enter_context(open_memory(ctx)),  # by the first batch it writes
                 path,
                 fmt=fmt,
@@ -258,32 +258,34 @@ def import_(
                 batch_size=batch_size,
                 on_error=on_error,
                 checked=checked,
+                report=report,
             )
     except ImportInterrupted as stopped:
-        done = stopped.report
-        for where, problem in done.skipped:
-            click.echo(f"skipped {path}: {where}: {problem}", err=True)
-        left_out = f"; {len(done.skipped)} bad records left out" if done.skipped else ""
-        click.echo(
-            f"interrupted: {done.imported} memories from {path} were imported (of the "
-            f"records before {stopped.first}){left_out}; the batch {stopped.first} to "
-            f"{stopped.last} may or may not have been (`fivefold stats` counts them); "
-            "nothing after it was",
-            err=True,
-        )
-        ctx.exit(130)
-    except KeyboardInterrupt:
-        if report is None:
-            raise
-        # Every batch was committed; only the store's closing (its indexes brought up to date,
-        # which the next open finishes) was cut short.
         for where, problem in report.skipped:
             click.echo(f"skipped {path}: {where}: {problem}", err=True)
-        click.echo(
-            f"interrupted while closing the store: all {report.imported} memories from {path} "
-            "were imported",
-            err=True,
-        )
+        left_out = f"; {len(report.skipped)} bad records left out" if report.skipped else ""
+        done = f"{report.imported} memories from {path} were imported"
+        if stopped.first is None:
+            said = f"all {done}{left_out}"
+        elif stopped.last is None:
+            said = f"{done} (of the records before {stopped.first}){left_out}; nothing from "
+            said += f"{stopped.first} on was"
+        else:
+            said = f"{done} (of the records before {stopped.first}){left_out}; the batch "
+            said += f"{stopped.first} to {stopped.last} may or may not have been (`fivefold "
+            said += "stats` counts them); nothing after it was"
+        click.echo(f"interrupted: {said}", err=True)
+        ctx.exit(130)
+    except KeyboardInterrupt:
+        # Outside the batches: while the file was read (nothing written), or after the last one
+        # (each committed; the store's closing, which its next open finishes, cut short).
+        for where, problem in report.skipped:
+            click.echo(f"skipped {path}: {where}: {problem}", err=True)
+        if report.imported:
+            said = f"all {report.imported} memories from {path} were imported"
+        else:
+            said = f"nothing from {path} was imported"
+        click.echo(f"interrupted: {said}", err=True)
         ctx.exit(130)
     for where, problem in report.skipped:
         click.echo(f"skipped {path}: {where}: {problem}", err=True)

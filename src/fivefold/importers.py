@@ -40,12 +40,13 @@ class ImportReport:
 
 
 class ImportInterrupted(KeyboardInterrupt):
-    """Ctrl-C during an import: ``report`` counts the batches that were committed, and the
-    batch being written (records ``first`` to ``last``) may or may not have been (an interrupt
-    just after its commit cannot be told from one just before)."""
+    """Ctrl-C during an import: ``report`` counts the batches that were committed. When a batch
+    was being written (records ``first`` to ``last``) it may or may not have been (an interrupt
+    just after its commit cannot be told from one just before); between two batches ``last``
+    is None and nothing from ``first`` on was written (``first`` None: every batch was)."""
 
-    def __init__(self, report: ImportReport, first: str, last: str) -> None:
-        super().__init__(f"interrupted while writing {first} to {last}")
+    def __init__(self, report: ImportReport, first: str | None, last: str | None) -> None:
+        super().__init__(f"interrupted at {first or 'the end'}")
         self.report, self.first, self.last = report, first, last
 
 
@@ -58,11 +59,14 @@ def import_file(
     batch_size: int = 256,
     on_error: OnError = "stop",
     checked: Callable[[object], None] = check,
+    report: ImportReport | None = None,
 ) -> ImportReport:
     """Import ``path`` into the store ``opened()`` returns, called by the first batch that
     writes. ``checked`` refuses a record as that store would (``extract.prepare.check`` with the
     store's limits): a batch is checked with it before the store is opened, and a record before
-    an unreadable line before that line is reported."""
+    an unreadable line before that line is reported. ``report`` (a new one if not given) counts
+    the batches as they commit, for a caller to read after an interrupt that is not
+    ``ImportInterrupted`` (one while the file is read, or after the last batch)."""
     if batch_size < 1:
         raise InvalidInput("batch size must be at least 1")
     if on_error not in ("stop", "skip"):
@@ -74,23 +78,38 @@ def import_file(
     records = list(_jsonl(path) if fmt == "jsonl" else _locomo(path))
     if namespace is not None:
         records = [_in(r, namespace) for r in records]
-    report = ImportReport()
+    report = ImportReport() if report is None else report
     mem = _Opened(opened, checked)
     # On stderr, as migrate's, and only to a terminal: stdout and a log get the result line
     # alone (the bar left a blank line on stdout, and to a log a blank line before an error).
     console = Console(stderr=True)
-    with Progress(console=console, transient=True, disable=not console.is_terminal) as progress:
-        task = progress.add_task(f"importing {path.name}", total=len(records))
-        for start in range(0, len(records), batch_size):
-            batch = records[start : start + batch_size]
-            try:
+    # Where an interrupt finds the import: (the batch's first record, its end, whether it is
+    # committed, the memories imported before it), set in one assignment so that a signal
+    # between two statements never reads half of it.
+    state = (0, 0, True, 0)
+    try:  # the whole loop: an interrupt between two batches (in the bar's advance) is one too
+        with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
+            task = bar.add_task(f"importing {path.name}", total=len(records))
+            for start in range(0, len(records), batch_size):
+                batch = records[start : start + batch_size]
+                state = (start, start + len(batch), False, report.imported)
                 _write_batch(mem, batch, report, path, on_error, checked)
-            except KeyboardInterrupt:
-                report.skipped.sort(key=lambda skipped: int(skipped[0].split()[-1]))
-                raise ImportInterrupted(report, batch[0].where, batch[-1].where) from None
-            progress.advance(task, len(batch))
-    report.skipped.sort(key=lambda skipped: int(skipped[0].split()[-1]))
+                state = (start, start + len(batch), True, report.imported)
+                bar.advance(task, len(batch))
+    except KeyboardInterrupt:
+        start, end, committed, before = state
+        report.skipped.sort(key=_in_order)
+        if committed:  # nothing in flight: the report is exact
+            following = records[end].where if end < len(records) else None
+            raise ImportInterrupted(report, following, None) from None
+        report.imported = before
+        raise ImportInterrupted(report, records[start].where, records[end - 1].where) from None
+    report.skipped.sort(key=_in_order)
     return report
+
+
+def _in_order(skipped: tuple[str, str]) -> int:
+    return int(skipped[0].split()[-1])  # "line 12" -> 12
 
 
 def _in(record: Record, namespace: str) -> Record:
