@@ -691,6 +691,29 @@ def test_open_other_sqlite_database_is_not_a_store_and_leaves_it_alone(tmp_path:
     assert_fresh_store_works(tmp_path)
 
 
+def test_open_fifo_or_device_is_not_a_store(tmp_path: Path) -> None:
+    """A FIFO or /dev/null as a store was told it was "an empty file: delete it"."""
+    fifo = tmp_path / "pipe.db"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/null")):
+        error = assert_rejected(lambda: _open(path), NotAFivefoldStore, str(path))  # noqa: B023
+        assert "not a regular file" in str(error)
+    assert fifo.exists()
+    assert_fresh_store_works(tmp_path)
+
+
+def test_sqlalchemys_in_memory_url_makes_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sqlite:///:memory:`` made a file named ``/:memory:`` (cwd-relative spellings in cwd)."""
+    monkeypatch.chdir(tmp_path)
+    for url in ("sqlite:///:memory:", "sqlite://:memory:", ":memory:"):
+        with _open(url) as memory:
+            assert_store_works(memory)
+    assert not Path("/:memory:").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_open_directory_is_not_a_store(tmp_path: Path) -> None:
     folder = tmp_path / "a_folder"
     folder.mkdir()

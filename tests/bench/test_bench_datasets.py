@@ -67,6 +67,13 @@ def test_locomo_docs_one_per_turn_in_session_order() -> None:
     assert data.docs[6].event_at == datetime(2024, 1, 2, 12, 30, tzinfo=UTC)
 
 
+def test_locomo_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Refused as "not valid JSON" (the JSONL reader took one already)."""
+    marked = tmp_path / "locomo_bom.json"
+    marked.write_bytes(b"\xef\xbb\xbf" + (DATA / "locomo_tiny.json").read_bytes())
+    assert load_locomo(marked).docs == load_locomo(DATA / "locomo_tiny.json").docs
+
+
 def test_locomo_queries_follow_the_evidence_protocol() -> None:
     data = load_locomo(DATA / "locomo_tiny.json")
     by_id = {query.id: query for query in data.queries}

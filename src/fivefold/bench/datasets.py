@@ -462,7 +462,9 @@ def _beir_qrels(path: Path) -> dict[str, set[str]]:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(
+            encoding="utf-8-sig"
+        )  # a byte order mark (Windows editors'): not text
     except FileNotFoundError as exc:
         raise InvalidInput(f"{path}: file not found") from exc
     except (OSError, UnicodeDecodeError) as exc:

@@ -71,7 +71,9 @@ def local_file(target: str | Path | None) -> Path | None:
     if sep and BACKENDS.get(scheme.lower()) is not _sqlite:
         return None
     path = (rest or ":memory:") if sep else location
-    return None if path == ":memory:" else Path(path).expanduser()
+    # ``sqlite:///:memory:`` is SQLAlchemy's spelling of an in-memory database (it made a file
+    # named ``/:memory:``).
+    return None if path in (":memory:", "/:memory:") else Path(path).expanduser()
 
 
 def _postgres(location: str, *, embedding_model: str, dim: int, settings: StoreSettings) -> Store:

@@ -142,6 +142,8 @@ def check_file(file: Path) -> None:
 def _check_file(file: Path) -> None:
     if file.is_dir():
         raise NotAFivefoldStore(f"{file} is a directory; give the path of a store file")
+    if file.exists() and not file.is_file():  # a FIFO, a device: nothing a store can live in
+        raise NotAFivefoldStore(f"{file} is not a regular file; give the path of a store file")
     if file.exists() and file.stat().st_size > 0:
         with file.open("rb") as handle:
             if handle.read(16) != _SQLITE_MAGIC:
