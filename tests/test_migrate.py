@@ -445,3 +445,85 @@ def test_ctrl_c_while_the_copy_is_verified_says_it_was_made(
     result = CliRunner().invoke(cli, ["migrate", source, str(tmp_path / "whole.db")])
     assert result.exit_code == 130, result.output
     assert "was made, not verified" in result.stderr
+
+
+def _empty(backend: str, tmp_path: Path, pg_url: str) -> Memory:
+    return _open(str(tmp_path / "dst.db") if backend == "sqlite" else pg_url)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_namespace_of_relations_alone_is_copied(
+    backend: str, tmp_path: Path, pg_url: str
+) -> None:
+    """A namespace holding a relation (``record=False``) and an alias but no memory was left
+    out, and the copy said it verified (a hostile pass's find)."""
+    source = _open(str(tmp_path / "src.db"))
+    _seed(source)
+    source.relate("Ann", "manages", "Ben", namespace="graphonly", record=False)
+    source.alias("Ann", "Annie", namespace="graphonly")
+    target = _empty(backend, tmp_path, pg_url)
+    report = migrate(source, target)
+    assert report.verified, report
+    assert report.namespaces["graphonly"].entities == (2, 2)
+    assert report.namespaces["graphonly"].edges == (1, 1)
+    assert target.store.aliases("graphonly") == [("Ann", "Annie")]
+    assert [(e.source, e.relation, e.target) for e in target.store.relations("graphonly")] == [
+        ("Ann", "manages", "Ben")
+    ]
+
+
+def test_what_the_source_gains_or_loses_during_the_copy_is_counted(tmp_path: Path) -> None:
+    """A memory forgotten from the source while the copy ran raised a KeyError traceback, and
+    a namespace another writer began meanwhile was missed by a copy that said it verified (a
+    hostile pass's finds)."""
+    source = _open(str(tmp_path / "src.db"))
+    _seed(source)
+    newest = source.browse(namespace="acme", limit=1)[0].id  # in the namespace's last chunk
+    target = _open(str(tmp_path / "dst.db"))
+    calls = 0
+
+    def meanwhile(done: int, total: int) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # after acme's first chunk: its ids are listed
+            source.forget(newest, namespace="acme")
+            source.remember("written while the copy ran", namespace="omega")
+
+    report = migrate(source, target, batch=5, on_progress=meanwhile)
+    assert report.namespaces["acme"].memories == (32, 32)  # the forgotten one in neither
+    assert report.namespaces["omega"].memories == (1, 0)
+    assert not report.verified
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_destination_holding_relations_or_aliases_is_not_empty(
+    backend: str, tmp_path: Path, pg_url: str
+) -> None:
+    """Only memories made a store non-empty: a copy went into one holding an alias of its own,
+    which took over a copied relation's name (a hostile pass's find)."""
+    source = _open(str(tmp_path / "src.db"))
+    _seed(source)
+    target = _empty(backend, tmp_path, pg_url)
+    target.relate("Evil Corp", "owns", "Kestrel", namespace="acme", record=False)
+    target.alias("Evil Corp", "Priya", namespace="acme")
+    with pytest.raises(fivefold.InvalidInput, match="already holds data"):
+        migrate(source, target)
+    with pytest.raises(fivefold.InvalidInput, match="holds data"):
+        target.store.mark_copy("another copy")  # the claim's own check, in its transaction
+    assert target.store.copy_mark() is None
+    assert target.stats().memories == 0
+    assert target.store.held_namespaces() == ["acme"]
+
+
+def test_a_refused_copy_makes_no_destination(tmp_path: Path) -> None:
+    """`migrate` from an unfinished copy was refused after it had made the destination (an
+    empty store at a new path; a new Postgres schema's tables: a hostile pass's find)."""
+    source = tmp_path / "part.db"
+    with Memory.open(source) as memory:  # the default model, as the command opens it
+        memory.store.mark_copy("from elsewhere")
+        memory.remember("a memory of the part copied")
+    destination = tmp_path / "new.db"
+    result = CliRunner().invoke(cli, ["migrate", str(source), str(destination)])
+    assert result.exit_code == 2, result.output
+    assert "copied on, it would look whole" in result.output
+    assert not destination.exists()

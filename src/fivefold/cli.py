@@ -334,15 +334,28 @@ def train(ctx: click.Context, /, namespace: str) -> None:
 def doctor(ctx: click.Context, /, repair: bool) -> None:
     """Check the store: its pages and rows, the lexical indexes, each namespace's dense index
     and saved HNSW graph. Exit 0 when all is well (or repaired), 4 when a problem remains."""
-    with open_memory(ctx, existing=True) as mem:
-        findings = mem.store.check(repair=repair)
+    try:
+        with open_memory(ctx, existing=True) as mem:
+            findings = mem.store.check(repair=repair)
+    except errors.NotAFivefoldStore:
+        from fivefold.store import local_file
+        from fivefold.store.sqlite.check import check_unopened
+
+        # Too damaged to open: its pages can still be checked (not a damaged store, as
+        # another program's database or a newer schema, is said as the open said it).
+        file = local_file(ctx.obj["db"])
+        unopened = None if file is None else check_unopened(file)
+        if unopened is None:
+            raise
+        findings = unopened
     for finding in findings:
         state = "repaired" if finding.repaired and finding.ok else "ok" if finding.ok else "problem"
         click.echo(f"{state}: {finding.part}: {finding.detail}")
-    if not all(finding.ok for finding in findings):
-        raise errors.StoreError(
-            "problems remain" + ("" if repair else "; --repair rebuilds indexes")
-        )
+    failing = {finding.part for finding in findings if not finding.ok}
+    if failing:
+        # Rows and an unfinished copy are not repaired: their findings say what to do.
+        rebuilt = not repair and failing - {"database", "copy", "indexes"}
+        raise errors.StoreError("problems remain" + ("; --repair rebuilds indexes" * bool(rebuilt)))
 
 
 @cli.command()
@@ -360,23 +373,30 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
 
     from fivefold.embed.minilm import MiniLMEmbedder
     from fivefold.memory import Memory
+    from fivefold.migrate import check_source
     from fivefold.migrate import migrate as copy_store
+    from fivefold.store import keyed_names
 
     require_store(source)  # a mistyped source would be an empty store, "copied" as verified
     config = settings_of(ctx)
     embedder = MiniLMEmbedder()  # one model for both stores
-    with (
-        Memory.open(source, embedder=embedder, config=config) as src,
-        Memory.open(destination, embedder=embedder, config=config) as dst,
-        Progress(console=Console(stderr=True), transient=True) as progress,
-    ):
+    with ExitStack() as stack:
+        src = stack.enter_context(Memory.open(source, embedder=embedder, config=config))
+        check_source(src, keyed_names=keyed_names(destination))  # before a destination is made
+        dst = stack.enter_context(Memory.open(destination, embedder=embedder, config=config))
+        console = Console(stderr=True)  # the bar on a terminal only: a log gets no blank line
+        progress = stack.enter_context(
+            Progress(console=console, transient=True, disable=not console.is_terminal)
+        )
         task = progress.add_task("copying memories", total=None)
 
         def on_progress(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
         try:
-            report = copy_store(src, dst, batch=batch, sample=sample, on_progress=on_progress)
+            report = copy_store(
+                src, dst, batch=batch, sample=sample, on_progress=on_progress, source_checked=True
+            )
         except KeyboardInterrupt:
             progress.stop()
             if dst.store.copy_mark() is not None:

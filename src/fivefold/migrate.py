@@ -61,6 +61,18 @@ class MigrationReport:
         return counts and self.same_rankings == self.sampled
 
 
+def check_source(source: Memory, *, keyed_names: bool) -> None:
+    """Refuse a source that cannot be copied into a store of ``keyed_names`` (``Store``'s:
+    Postgres), before the destination is opened (the CLI: a refused copy makes no store)."""
+    if (note := source.store.copy_mark()) is not None:
+        raise InvalidInput(
+            f"{source.store.location} is a copy that did not finish ({note}): copied on, it "
+            "would look whole; copy its own source again"
+        )
+    if keyed_names and not source.store.keyed_names:  # what it holds, the destination may not
+        _check_names(source.store, source.store.held_namespaces())
+
+
 def migrate(
     source: Memory,
     target: Memory,
@@ -68,27 +80,26 @@ def migrate(
     batch: int = 500,
     sample: int = 20,
     on_progress: Progress | None = None,
+    source_checked: bool = False,
 ) -> MigrationReport:
+    """Copy ``source`` into the empty ``target`` and verify the copy. ``source_checked``: the
+    caller ran ``check_source`` for the target's kind (a scan of every memory, not repeated)."""
     if batch < 1:
         raise InvalidInput(f"batch must be at least 1, got {batch}")
-    if (note := source.store.copy_mark()) is not None:
-        raise InvalidInput(
-            f"{source.store.location} is a copy that did not finish ({note}): copied on, it "
-            "would look whole; copy its own source again"
-        )
+    if not source_checked:
+        check_source(source, keyed_names=target.store.keyed_names)
     if (note := target.store.copy_mark()) is not None:
         raise InvalidInput(
             f"{target.store.location} holds a copy that did not finish ({note}): migrate into "
             "an empty store (a new file, or a new Postgres schema)"
         )
-    if target.stats().memories:
+    if held := target.store.held_namespaces():
         raise InvalidInput(
-            f"{target.store.location} already holds memories: migrate into an empty store"
+            f"{target.store.location} already holds data (namespace {held[0][:40]!r}): "
+            "migrate into an empty store"
         )
     src, dst = source.store, target.store
-    namespaces = sorted(src.stats().namespaces)
-    if dst.keyed_names and not src.keyed_names:  # what the source holds, the destination may not
-        _check_names(src, namespaces)
+    namespaces = src.held_namespaces()
     # Marked until the copy is whole: a copy killed half way leaves a store `fivefold doctor`
     # reports (it said "ok" of the part copied) and this function refuses to copy into or
     # from. Claimed at once with the emptiness: of two copies into one store, one goes on.
@@ -98,14 +109,18 @@ def migrate(
     left_out: list[str] = []
     for namespace in namespaces:
         mapping: dict[int, int] = {}
-        for chunk in _chunks(_oldest_first(src, namespace), batch):
-            records = src.get_memories(namespace, chunk)
-            vectors = src.vectors(namespace, chunk)
-            copied = dst.insert_memories(
-                [_as_new(records[i]) for i in chunk], np.stack([vectors[i] for i in chunk])
-            )
-            mapping.update(zip(chunk, (r.id for r in copied), strict=True))
-            done += len(chunk)
+        for listed in _chunks(_oldest_first(src, namespace), batch):
+            records = src.get_memories(namespace, listed)
+            vectors = src.vectors(namespace, listed)
+            # A memory forgotten since the ids were listed (or a row the source cannot read)
+            # is not copied: the counts below compare the stores as they end.
+            chunk = [i for i in listed if i in records and i in vectors]
+            if chunk:
+                copied = dst.insert_memories(
+                    [_as_new(records[i]) for i in chunk], np.stack([vectors[i] for i in chunk])
+                )
+                mapping.update(zip(chunk, (r.id for r in copied), strict=True))
+            done += len(listed)
             if on_progress is not None:
                 on_progress(done, total)
         for edge in src.relations(namespace):
@@ -129,7 +144,9 @@ def migrate(
         if saved is not None:
             dst.save_model(namespace, saved[1], accepted=True)
             models += 1
-    counts = {ns: _counts(src, dst, ns) for ns in namespaces}
+    # Every namespace the source holds now: one another process began meanwhile (or memories
+    # it added to one already copied) shows as a mismatch, not as a verified copy.
+    counts = {ns: _counts(src, dst, ns) for ns in sorted({*namespaces, *src.held_namespaces()})}
     dst.mark_copy(None)
     # Scores compare only when both stores' statistics count the current rows alone (the
     # embedded store's lexical index keeps counting a replaced or forgotten text until merged).
@@ -263,4 +280,4 @@ def _compare_recalls(
     return len(chosen), same
 
 
-__all__ = ["MigrationReport", "NamespaceCounts", "migrate"]
+__all__ = ["MigrationReport", "NamespaceCounts", "check_source", "migrate"]

@@ -4,6 +4,7 @@ store at once. Each gives a working store or a ``StoreError`` naming the file, n
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import random
 import shutil
@@ -182,3 +183,63 @@ def test_a_copy_of_a_store_in_a_new_folder_is_unharmed_by_a_failed_open(tmp_path
     shutil.copyfile(good, copy)
     with _open(copy) as memory:
         assert [m.id for m in memory.browse(limit=100)] == sorted(ids, reverse=True)
+
+
+def _overwritten(source: Path, target: Path, page: int) -> None:
+    """A copy of ``source`` with the cells at the end of ``page`` overwritten."""
+    data = bytearray(source.read_bytes())
+    data[page * 4096 - 768 : page * 4096] = bytes(range(256)) * 3
+    target.write_bytes(bytes(data))
+
+
+def test_doctor_reports_damaged_pages_and_checks_no_index(tmp_path: Path) -> None:
+    """The lexical check read the damaged rows and SQLite's error replaced every finding, and
+    a store too damaged to open said "`fivefold doctor` checks it" to `doctor` itself (a
+    hostile pass's finds)."""
+    import numpy as np
+    from click.testing import CliRunner
+
+    from fivefold.cli import cli
+
+    path, small = tmp_path / "good.db", tmp_path / "small.db"
+    vectors = np.random.default_rng(5).standard_normal((2_000, 384)).tolist()
+    for file, count in ((path, 2_000), (small, 300)):  # small: the open reads its root page
+        with Memory.open(file) as memory:  # the default model, as the CLI opens it
+            memory.remember_many(
+                [
+                    {"content": f"Note {i} of the Kestrel review", "vector": vectors[i]}
+                    for i in range(count)
+                ]
+            )
+    with contextlib.closing(sqlite3.connect(small)) as conn:
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
+        root = int(
+            conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'memories'").fetchone()[0]
+        )
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        leaves = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT pageno FROM dbstat WHERE name = 'memories' AND pagetype = 'leaf' "
+                "ORDER BY pageno"
+            )
+        ]
+    leaf, root_page, truncated = (tmp_path / f"{n}.db" for n in ("leaf", "root", "cut"))
+    _overwritten(path, leaf, leaves[len(leaves) // 2])  # a row the open does not read
+    _overwritten(small, root_page, root)  # the check itself stops at it
+    truncated.write_bytes(small.read_bytes()[: 3 * 4096])  # the open stops at it
+    for damaged in (leaf, root_page):
+        with Memory.open(damaged) as memory:
+            findings = memory.store.check()
+        assert [(f.part, f.ok) for f in findings] == [("database", False), ("indexes", False)]
+        assert "not checked" in findings[1].detail
+    with pytest.raises(NotAFivefoldStore, match="a backup or a re-import") as opening:
+        Memory.open(truncated)
+    assert "`fivefold doctor`" not in str(opening.value)
+    for damaged in (leaf, root_page, truncated):
+        result = CliRunner().invoke(cli, ["--db", str(damaged), "doctor"])
+        assert result.exit_code == 4, result.output
+        lines = result.output.splitlines()
+        assert lines[0].startswith("problem: database: "), lines
+        assert lines[1].startswith("problem: indexes: not checked"), lines
+        assert "--repair" not in lines[-1]  # no repair mends rows

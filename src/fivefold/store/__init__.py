@@ -105,6 +105,13 @@ BACKENDS: dict[str, Opener] = {
 }
 
 
+def keyed_names(target: str | Path | None) -> bool:
+    """Whether the store a location names keys names in index rows (``Store.keyed_names``),
+    known before it is opened: a Postgres one."""
+    scheme, sep, _ = str(default_path() if target is None else target).partition("://")
+    return bool(sep) and BACKENDS.get(scheme.lower()) is _postgres
+
+
 def open_store(
     target: str | Path | None,
     *,

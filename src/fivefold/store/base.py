@@ -214,11 +214,15 @@ class Store(Protocol):
         copy mark left behind (``mark_copy``) is a finding no repair clears."""
         ...
 
+    def held_namespaces(self) -> list[str]:
+        """Every namespace holding anything (``HELD_NAMESPACES``), sorted."""
+        ...
+
     def mark_copy(self, note: str | None) -> None:
         """Mark the store as receiving a copy (``fivefold migrate``: ``note`` says from where
         and when), or with None clear the mark once the copy is whole: a copy killed half way
         leaves its mark, and ``check`` reports it. Marking is refused (``InvalidInput``), in
-        one transaction, when a mark is there already or the store holds memories."""
+        one transaction, when a mark is there already or any namespace holds anything."""
         ...
 
     def copy_mark(self) -> str | None:
@@ -284,4 +288,17 @@ def mistyped_rows(rows: str, mistyped: int, *, repaired: bool) -> Finding:
     return Finding(part, repaired, detail, repaired)
 
 
-COPY_REFUSED = "another copy into this store is under way or did not finish, or it holds memories"
+COPY_REFUSED = (
+    "another copy into this store is under way or did not finish, or it holds data (memories, "
+    "entities, relations, aliases, feedback or a model)"
+)
+# The namespaces holding anything of their own, on either backend (the same tables): a
+# namespace of ``relate(record=False)`` edges or of feedback alone has no memories.
+HELD_NAMESPACES = """
+SELECT namespace FROM namespaces WHERE memories > 0
+UNION SELECT namespace FROM entities
+UNION SELECT namespace FROM edges
+UNION SELECT namespace FROM aliases
+UNION SELECT namespace FROM feedback
+UNION SELECT namespace FROM models
+"""

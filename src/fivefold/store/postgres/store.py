@@ -47,6 +47,7 @@ from fivefold.store import context
 from fivefold.store.base import (
     COPY_MARK,
     COPY_REFUSED,
+    HELD_NAMESPACES,
     StoreSettings,
     mistyped_rows,
     unfinished_copy,
@@ -455,9 +456,13 @@ class PostgresStore(PostgresReads):
                 "ON CONFLICT (key) DO NOTHING RETURNING key",
                 (COPY_MARK, note),
             ).fetchone()
-            held = conn.execute("SELECT 1 FROM memories LIMIT 1").fetchone()
+            held = conn.execute(f"SELECT 1 FROM ({HELD_NAMESPACES}) AS held LIMIT 1").fetchone()
             if claimed is None or held is not None:
                 raise InvalidInput(f"{self._location}: {COPY_REFUSED}")
+
+    def held_namespaces(self) -> list[str]:
+        with self._read() as conn:
+            return sorted(str(r[0]) for r in conn.execute(HELD_NAMESPACES))
 
     def copy_mark(self) -> str | None:
         with self._read() as conn:

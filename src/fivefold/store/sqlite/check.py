@@ -4,24 +4,61 @@ backup or a re-import, and the finding says so."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
 from fivefold.model import Finding
+from fivefold.store.sqlite.files import SQLITE_MAGIC
 
 __all__ = [
     "check_database",
     "check_saved_graph",
+    "check_unopened",
     "older_saved_graph",
+    "unchecked_indexes",
 ]
 
 
 def check_database(conn: sqlite3.Connection) -> Finding:
-    rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
+    try:
+        rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:  # damage the check itself cannot read past
+        rows = [str(exc)]
     if rows == ["ok"]:
         return Finding("database", True, "pages and rows consistent")
-    detail = "; ".join(rows[:3]) + " (restore a backup or re-import; indexes cannot fix rows)"
+    # A row can hold several lines, under a "*** in database main ***" heading: one line here.
+    found = [line for row in rows for line in row.splitlines() if line and line[:3] != "***"]
+    more = f" and {len(found) - 3:,} more" if len(found) > 3 else ""
+    detail = (
+        f"{'; '.join(found[:3])}{more} (restore a backup or re-import; indexes cannot fix rows)"
+    )
     return Finding("database", False, detail)
+
+
+def check_unopened(file: Path) -> list[Finding] | None:
+    """The findings on a store too damaged to open, read only: its pages' check, and its
+    indexes unchecked; None when the file's pages are sound (what kept it from opening is not
+    damage) or it is no SQLite database at all."""
+    try:
+        with file.open("rb") as handle:
+            if handle.read(16) != SQLITE_MAGIC:
+                return None
+        with contextlib.closing(
+            sqlite3.connect(f"{file.absolute().as_uri()}?mode=ro", uri=True)
+        ) as conn:
+            found = check_database(conn)
+    except (OSError, sqlite3.Error):
+        return None
+    return None if found.ok else [found, unchecked_indexes()]
+
+
+def unchecked_indexes() -> Finding:
+    return Finding(
+        "indexes",
+        False,
+        "not checked: they are built from the rows, which the database check found damaged",
+    )
 
 
 def check_saved_graph(path: Path, namespace: str, *, valid: bool, repair: bool) -> Finding:

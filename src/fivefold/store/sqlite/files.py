@@ -16,7 +16,7 @@ from fivefold.errors import NotAFivefoldStore, StoreError
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.checkpoint import Checkpointer
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_MAGIC = b"SQLite format 3\x00"
 SMOOTHING_KEY = "context_smoothing"  # meta: the context smoothing the rows were made with
 
 
@@ -42,7 +42,7 @@ def connect(path: str) -> tuple[sqlite3.Connection, bool]:
         conn.execute("PRAGMA foreign_keys = ON")
         _ensure_math(conn)
     except sqlite3.Error as exc:
-        raise translate(exc, path) from exc
+        raise translate(exc, path, opened=False) from exc
     return conn, read_only
 
 
@@ -146,7 +146,7 @@ def _check_file(file: Path) -> None:
         raise NotAFivefoldStore(f"{file} is not a regular file; give the path of a store file")
     if file.exists() and file.stat().st_size > 0:
         with file.open("rb") as handle:
-            if handle.read(16) != _SQLITE_MAGIC:
+            if handle.read(16) != SQLITE_MAGIC:
                 raise NotAFivefoldStore(f"{file} is not a fivefold store (not an SQLite file)")
     elif file.exists():
         wal = file.with_name(file.name + "-wal")
@@ -182,12 +182,15 @@ def _ln(value: float) -> float | None:
     return math.log(value) if value > 0.0 else None
 
 
-def translate(exc: sqlite3.Error, path: str) -> StoreError:
+def translate(exc: sqlite3.Error, path: str, *, opened: bool = True) -> StoreError:
+    """``exc`` as the store's error; ``opened``: the store had opened (a damaged one that did
+    not cannot be checked by `fivefold doctor` either, which opens it first)."""
     message = str(exc)
     if "file is not a database" in message or "malformed" in message:
+        checks = "`fivefold doctor` checks it, and " if opened else ""
         return NotAFivefoldStore(
-            f"{path} is damaged or not a fivefold store ({message}); `fivefold doctor` checks "
-            "it, and a backup or a re-import restores it"
+            f"{path} is damaged or not a fivefold store ({message}); {checks}a backup or a "
+            "re-import restores it"
         )
     if "locked" in message or "busy" in message:
         return StoreError(f"{path} is locked by another writer; retry later ({message})")
@@ -198,6 +201,7 @@ def translate(exc: sqlite3.Error, path: str) -> StoreError:
 
 __all__ = [
     "SMOOTHING_KEY",
+    "SQLITE_MAGIC",
     "checkpointer",
     "connect",
     "create_file",

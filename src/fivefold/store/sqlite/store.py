@@ -52,6 +52,7 @@ from fivefold.model import (
 from fivefold.store.base import (
     COPY_MARK,
     COPY_REFUSED,
+    HELD_NAMESPACES,
     StoreSettings,
     mistyped_rows,
     unfinished_copy,
@@ -121,6 +122,7 @@ class SQLiteStore:
         self._checkpoints: Checkpointer | None = None
         self._writes = 0  # bumped by every transaction: invalidates the term statistics memo
         self._created = False
+        self._opened = False  # an error before this is true: `fivefold doctor` cannot open it
         if path != ":memory:" and not os.path.lexists(path):
             self._created = files.create_file(
                 Path(path), files.meta(embedding_model, dim, self._settings.smoothing.tag)
@@ -136,7 +138,7 @@ class SQLiteStore:
                 self._conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
             self._conn.close()
-            raise files.translate(exc, path) from exc
+            raise files.translate(exc, path, opened=False) from exc
         except BaseException:
             self._conn.close()
             raise
@@ -158,6 +160,7 @@ class SQLiteStore:
         self._df_totals: dict[str, int] = {}
         if path != ":memory:" and not self.read_only:  # last: a thread to stop on close
             self._checkpoints = files.checkpointer(self._conn, path)
+        self._opened = True
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -368,7 +371,7 @@ class SQLiteStore:
         try:
             return self._conn.execute(sql, params)
         except sqlite3.DatabaseError as exc:
-            raise files.translate(exc, self._path) from exc
+            raise files.translate(exc, self._path, opened=self._opened) from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -623,6 +626,10 @@ class SQLiteStore:
             self._refuse_write()
         with self._lock:
             findings = [sqlite_check.check_database(self._conn)]
+            if not findings[0].ok:
+                # The indexes are built from the rows: read from damaged pages, the check
+                # failed with SQLite's error in place of these findings.
+                return [*findings, sqlite_check.unchecked_indexes()]
             if (note := self.copy_mark()) is not None:
                 findings.append(unfinished_copy(note, self.stats().memories))
             mistyped = int(self._execute(schema.MISTYPED_MENTIONS).fetchone()[0])
@@ -643,10 +650,14 @@ class SQLiteStore:
                 self._conn.execute("DELETE FROM meta WHERE key = ?", (COPY_MARK,))
                 return
             marked = self._conn.execute("SELECT 1 FROM meta WHERE key = ?", (COPY_MARK,))
-            held = self._conn.execute("SELECT 1 FROM memories LIMIT 1")
+            held = self._conn.execute(f"SELECT 1 FROM ({HELD_NAMESPACES}) LIMIT 1")
             if marked.fetchone() is not None or held.fetchone() is not None:
                 raise InvalidInput(f"{self._path}: {COPY_REFUSED}")
             self._conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (COPY_MARK, note))
+
+    def held_namespaces(self) -> list[str]:
+        with self._lock:
+            return sorted(str(r[0]) for r in self._execute(HELD_NAMESPACES))
 
     def copy_mark(self) -> str | None:
         with self._lock:
