@@ -3,6 +3,7 @@ a 4xx, a stable code, a clear message, nothing written and the server still up."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -189,12 +190,82 @@ def test_limits_give_413_and_422(http: httpx.Client, ns: str) -> None:
     assert _count(http, ns) == 0
 
 
+def test_a_chunked_body_is_counted_whatever_length_is_declared(
+    open_server: Server, ns: str
+) -> None:
+    """Transfer-Encoding: chunked with a small Content-Length beside it: the server frames the
+    body by its chunks, and the limit read the header: a hostile pass wrote a 2.9 MB batch."""
+    import socket
+
+    items = [{"content": "x" * 90_000} for _ in range(30)]
+    body = json.dumps({"items": items, "namespace": ns}).encode()
+    chunked = b"".join(
+        b"%x\r\n%s\r\n" % (len(body[i : i + 65536]), body[i : i + 65536])
+        for i in range(0, len(body), 65536)
+    )
+    head = (
+        b"POST /v1/memories/batch HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+        b"Content-Length: 10\r\nConnection: close\r\n\r\n"
+    )
+    port = int(open_server.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        with contextlib.suppress(OSError):  # answered (and closed) before the body was sent
+            sock.sendall(head + chunked + b"0\r\n\r\n")
+        answer = b""
+        with contextlib.suppress(OSError):
+            while chunk := sock.recv(65536):
+                answer += chunk
+    assert answer.split(b"\r\n", 1)[0] in (
+        b"HTTP/1.1 413 Request Entity Too Large",
+        b"HTTP/1.1 400 Bad Request",
+    ), answer[:300]
+    with httpx.Client(base_url=open_server.url, timeout=30) as client:
+        assert _count(client, ns) == 0
+
+
 def test_unknown_paths_methods_and_ids(http: httpx.Client, ns: str) -> None:
     assert _bad(http, "GET", "/v1/nothing-here").status_code == 404
     assert _bad(http, "PUT", "/v1/recall", json={}).status_code == 405
     assert _bad(http, "GET", "/v1/memories/not-a-number").status_code == 422
     assert _bad(http, "GET", "/v1/memories/99999999", params={"namespace": ns}).status_code == 404
     assert _bad(http, "GET", "/v1/memories", params={"limit": 0}).status_code == 422
+
+
+def test_a_hostile_pass_finds_on_the_http_surface(http: httpx.Client, ns: str) -> None:
+    """Each answered as the README says (a hostile pass found them answered otherwise)."""
+    made = http.post("/v1/memories", json={"content": "kept", "namespace": ns}).json()["id"]
+    body = json.dumps({"query": "kept", "namespace": ns}).encode()
+    for media in (None, "text/json", "text/plain"):  # 422 "Input should be a valid dictionary"
+        headers = {} if media is None else {"content-type": media}
+        response = _bad(http, "POST", "/v1/recall", content=body, headers=headers)
+        assert response.status_code == 400, media
+        assert "Content-Type: application/json" in response.json()["error"]["message"]
+    charset = {"content-type": "application/json; charset=utf-8"}
+    assert http.post("/v1/recall", content=body, headers=charset).status_code == 200
+    # A query's error is the query's, whatever the (absent) media type.
+    assert (
+        _bad(http, "DELETE", f"/v1/memories/{made}", params={"namespace": " "}).status_code == 422
+    )
+    for k in (0, 101):  # "from 1 to 1000": the engine's bound, not this server's
+        response = _bad(http, "POST", "/v1/recall", json={"query": "x", "k": k, "namespace": ns})
+        assert "from 1 to 100 on this server" in response.json()["error"]["message"], k
+    not_allowed = _bad(http, "PUT", "/v1/recall", json={})
+    assert not_allowed.status_code == 405
+    assert not_allowed.headers["allow"] == "POST"
+    for path in (f"/v1/memories/{made}.0", f"/v1/memories/%20{made}", f"/v1/memories/+{made}"):
+        assert _bad(http, "DELETE", path, params={"namespace": ns}).status_code == 422, path
+    huge = "9" * 30
+    assert _bad(http, "GET", f"/v1/memories/{huge}", params={"namespace": ns}).status_code in (
+        404,
+        422,
+    )
+    assert http.get(f"/v1/memories/{made}", params={"namespace": ns}).status_code == 200
+    slash = _bad(http, "POST", "/v1/recall/", json={"query": "x"})  # was a 307 to the Host
+    assert slash.status_code == 404
+    page = http.get("/")
+    assert page.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
 
 
 def test_metrics_count_recalls_writes_and_errors(http: httpx.Client, ns: str) -> None:
@@ -252,6 +323,7 @@ def test_a_loopback_server_answers_only_loopback_names(open_server: Server) -> N
             {"host": "attacker.example"},
             {"origin": f"http://attacker.example:{port}"},
             {"origin": "null"},
+            {"origin": "http://[bad"},  # urlsplit raises on it: a 500 and a traceback logged
         ):
             for method, path in (
                 ("GET", "/v1/memories"),

@@ -32,6 +32,24 @@ def test_no_key_or_a_bad_key_is_401(keyed_server: Server) -> None:
     assert response.status_code == 401
 
 
+def test_two_keys_in_one_request_are_refused_on_every_endpoint(keyed_server: Server) -> None:
+    """Two Authorization headers: the HTTP routes acted as the first key's tenant and /mcp as
+    the last's (a hostile pass's find; a proxy adding its own header does this)."""
+    alpha, beta = keyed_server.tokens["alpha"], keyed_server.tokens["beta"]
+    mcp = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    accept = ("accept", "application/json, text/event-stream")
+    for pair in (
+        [("authorization", f"Bearer {alpha}"), ("authorization", f"Bearer {beta}")],
+        [("x-api-key", alpha), ("x-api-key", beta)],
+    ):
+        for method, path, body in (("GET", "/v1/stats", None), ("POST", "/mcp", mcp)):
+            response = httpx.request(
+                method, keyed_server.url + path, headers=[*pair, accept], json=body, timeout=30
+            )
+            assert response.status_code == 401, (path, response.text)
+            assert "send one API key" in response.json()["error"]["message"]
+
+
 def test_the_key_fixes_the_namespace(keyed_server: Server) -> None:
     made = _call(keyed_server, "alpha", "POST", "/v1/memories", json={"content": "alpha note"})
     assert made.status_code == 201

@@ -243,3 +243,29 @@ def test_doctor_reports_damaged_pages_and_checks_no_index(tmp_path: Path) -> Non
         assert lines[0].startswith("problem: database: "), lines
         assert lines[1].startswith("problem: indexes: not checked"), lines
         assert "--repair" not in lines[-1]  # no repair mends rows
+
+
+def test_a_store_file_deleted_or_replaced_while_open_takes_no_write(tmp_path: Path) -> None:
+    """SQLite went on writing to the file it had opened: a server whose store file was deleted
+    acknowledged writes that the next start (a new store at the path) did not have (a hostile
+    pass's find)."""
+    path = tmp_path / "memory.db"
+    with _open(path) as memory:
+        kept = memory.remember("written before the file went").id
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        with pytest.raises(StoreError, match="deleted or replaced while this store was open"):
+            memory.remember("would be lost")
+        with pytest.raises(StoreError, match="deleted or replaced"):
+            memory.remember_many([{"content": "would be lost too"}])
+        assert memory.get(kept).content == "written before the file went"  # reads go on
+    other = tmp_path / "other.db"
+    _filled(other, 3)
+    _filled(path, 2)
+    with _open(path) as memory:
+        shutil.copyfile(other, tmp_path / "restored.db")
+        (tmp_path / "restored.db").replace(path)  # a backup put in its place
+        with pytest.raises(StoreError, match="deleted or replaced"):
+            memory.forget(1)
+    with _open(path) as memory:
+        assert memory.stats().memories == 3

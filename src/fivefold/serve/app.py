@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from importlib import resources
 from typing import Any
@@ -81,6 +81,8 @@ def create_app(
         summary="Long-term memory for AI agents: remember, recall, explain.",
         lifespan=lifespan,
     )
+    # A trailing slash is a 404, not a redirect built from the client's Host header.
+    app.router.redirect_slashes = False
     app.include_router(routes.router)
     _add_service_routes(app)
     _add_error_handlers(app)
@@ -102,7 +104,9 @@ def _size(memory: Memory) -> int:
 def _add_service_routes(app: FastAPI) -> None:
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
-        return FileResponse(str(WEB / "index.html"))
+        # Never inside another site's frame: its Forget button is one click (clickjacking).
+        framing = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'"}
+        return FileResponse(str(WEB / "index.html"), headers=framing)
 
     @app.get("/healthz", summary="The process is up")
     def healthz() -> dict[str, str]:
@@ -121,11 +125,17 @@ def _add_service_routes(app: FastAPI) -> None:
 
 
 def _add_error_handlers(app: FastAPI) -> None:
-    def reply(request: Request, status: int, code: str, message: str) -> JSONResponse:
+    def reply(
+        request: Request,
+        status: int,
+        code: str,
+        message: str,
+        headers: Mapping[str, str] | None = None,
+    ) -> JSONResponse:
         served = getattr(request.app.state, "served", None)
         if served is not None:
             served.telemetry.errors.labels(code).inc()
-        return JSONResponse(error_body(code, message), status_code=status)
+        return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
     @app.exception_handler(FivefoldError)
     async def fivefold_error(request: Request, exc: FivefoldError) -> JSONResponse:
@@ -138,7 +148,11 @@ def _add_error_handlers(app: FastAPI) -> None:
         errors = list(exc.errors())
         if any(e.get("type") == "json_invalid" for e in errors):
             return reply(request, 400, "bad_request", "the body is not valid JSON")
-        if "json" not in request.headers.get("content-type", "json") and request.method != "GET":
+        # A body sent without its JSON media type is not parsed (FastAPI reads it strictly):
+        # its errors ("Input should be a valid dictionary") would blame the fields.
+        media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        about_body = any(e.get("loc", ("",))[0] == "body" for e in errors)
+        if about_body and media != "application/json" and not media.endswith("+json"):
             message = "the body must be JSON, sent with Content-Type: application/json"
             return reply(request, 400, "bad_request", message)
         return reply(request, 422, "invalid_input", _describe(errors))
@@ -146,7 +160,7 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
-        return reply(request, exc.status_code, code, str(exc.detail))
+        return reply(request, exc.status_code, code, str(exc.detail), exc.headers)  # 405: Allow
 
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception) -> JSONResponse:
@@ -176,8 +190,12 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        declared = dict(scope.get("headers", ())).get(b"content-length")
-        if declared is not None:
+        headers = dict(scope.get("headers", ()))
+        declared = headers.get(b"content-length")
+        # A chunked body is framed by its chunks whatever length is declared beside it (h11
+        # reads it so): its bytes are counted, not the header (a 2.9 MB batch went through
+        # with ``Content-Length: 10``).
+        if declared is not None and b"transfer-encoding" not in headers:
             # The server checks the body against its declared length; only the length is ours.
             ok = declared.isdigit() and int(declared) <= self.limit
         else:

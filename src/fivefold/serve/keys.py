@@ -102,11 +102,20 @@ class KeyRing:
         return key
 
 
-def token_of(headers: Mapping[str, str]) -> str | None:
-    """The key a request carries: ``Authorization: Bearer <key>`` or ``X-API-Key: <key>``
-    (header names in lower case)."""
-    auth = headers.get("authorization", "")
-    return auth[7:] if auth[:7].lower() == "bearer " else headers.get("x-api-key")
+def token_of(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The key a request carries (its ASGI headers): ``Authorization: Bearer <key>`` or
+    ``X-API-Key: <key>``. Two of either header are refused: the HTTP routes read the first
+    and ``/mcp`` the last, so a proxy adding its own put one request in two tenants."""
+    found: dict[str, list[str]] = {"authorization": [], "x-api-key": []}
+    for name, value in headers:
+        said = found.get(name.decode("latin-1").lower())
+        if said is not None:
+            said.append(value.decode("latin-1"))
+    for header, values in found.items():
+        if len(values) > 1:
+            raise Unauthenticated(f"{len(values)} {header} headers: send one API key")
+    auth = next(iter(found["authorization"]), "")
+    return auth[7:] if auth[:7].lower() == "bearer " else next(iter(found["x-api-key"]), None)
 
 
 def scope_for(

@@ -70,7 +70,10 @@ class LoopbackOnly:
             if host and (name is None or not loopback(name)):
                 problem = f"this server answers loopback names only, not Host {host!r}"
             elif origin is not None:
-                origin_host = urlsplit(origin.decode("latin-1")).hostname or ""
+                try:
+                    origin_host = urlsplit(origin.decode("latin-1")).hostname or ""
+                except ValueError:  # "http://[bad": an address no page is served from
+                    origin_host = ""
                 if not loopback(origin_host):
                     problem = "this server answers pages served from loopback only"
             if problem is not None:

@@ -246,11 +246,8 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = None
         if self._keys:
-            headers = {
-                k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]
-            }
             try:
-                key = self._keys.authenticate(token_of(headers))
+                key = self._keys.authenticate(token_of(scope["headers"]))
             except FivefoldError as exc:
                 status, code = status_of(exc)
                 await JSONResponse(error_body(code, str(exc)), status)(scope, receive, send)

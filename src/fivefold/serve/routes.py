@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from fivefold.errors import InvalidInput, StoreError, alone
@@ -45,10 +45,13 @@ def _caller(request: Request) -> ApiKey | None:
     state = state_of(request)
     if not state.keys:
         return None
-    return state.keys.authenticate(token_of(request.headers))
+    return state.keys.authenticate(token_of(request.scope["headers"]))
 
 
 Caller = Annotated[ApiKey | None, Depends(_caller)]
+# Digits only: an int parameter took "1.0" and " 1" as memory 1 (``DELETE /v1/memories/1.0``
+# forgot it), where a body's ids are strict.
+MemoryId = Annotated[str, Path(pattern=r"^[0-9]{1,30}$")]
 Server = Annotated[Served, Depends(state_of)]
 NamespaceQ = Annotated[str | None, Query()]
 
@@ -107,34 +110,36 @@ def browse(
 
 @router.get("/memories/{memory_id}", summary="One memory by id, in the scope")
 def get(
-    memory_id: int,
+    memory_id: MemoryId,
     key: Caller,
     served: Server,
     namespace: NamespaceQ = None,
     user_id: NamespaceQ = None,
     agent_id: NamespaceQ = None,
 ) -> JSONResponse:
-    return _json(served.memory.get(memory_id, **scope_for(key, namespace, user_id, agent_id)))
+    scope = scope_for(key, namespace, user_id, agent_id)
+    return _json(served.memory.get(int(memory_id), **scope))
 
 
 @router.delete("/memories/{memory_id}", status_code=204, summary="Forget a memory")
 def forget(
-    memory_id: int,
+    memory_id: MemoryId,
     key: Caller,
     served: Server,
     namespace: NamespaceQ = None,
     user_id: NamespaceQ = None,
     agent_id: NamespaceQ = None,
 ) -> Response:
-    served.memory.forget(memory_id, **scope_for(key, namespace, user_id, agent_id))
+    served.memory.forget(int(memory_id), **scope_for(key, namespace, user_id, agent_id))
     served.telemetry.writes.labels("forget").inc()
     return Response(status_code=204)
 
 
 def _recall_args(body: RecallBody, key: ApiKey | None, served: Served) -> dict[str, Any]:
-    if body.k > served.settings.max_k:
+    if not 1 <= body.k <= served.settings.max_k:  # the engine's bound (1,000) is not this one
         raise InvalidInput(
-            f"k={body.k}; this server returns at most {served.settings.max_k} (serve.max_k)"
+            f"k must be an integer from 1 to {served.settings.max_k} on this server "
+            f"(serve.max_k), got {body.k}"
         )
     args = body.model_dump(exclude={"namespace", "user_id", "agent_id"}, exclude_none=True)
     return {**args, **scope_for(key, body.namespace, body.user_id, body.agent_id)}

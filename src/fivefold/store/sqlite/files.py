@@ -182,6 +182,17 @@ def _ln(value: float) -> float | None:
     return math.log(value) if value > 0.0 else None
 
 
+def identity(path: str) -> tuple[int, int] | None:
+    """The file at ``path`` as (device, inode); None for an in-memory store or no file."""
+    if path == ":memory:":
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return (-1, -1)  # gone: unlike the file opened
+    return (found.st_dev, found.st_ino)
+
+
 def translate(exc: sqlite3.Error, path: str, *, opened: bool = True) -> StoreError:
     """``exc`` as the store's error; ``opened``: the store had opened (a damaged one that did
     not cannot be checked by `fivefold doctor` either, which opens it first)."""
@@ -206,6 +217,7 @@ __all__ = [
     "connect",
     "create_file",
     "ddl",
+    "identity",
     "meta",
     "register_math",
     "translate",

@@ -128,6 +128,7 @@ class SQLiteStore:
                 Path(path), files.meta(embedding_model, dim, self._settings.smoothing.tag)
             )
         self._conn, self.read_only = files.connect(path)
+        self._file = files.identity(path)
         self._context = SQLiteContextRows(self._conn, dim)
         self._writer = Writer(self._conn, settings, self._context, dim)
         try:
@@ -200,6 +201,13 @@ class SQLiteStore:
             raise StoreError(
                 f"{self._path} is open read-only (the file or its folder cannot be written): "
                 "recall works, writes need a writable copy"
+            )
+        if self._file is not None and files.identity(self._path) != self._file:
+            # SQLite goes on writing to the file it opened: a write acknowledged now would be
+            # gone when the path is next opened (a new store, or the file put there since).
+            raise StoreError(
+                f"{self._path} was deleted or replaced while this store was open: nothing was "
+                "written (a write would not be in the file at that path); open it again"
             )
 
     def _init_schema(self, embedding_model: str, dim: int) -> str:
