@@ -46,10 +46,18 @@ class WriteConfig:
     """Bounds on one write, so no call holds the write lock for long. A memory links at most
     ``max_entities`` names (the first ones, in the order given or found; a longer list given by
     the caller is refused), and co-mention edges join only the first ``max_comention_entities``
-    of them: 2,000 names would otherwise be 2 million edges in one transaction."""
+    of them: 2,000 names would otherwise be 2 million edges in one transaction.
+
+    ``durable`` (the embedded store): a write returns once its commit is synced to disk
+    (SQLite ``synchronous = FULL``), so a power cut loses no write that returned; False
+    (``NORMAL``): a killed process still loses nothing, a power cut or an operating system
+    crash can lose the last commits, and a bulk load at 1M memories runs ~10 % faster (one sync
+    of ~45 MB of WAL a batch less). A Postgres store follows its server's
+    ``synchronous_commit``."""
 
     max_entities: int = 64
     max_comention_entities: int = 16
+    durable: bool = True
 
 
 @dataclass(frozen=True, slots=True)

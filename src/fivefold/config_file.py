@@ -174,7 +174,8 @@ _COMMENTS: Mapping[str, str] = MappingProxyType(
         "temporal": 'Fuzzy windows in days: "recently"/"lately", "a few months ago" (seed 000).',
         "lexical": "BM25 column weights: a predicate term counts 4x a content term (content:"
         " with context on, own-text matches only; the window stands for it in the leg).",
-        "write": "Bounds on one write: names linked per memory, names joined by co-mentions.",
+        "write": "Bounds on one write: names linked per memory, names joined by co-mentions;\n"
+        "durable = false: a power cut can lose the last writes (SQLite), bulk loads run faster.",
         "context": "Session neighbours in BM25 (the window's weight) and the searched embedding.",
         "graph": "Hop scores for 0..3 hops, edge priors, freshness of expired lifecycle edges.",
         "fusion": "Score-weighted RRF: w * sqrt(c) / (k + rank), then the importance prior and"

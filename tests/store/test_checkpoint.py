@@ -152,3 +152,23 @@ def test_sigkill_while_the_thread_checkpoints_loses_no_acknowledged_batch(
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
+
+
+def test_a_commit_is_synced_before_the_write_returns_unless_durable_is_off(
+    tmp_path: Path,
+) -> None:
+    """A power cut cannot be made here; what it depends on can be read. SQLite syncs the WAL at
+    each commit only with ``synchronous = FULL`` (``NORMAL`` syncs it at checkpoints), and the
+    store ran ``NORMAL``: a write that had returned could be lost to a power cut."""
+    from fivefold.config_file import load_config
+
+    off = tmp_path / "fivefold.toml"
+    off.write_text("[write]\ndurable = false\n", encoding="utf-8")
+    for config, synced in ((fivefold.Config(), 2), (load_config(off), 1)):
+        assert config.write.durable is (synced == 2)
+        with fivefold.Memory.open(
+            tmp_path / f"{synced}.db", embedder=HASHING, config=config
+        ) as mem:
+            mem.remember("a note")
+            conn = mem.store._conn  # type: ignore[attr-defined]
+            assert conn.execute("PRAGMA synchronous").fetchone()[0] == synced

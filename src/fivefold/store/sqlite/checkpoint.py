@@ -8,11 +8,11 @@ a PASSIVE checkpoint on a connection of its own: it waits for no reader or write
 leaves the GIL while it copies, so it runs on another core while the writer prepares its next
 batch.
 
-What a crash can lose does not change: a commit is in the WAL before it is acknowledged, as
-before (``synchronous = NORMAL``: a killed process loses nothing acknowledged; a power cut can
-lose the last commits before a checkpoint's sync, as it could before); a checkpoint only moves
-committed pages from the WAL into the file, and a crash in the middle of one is SQLite's
-ordinary recovery. Should this thread fall behind, the WAL grows until it catches up; other
+What a crash can lose does not change: a commit is in the WAL before it is acknowledged
+(``synchronous = FULL``, ``WriteConfig.durable``: synced there, so a power cut loses nothing
+acknowledged either; with ``NORMAL`` a killed process loses nothing, a power cut the last
+commits before a checkpoint's sync); a checkpoint only moves committed pages from the WAL into
+the file, and a crash in the middle of one is SQLite's ordinary recovery. Should this thread fall behind, the WAL grows until it catches up; other
 processes' connections keep SQLite's automatic checkpoint.
 """
 

@@ -136,7 +136,8 @@ class SQLiteStore:
             # Only once the file is known to be ours: never switch a stranger's database to WAL.
             if path != ":memory:" and not self.read_only:
                 self._conn.execute("PRAGMA journal_mode = WAL")
-                self._conn.execute("PRAGMA synchronous = NORMAL")
+                synced = "FULL" if settings.write.durable else "NORMAL"  # (``WriteConfig``)
+                self._conn.execute(f"PRAGMA synchronous = {synced}")
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise files.translate(exc, path, opened=False) from exc
