@@ -263,6 +263,11 @@ def test_a_hostile_pass_finds_on_the_http_surface(http: httpx.Client, ns: str) -
     assert http.get(f"/v1/memories/{made}", params={"namespace": ns}).status_code == 200
     slash = _bad(http, "POST", "/v1/recall/", json={"query": "x"})  # was a 307 to the Host
     assert slash.status_code == 404
+    for method in ("GET", "DELETE"):  # GET opened a server stream that never sent anything
+        mcp = _bad(http, method, "/mcp", headers={"accept": "text/event-stream"})
+        assert (mcp.status_code, mcp.headers["allow"]) == (405, "POST"), method
+    assert http.head("/healthz").status_code == 200  # probes that send HEAD got a 405
+    assert http.head("/readyz").status_code == 200
     page = http.get("/")
     assert page.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]

@@ -108,11 +108,14 @@ def _add_service_routes(app: FastAPI) -> None:
         framing = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'"}
         return FileResponse(str(WEB / "index.html"), headers=framing)
 
-    @app.get("/healthz", summary="The process is up")
+    # HEAD too: health probes that send it got a 405.
+    @app.api_route("/healthz", methods=["GET", "HEAD"], summary="The process is up")
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", summary="The store is open and the model loaded")
+    @app.api_route(
+        "/readyz", methods=["GET", "HEAD"], summary="The store is open and the model loaded"
+    )
     def readyz(request: Request) -> JSONResponse:
         if getattr(request.app.state, "served", None) is None:
             return JSONResponse(error_body("not_ready", "starting up"), status_code=503)

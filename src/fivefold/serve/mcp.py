@@ -244,6 +244,15 @@ class McpEndpoint:
         return self._server.session_manager.run()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") not in ("POST", None):
+            # Stateless: no stream of the server's own messages (a GET opened one that never
+            # sent anything) and no session to end. The MCP spec's answer: 405.
+            message = "/mcp takes JSON-RPC requests by POST (stateless: no server stream)"
+            reply = JSONResponse(
+                error_body("method_not_allowed", message), 405, headers={"Allow": "POST"}
+            )
+            await reply(scope, receive, send)
+            return
         key = None
         if self._keys:
             try:

@@ -12,8 +12,9 @@ What a crash can lose does not change: a commit is in the WAL before it is ackno
 (``synchronous = FULL``, ``WriteConfig.durable``: synced there, so a power cut loses nothing
 acknowledged either; with ``NORMAL`` a killed process loses nothing, a power cut the last
 commits before a checkpoint's sync); a checkpoint only moves committed pages from the WAL into
-the file, and a crash in the middle of one is SQLite's ordinary recovery. Should this thread fall behind, the WAL grows until it catches up; other
-processes' connections keep SQLite's automatic checkpoint.
+the file, and a crash in the middle of one is SQLite's ordinary recovery. Should this thread
+fall behind, the WAL grows until it catches up; other processes' connections keep SQLite's
+automatic checkpoint.
 """
 
 from __future__ import annotations
