@@ -261,6 +261,9 @@ def test_a_hostile_pass_finds_on_the_http_surface(http: httpx.Client, ns: str) -
         422,
     )
     assert http.get(f"/v1/memories/{made}", params={"namespace": ns}).status_code == 200
+    for field in ("namespace", "user_id"):  # "" was the default namespace, a user_id "" refused
+        empty = _bad(http, "POST", "/v1/memories", json={"content": "x", field: ""})
+        assert (empty.status_code, "empty" in empty.json()["error"]["message"]) == (422, True)
     slash = _bad(http, "POST", "/v1/recall/", json={"query": "x"})  # was a 307 to the Host
     assert slash.status_code == 404
     for method in ("GET", "DELETE"):  # GET opened a server stream that never sent anything

@@ -124,7 +124,8 @@ def scope_for(
     """Keyword arguments of an engine call: the key's scope narrowed by the request, or,
     without keys, what the request names."""
     if key is None:
-        return {"namespace": namespace or "default", "user_id": user_id, "agent_id": agent_id}
+        ns = "default" if namespace is None else namespace  # "" is refused, as a user_id "" is
+        return {"namespace": ns, "user_id": user_id, "agent_id": agent_id}
     ns, user, agent = key.scope(namespace, user_id, agent_id)
     return {"namespace": ns, "user_id": user, "agent_id": agent}
 

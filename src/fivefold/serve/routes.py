@@ -63,7 +63,12 @@ def _json(value: Any, status: int = 200) -> JSONResponse:
 def _item(body: RememberBody, key: ApiKey | None, namespace: str | None = None) -> dict[str, Any]:
     fields = body.model_dump(exclude_none=True)
     fields.update(
-        scope_for(key, body.namespace or namespace, body.user_id, body.agent_id),
+        scope_for(
+            key,
+            namespace if body.namespace is None else body.namespace,
+            body.user_id,
+            body.agent_id,
+        ),
     )
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -193,7 +198,7 @@ def alias(body: AliasBody, key: Caller, served: Server) -> JSONResponse:
 
 def _whole_namespace(key: ApiKey | None, namespace: str | None, what: str) -> str:
     if key is None:
-        return namespace or "default"
+        return "default" if namespace is None else namespace
     return key.whole_namespace(namespace, what)
 
 
