@@ -224,6 +224,12 @@ def test_stdio_answers_a_line_it_cannot_read_and_serves_on(tmp_path: Path) -> No
             if code is not None:  # a lone surrogate is either, as pydantic reads it
                 assert answer["error"]["code"] == code, (line, answer)
                 assert answer["id"] == request_id, (line, answer)
+        # Valid JSON the server cannot read is not called "not JSON" (it was, for these).
+        nested = ask("[" * 3000 + "]" * 3000)
+        assert nested["error"]["message"] == (
+            "Parse error: Invalid JSON: recursion limit exceeded at line 1 column 202"
+        )
+        assert ask("this is not json")["error"]["message"].startswith("Parse error: Invalid JSON")
         # Not answered: a blank line, and a malformed response (its id is the client's: an
         # error of that id would answer the client's own request 7 below first).
         say("")

@@ -56,7 +56,10 @@ def rejection(error: Exception) -> JSONRPCError | None:
         line = next((e.get("input") for e in found if e["type"] in _UNPARSED), None)
         if isinstance(line, str) and not line.strip():
             return None
-        return _error(None, PARSE_ERROR, "Parse error: the line is not JSON")
+        # pydantic's words: "EOF while parsing", "recursion limit exceeded", a lone surrogate's
+        # "unexpected end of hex escape" (valid JSON, not text this server reads).
+        said = next((str(e.get("msg", "")) for e in found if e["type"] in _UNPARSED), "")
+        return _error(None, PARSE_ERROR, f"Parse error: {said or 'the line is not JSON'}")
     message = _message(found)
     if (
         message is not None
