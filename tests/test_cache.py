@@ -271,3 +271,15 @@ def test_spacing_shares_an_entry_case_and_punctuation_do_not(mem: fivefold.Memor
         assert res.hits == first.hits
     for other in ("What is my badge ID", "what is my badge-ID", "what was my badge ID?"):
         assert mem.recall(other).cached is False
+
+
+def test_editing_a_hits_nested_metadata_changes_no_later_recall(mem: fivefold.Memory) -> None:
+    """The metadata is read-only at its top level; its nested lists and objects were the
+    cached result's, so an edit of one came back in the next recalls (a hostile pass's find)."""
+    made = mem.remember("Kestrel uses Postgres", metadata={"owner": {"name": "Priya"}, "t": ["db"]})
+    for _ in range(3):  # the result put in the cache, then two served from it
+        hit = next(h for h in mem.recall("Kestrel Postgres").hits if h.memory.id == made.id)
+        assert dict(hit.memory.metadata) == {"owner": {"name": "Priya"}, "t": ["db"]}
+        hit.memory.metadata["owner"]["name"] = "MALLORY"
+        hit.memory.metadata["t"].append("pwned")
+    assert mem.recall("Kestrel Postgres").cached

@@ -271,7 +271,9 @@ def test_fit_learns_and_the_model_round_trips() -> None:
         fit([replace(e, labels=np.zeros(20)) for e in none])
 
 
-def test_ties_rank_by_id() -> None:
+def test_ties_keep_the_rules_order() -> None:
+    """Candidates come in the rules' order: a model that cannot tell them apart leaves them
+    so (by id, a flat model put the oldest memories first everywhere)."""
     model = LearnedModel(
         features=FEATURES,
         coefficients=(0.0,) * len(FEATURES),
@@ -279,7 +281,7 @@ def test_ties_rank_by_id() -> None:
         scales=(1.0,) * len(FEATURES),
     )
     candidates = Candidates((9, 3, 5), np.ones((3, len(FEATURES))))
-    assert [i for i, _ in model.rank(candidates)] == [3, 5, 9]
+    assert [i for i, _ in model.rank(candidates)] == [9, 3, 5]
 
 
 def test_the_cli_takes_feedback_and_trains(tmp_path: Path) -> None:
@@ -328,3 +330,56 @@ def test_the_packaged_model_ranks_conversation_turns_only(hashing_mem: fivefold.
     assert not any(r.startswith("learned fusion ranks") for r in written.plan.reasons)
     explained = learning.explain("when did the support group meet?", namespace="notes", now=NOW)
     assert explained.plan.reasons == written.plan.reasons
+
+
+def test_one_question_counts_once_however_its_recall_id_is_written(
+    hashing_mem: fivefold.Memory,
+) -> None:
+    """Training's one-a-recall rule read the raw recall_id: padded, with keys of its own, or
+    the same question asked 30 times, one recall passed min_feedback (a hostile pass's find)."""
+    answers = _corpus(hashing_mem)
+    learning = _learning(hashing_mem)
+    result = learning.recall("topic3", now=NOW)
+    body = json.loads(base64.urlsafe_b64decode(result.recall_id[3:] + "=="))
+    extra = base64.urlsafe_b64encode(json.dumps({**body, "pad": 1}).encode()).decode()
+    with pytest.raises(InvalidInput, match="not a recall_id fivefold issued"):
+        learning.feedback("r1." + extra, relevant=[answers[3]])
+    for pad in ("", "=", "==", "===="):
+        learning.feedback(result.recall_id + pad, relevant=[answers[3]])
+    for day in range(1, 31):  # asked again each day: another `now`, the same question
+        again = learning.recall("topic3", now=NOW.replace(day=day % 28 + 1))
+        learning.feedback(again.recall_id, relevant=[answers[3]])
+    assert len(learning.store.feedback("default")) == 34
+    assert len(learning.examples()) == 1
+    with pytest.raises(InvalidInput, match="feedback on 1 recalls"):
+        learning.train()
+
+
+def test_a_model_that_only_ties_the_rules_is_not_used(hashing_mem: fivefold.Memory) -> None:
+    """Feedback that called every memory relevant fit a model of a bias alone; it tied the
+    rules, was accepted, and ranked every recall by memory id (a hostile pass's find)."""
+    records = hashing_mem.remember_many(
+        [{"content": f"note {i} about topic{i % 7} and coffee"} for i in range(40)]
+    )
+    learning = _learning(hashing_mem)
+    everything = [r.id for r in records]
+    for n in range(35):
+        result = learning.recall(f"topic{n % 7} coffee {n}", now=NOW)
+        learning.feedback(result.recall_id, relevant=everything)
+    report = learning.train()
+    assert report.model_recall == report.rules_recall
+    assert not report.accepted
+    first = learning.recall("note 17", k=3, now=NOW).hits[0]
+    assert first.memory.content == "note 17 about topic3 and coffee"
+
+
+def test_feedback_on_a_memory_forgotten_meanwhile_is_not_found(
+    hashing_mem: fivefold.Memory,
+) -> None:
+    """The memory is checked before the write and the labels written after: a forget between
+    them was a raw foreign key error (SQLite) or a label of a forgotten memory (Postgres)."""
+    kept, gone = hashing_mem.remember_many([{"content": "kept"}, {"content": "forgotten"}])
+    hashing_mem.forget(gone.id)
+    with pytest.raises(NotFound, match=f"no memory with id {gone.id}"):
+        hashing_mem.store.add_feedback("default", "q", "r1.x", {kept.id: 1.0, gone.id: 1.0}, NOW)
+    assert hashing_mem.store.feedback("default") == []

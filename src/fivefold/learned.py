@@ -164,9 +164,10 @@ class LearnedModel:
         return scores
 
     def rank(self, candidates: Candidates) -> list[tuple[int, float]]:
-        """(id, score) best first; equal scores by id."""
+        """(id, score) best first; equal scores in the rules' order (a model that cannot tell
+        candidates apart leaves them as the rules ranked them, not by id)."""
         scores = self.score(candidates)
-        order = sorted(range(len(candidates.ids)), key=lambda i: (-scores[i], candidates.ids[i]))
+        order = sorted(range(len(candidates.ids)), key=lambda i: -scores[i])  # stable
         return [(candidates.ids[i], float(scores[i])) for i in order]
 
     def to_json(self) -> str:

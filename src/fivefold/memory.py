@@ -36,7 +36,7 @@ from fivefold.reader import Reader, RecallArgs
 from fivefold.store import Store, StoreSettings, open_store
 from fivefold.store.rows import refuse_self_edge
 from fivefold.text import normalize_name
-from fivefold.training import train
+from fivefold.training import questions, train
 
 
 class Memory:
@@ -372,8 +372,10 @@ class Memory:
             ):
                 raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
         labels = dict.fromkeys(named, 1.0)
+        # The recall as fivefold writes it: one recall_id written two ways (padded, with keys
+        # of its own) is one recall to training.
         return self._store.add_feedback(
-            scope.namespace, args.text, recall_id, labels, datetime.now(UTC)
+            scope.namespace, args.text, args.to_token(), labels, datetime.now(UTC)
         )
 
     @gated
@@ -381,7 +383,7 @@ class Memory:
         """What ``train`` fits on: each recall with feedback asked again, its candidates and
         their features labelled by the feedback (for benchmarks and trainers of your own)."""
         name = validate.read_name(namespace, "namespace")
-        return self._reader.examples(self._store.feedback(name))
+        return self._reader.examples(questions(self._store.feedback(name)))
 
     @gated
     def train(self, *, namespace: str = "default") -> TrainReport:

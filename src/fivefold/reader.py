@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Sequence
+from copy import deepcopy
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from importlib import resources
@@ -109,6 +110,8 @@ class RecallArgs:
         try:
             raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
             data = json.loads(raw)
+            if set(data) != _TOKEN_KEYS:  # a recall_id fivefold issued has these, and no other
+                raise ValueError(f"keys {sorted(data)}")
             return cls.of(
                 data["q"],
                 data["k"],
@@ -141,7 +144,19 @@ class RecallArgs:
         )
 
 
+def _detached(hits: tuple[Hit, ...]) -> tuple[Hit, ...]:
+    """``hits`` with metadata of their own: read-only at its top level only, its nested lists
+    and objects were the cached result's (a caller who edited one changed later recalls)."""
+    return tuple(
+        replace(h, memory=replace(h.memory, metadata=MappingProxyType(deepcopy(dict(m)))))
+        if (m := h.memory.metadata)
+        else h
+        for h in hits
+    )
+
+
 TOKEN_PREFIX = "r1."
+_TOKEN_KEYS = frozenset({"q", "k", "ns", "user", "agent", "now", "types", "budget", "session"})
 # The packaged model learned fusion uses where a namespace has trained none (None: the rules).
 DEFAULT_MODEL = "learned_default.json"
 LEARNED_RANKS = "learned fusion ranks: "  # the plan's reason naming the model that ranks
@@ -184,7 +199,7 @@ class Reader:
             elapsed = (time.perf_counter() - started) * 1000.0
             self._metrics.record(CACHE_PLAN, elapsed)
             return RecallResult(
-                hit.hits,
+                _detached(hit.hits),
                 hit.plan,
                 hit.query,
                 MappingProxyType({"total": elapsed}),
@@ -198,8 +213,8 @@ class Reader:
         self._metrics.record(
             planned.plan.name.value, result.timings["total"], retrieval.timings.get("rerank")
         )
-        if caching:
-            self._cache.put(key, version, result)
+        if caching:  # a copy the caller cannot reach
+            self._cache.put(key, version, replace(result, hits=_detached(result.hits)))
         return result
 
     def explain(self, args: RecallArgs) -> Explanation:

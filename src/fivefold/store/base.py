@@ -7,13 +7,14 @@ backend (PostgreSQL) implements the same protocol and passes the same contract t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from fivefold.config import ContextConfig, IndexConfig, WriteConfig
 from fivefold.embed.base import Vectors
+from fivefold.errors import NotFound
 from fivefold.model import (
     CatalogEntry,
     ColumnWeights,
@@ -264,6 +265,14 @@ class Store(Protocol):
 
 
 COPY_MARK = "copy_in_progress"  # the meta key of ``Store.mark_copy``
+
+
+def labels_found(labels: Mapping[int, float], found: Iterable[int]) -> None:
+    """``add_feedback``'s check, in its transaction, that each labelled memory is there: a
+    forget between the caller's check and the write left a raw foreign key error (SQLite) or a
+    label of a forgotten memory (Postgres: a hostile pass's race)."""
+    if missing := sorted(set(labels) - set(found)):
+        raise NotFound(f"no memory with id {missing[0]} (forgotten meanwhile)")
 
 
 def unfinished_copy(note: str, memories: int) -> Finding:

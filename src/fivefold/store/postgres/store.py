@@ -49,6 +49,7 @@ from fivefold.store.base import (
     COPY_REFUSED,
     HELD_NAMESPACES,
     StoreSettings,
+    labels_found,
     mistyped_rows,
     unfinished_copy,
 )
@@ -344,6 +345,14 @@ class PostgresStore(PostgresReads):
         no_nul(None, query=query, args=args)
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> int:
+            # Locked until the commit: a forget of one waits for this write, whose label it
+            # then deletes, or this one for the forget, after which the memory is not found.
+            found = conn.execute(
+                "SELECT id FROM memories WHERE namespace = %s AND id = ANY(%s::bigint[]) "
+                "FOR KEY SHARE",
+                (namespace, sorted(labels)),
+            )
+            labels_found(labels, (int(r[0]) for r in found))
             row = conn.execute(
                 "INSERT INTO feedback (namespace, query, args, created_at) "
                 "VALUES (%s, %s, %s, %s) RETURNING id",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import os
 import shutil
@@ -54,6 +55,7 @@ from fivefold.store.base import (
     COPY_REFUSED,
     HELD_NAMESPACES,
     StoreSettings,
+    labels_found,
     mistyped_rows,
     unfinished_copy,
 )
@@ -64,7 +66,7 @@ from fivefold.store.sqlite.checkpoint import Checkpointer
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.store.sqlite.lexical import LexicalIndexes
-from fivefold.store.sqlite.read import ReadQueries
+from fivefold.store.sqlite.read import BY_ID, ReadQueries
 from fivefold.store.sqlite.write import Writer
 from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
@@ -683,6 +685,9 @@ class SQLiteStore:
         created_at: datetime,
     ) -> int:
         with self._transaction():
+            ids = json.dumps(sorted(labels))
+            found = self._conn.execute(f"SELECT id FROM memories WHERE {BY_ID}", (namespace, ids))
+            labels_found(labels, (int(r[0]) for r in found))
             row = self._conn.execute(
                 schema.INSERT_FEEDBACK, (namespace, query, args, to_ts(created_at))
             ).fetchone()
