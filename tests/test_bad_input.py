@@ -977,3 +977,22 @@ def test_an_alias_with_no_letters_is_named_first(hashing_mem: Memory) -> None:
         hashing_mem.alias("!!!", "---")
     with pytest.raises(InvalidInput, match=r"entity name '!!!' has no letters or digits"):
         hashing_mem.alias("!!!", "Rob")
+
+
+def test_numpy_scalars_are_numbers_and_numpy_bools_are_not() -> None:
+    """``k=np.int64(3)``, ``importance=np.float32(0.5)`` and numpy ids were refused (a hostile
+    pass's find: values taken from the caller's own arrays)."""
+    import numpy as np
+
+    with Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as memory:
+        made = memory.remember("a note about coffee", importance=np.float32(0.5))
+        assert (made.importance, type(made.importance)) == (0.5, float)
+        result = memory.recall("coffee", k=np.int64(3))
+        assert [h.memory.id for h in result.hits] == [made.id]
+        assert memory.get(np.int64(made.id)).id == made.id
+        memory.feedback(result.recall_id, relevant=[np.uint32(made.id)])
+        for bad in (np.bool_(True), True):
+            with pytest.raises(InvalidInput, match="must be an integer"):
+                memory.recall("coffee", k=bad)
+        memory.forget(np.int32(made.id))
+        assert memory.stats().memories == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -170,8 +171,10 @@ def edge_kind(value: object) -> EdgeKind:
     return enum(value, EdgeKind, "kind")
 
 
+# Numbers by their ABCs: numpy's scalars (``np.int64(3)``, ``np.float32(0.5)``), common in the
+# callers' own arrays, were refused; bool (and numpy's) is no number here.
 def unit_interval(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidInput(f"{name} must be a number in [0, 1], got {value!r}")
     number = float(value)
     if math.isnan(number) or not 0.0 <= number <= 1.0:
@@ -180,9 +183,11 @@ def unit_interval(value: object, name: str) -> float:
 
 
 def top_k(value: object, name: str = "k") -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidInput(f"{name} must be an integer from 1 to {MAX_K}, got {value!r}")
-    return value
+    if not 1 <= int(value) <= MAX_K:
+        raise InvalidInput(f"{name} must be an integer from 1 to {MAX_K}, got {value!r}")
+    return int(value)
 
 
 def names(value: object, name: str) -> tuple[str, ...] | None:
@@ -245,11 +250,11 @@ def _check_depth(value: object) -> int:
 
 
 def memory_id(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise InvalidInput(f"a memory id is an integer, got {value!r}")
-    if not -(2**63) <= value < 2**63:
+    if not -(2**63) <= int(value) < 2**63:
         raise InvalidInput(f"a memory id is a 64-bit integer, got {value}")
-    return value
+    return int(value)
 
 
 MAX_FEEDBACK_IDS = 1_000
