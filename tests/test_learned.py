@@ -383,3 +383,19 @@ def test_feedback_on_a_memory_forgotten_meanwhile_is_not_found(
     with pytest.raises(NotFound, match=f"no memory with id {gone.id}"):
         hashing_mem.store.add_feedback("default", "q", "r1.x", {kept.id: 1.0, gone.id: 1.0}, NOW)
     assert hashing_mem.store.feedback("default") == []
+
+
+def test_a_feedback_row_no_longer_readable_does_not_stop_training(
+    hashing_mem: fivefold.Memory,
+) -> None:
+    """A row an older version stored (a recall_id with keys of its own) made every train()
+    and examples() of the namespace fail (the review's find): it is left out."""
+    answers = _corpus(hashing_mem)
+    learning = _learning(hashing_mem)
+    _give_feedback(learning, answers, "default")
+    result = learning.recall("topic1", now=NOW)
+    body = json.loads(base64.urlsafe_b64decode(result.recall_id[3:] + "=="))
+    odd = "r1." + base64.urlsafe_b64encode(json.dumps({**body, "pad": 1}).encode()).decode()
+    learning.store.add_feedback("default", "topic1", odd, {answers[1]: 1.0}, NOW)
+    assert len(learning.examples()) == TRAINED
+    assert learning.train().recalls == TRAINED

@@ -334,15 +334,17 @@ def train(ctx: click.Context, /, namespace: str) -> None:
 def doctor(ctx: click.Context, /, repair: bool) -> None:
     """Check the store: its pages and rows, the lexical indexes, each namespace's dense index
     and saved HNSW graph. Exit 0 when all is well (or repaired), 4 when a problem remains."""
+    from fivefold.store.sqlite.files import Damaged
+
     try:
         with open_memory(ctx, existing=True) as mem:
             findings = mem.store.check(repair=repair)
-    except errors.NotAFivefoldStore:
+    except Damaged:
         from fivefold.store import local_file
         from fivefold.store.sqlite.check import check_unopened
 
-        # Too damaged to open: its pages can still be checked (not a damaged store, as
-        # another program's database or a newer schema, is said as the open said it).
+        # Too damaged to open: its pages can still be checked (only then: another program's
+        # database, a newer schema or a FIFO is said as the open said it).
         file = local_file(ctx.obj["db"])
         unopened = None if file is None else check_unopened(file)
         if unopened is None:

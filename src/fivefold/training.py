@@ -35,7 +35,10 @@ def questions(feedback: Sequence[Feedback]) -> list[Feedback]:
     passes' finds)."""
     latest: dict[tuple[object, ...], Feedback] = {}
     for entry in feedback:
-        args = RecallArgs.from_token(entry.args)
+        try:
+            args = RecallArgs.from_token(entry.args)
+        except InvalidInput:  # kept by an older version that took it: not a question to train on
+            continue
         key = (args.text, args.k, args.scope, args.forced, args.budget, args.session)
         latest.pop(key, None)  # in the order of each question's last feedback
         latest[key] = entry

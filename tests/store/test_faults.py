@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import random
 import shutil
 import sqlite3
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -235,7 +237,7 @@ def test_doctor_reports_damaged_pages_and_checks_no_index(tmp_path: Path) -> Non
         assert "not checked" in findings[1].detail
     with pytest.raises(NotAFivefoldStore, match="a backup or a re-import") as opening:
         Memory.open(truncated)
-    assert "`fivefold doctor`" not in str(opening.value)
+    assert "`fivefold doctor` checks its pages" in str(opening.value)  # not "checks it"
     for damaged in (leaf, root_page, truncated):
         result = CliRunner().invoke(cli, ["--db", str(damaged), "doctor"])
         assert result.exit_code == 4, result.output
@@ -251,14 +253,18 @@ def test_a_store_file_deleted_or_replaced_while_open_takes_no_write(tmp_path: Pa
     pass's find)."""
     path = tmp_path / "memory.db"
     with _open(path) as memory:
-        kept = memory.remember("written before the file went").id
+        kept = memory.remember("Priya Patel wrote this before the file went").id
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
         with pytest.raises(StoreError, match="deleted or replaced while this store was open"):
             memory.remember("would be lost")
         with pytest.raises(StoreError, match="deleted or replaced"):
             memory.remember_many([{"content": "would be lost too"}])
-        assert memory.get(kept).content == "written before the file went"  # reads go on
+        assert memory.get(kept).content.startswith("Priya Patel wrote")  # reads go on
+        walked = memory.recall("what did Priya Patel write last week?", budget="high")
+        assert "graph" in {r.value for r in walked.plan.retrievers}  # on a connection its own
+        assert [h.memory.id for h in walked.hits] == [kept]
+        assert not path.exists()  # (a side connection made at the first walk made it anew)
     other = tmp_path / "other.db"
     _filled(other, 3)
     _filled(path, 2)
@@ -269,3 +275,41 @@ def test_a_store_file_deleted_or_replaced_while_open_takes_no_write(tmp_path: Pa
             memory.forget(1)
     with _open(path) as memory:
         assert memory.stats().memories == 3
+
+
+def test_a_store_opened_by_a_relative_path_takes_writes_after_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deleted-file check stat'ed the path as given: after the process changed directory,
+    every write was refused as "deleted or replaced" (the review's find)."""
+    monkeypatch.chdir(tmp_path)
+    with _open(Path("relative.db")) as memory:
+        memory.remember("before the chdir")
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)
+        memory.remember("after the chdir")
+        assert memory.stats().memories == 2
+    assert not (elsewhere / "relative.db").exists()
+
+
+def test_doctor_does_not_wait_on_a_fifo(tmp_path: Path) -> None:
+    """Its check of a store too damaged to open opened a FIFO to read it, and waited for a
+    writer forever (the review's find)."""
+    fifo = tmp_path / "pipe.db"
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from fivefold.cli import main; main()",
+            "--db",
+            str(fifo),
+            "doctor",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 4, done.stderr
+    assert "not a regular file" in done.stderr

@@ -88,7 +88,7 @@ def create_app(
     _add_error_handlers(app)
     if endpoint is not None:
         app.router.routes.append(
-            Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"])
+            Route("/mcp", endpoint=endpoint, methods=["POST"])  # stateless: nothing else
         )
     app.mount("/static", StaticFiles(directory=str(WEB)), name="static")
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)

@@ -73,7 +73,8 @@ def local_file(target: str | Path | None) -> Path | None:
     path = (rest or ":memory:") if sep else location
     # ``sqlite:///:memory:`` is SQLAlchemy's spelling of an in-memory database (it made a file
     # named ``/:memory:``).
-    return None if path in (":memory:", "/:memory:") else Path(path).expanduser()
+    in_memory = path == ":memory:" or (bool(sep) and path == "/:memory:")
+    return None if in_memory else Path(path).expanduser()
 
 
 def _postgres(location: str, *, embedding_model: str, dim: int, settings: StoreSettings) -> Store:

@@ -41,6 +41,8 @@ def check_unopened(file: Path) -> list[Finding] | None:
     indexes unchecked; None when the file's pages are sound (what kept it from opening is not
     damage) or it is no SQLite database at all."""
     try:
+        if not file.is_file():  # a FIFO's open would wait for a writer
+            return None
         with file.open("rb") as handle:
             if handle.read(16) != SQLITE_MAGIC:
                 return None

@@ -193,14 +193,19 @@ def identity(path: str) -> tuple[int, int] | None:
     return (found.st_dev, found.st_ino)
 
 
+class Damaged(NotAFivefoldStore):
+    """SQLite found the file damaged (or not a database): what `fivefold doctor` checks the
+    pages of when the store cannot open."""
+
+
 def translate(exc: sqlite3.Error, path: str, *, opened: bool = True) -> StoreError:
-    """``exc`` as the store's error; ``opened``: the store had opened (a damaged one that did
-    not cannot be checked by `fivefold doctor` either, which opens it first)."""
+    """``exc`` as the store's error; ``opened``: the store had opened (one that did not is
+    checked by `fivefold doctor` without opening it: its pages only)."""
     message = str(exc)
     if "file is not a database" in message or "malformed" in message:
-        checks = "`fivefold doctor` checks it, and " if opened else ""
-        return NotAFivefoldStore(
-            f"{path} is damaged or not a fivefold store ({message}); {checks}a backup or a "
+        checks = "`fivefold doctor` checks it" if opened else "`fivefold doctor` checks its pages"
+        return Damaged(
+            f"{path} is damaged or not a fivefold store ({message}); {checks}, and a backup or a "
             "re-import restores it"
         )
     if "locked" in message or "busy" in message:
@@ -213,6 +218,7 @@ def translate(exc: sqlite3.Error, path: str, *, opened: bool = True) -> StoreErr
 __all__ = [
     "SMOOTHING_KEY",
     "SQLITE_MAGIC",
+    "Damaged",
     "checkpointer",
     "connect",
     "create_file",

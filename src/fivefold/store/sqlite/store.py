@@ -130,7 +130,9 @@ class SQLiteStore:
                 Path(path), files.meta(embedding_model, dim, self._settings.smoothing.tag)
             )
         self._conn, self.read_only = files.connect(path)
-        self._file = files.identity(path)
+        # Absolute: a relative path named another file once the process changed directory.
+        self._file_path = path if path == ":memory:" else os.path.abspath(path)
+        self._file = files.identity(self._file_path)
         self._context = SQLiteContextRows(self._conn, dim)
         self._writer = Writer(self._conn, settings, self._context, dim)
         try:
@@ -162,6 +164,12 @@ class SQLiteStore:
         self._df_version: tuple[int, int] = (-1, -1)
         self._df_cache: dict[tuple[str, str], int] = {}
         self._df_totals: dict[str, int] = {}
+        if path != ":memory:":
+            # Now, not at the first graph walk: on the file opened (a path deleted since would
+            # be made an empty file there, which the next open refuses).
+            side, _ = files.connect(self._file_path)
+            side.execute("SELECT count(*) FROM meta").fetchone()  # maps the WAL index now too
+            self._side = (side, ReadQueries(side))
         if path != ":memory:" and not self.read_only:  # last: a thread to stop on close
             self._checkpoints = files.checkpointer(self._conn, path)
         self._opened = True
@@ -205,7 +213,7 @@ class SQLiteStore:
                 f"{self._path} is open read-only (the file or its folder cannot be written): "
                 "recall works, writes need a writable copy"
             )
-        if self._file is not None and files.identity(self._path) != self._file:
+        if self._file is not None and files.identity(self._file_path) != self._file:
             # SQLite goes on writing to the file it opened: a write acknowledged now would be
             # gone when the path is next opened (a new store, or the file put there since).
             raise StoreError(
@@ -418,8 +426,7 @@ class SQLiteStore:
             return
         with self._side_lock:
             if self._side is None:
-                conn, _ = files.connect(self._path)
-                self._side = (conn, ReadQueries(conn))
+                raise StoreError(f"{self._path}: the store is closed")
             yield self._side[1]
 
     # -- writes ---------------------------------------------------------------------------------
