@@ -133,7 +133,8 @@ def print_hits(console: Console, result: RecallResult) -> None:
         )
     console.print(table)
     total = result.timings.get("total", 0.0)
-    console.print(f"[dim]{len(result.hits)} hits in {total:.1f} ms[/dim]")
+    hits = f"{len(result.hits)} hit{'s' * (len(result.hits) != 1)}"
+    console.print(f"[dim]{hits} in {total:.1f} ms[/dim]")
     # Printed whole (no wrapping): it is what `fivefold feedback` takes.
     console.print(f"[dim]recall_id[/dim] {result.recall_id}", soft_wrap=True)
 

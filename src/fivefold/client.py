@@ -31,6 +31,7 @@ from fivefold.model import (
     TrainReport,
 )
 from fivefold.serve.errors import ERRORS
+from fivefold.validate import json_number
 from fivefold.wire import from_json
 
 __all__ = ["Client"]
@@ -137,7 +138,8 @@ class Client:
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         if "json" in kwargs:  # encoded here: what JSON cannot carry is bad input, as in Memory
             try:
-                kwargs["content"] = json.dumps(kwargs.pop("json"), allow_nan=False).encode()
+                body = kwargs.pop("json")  # numpy's numbers as Memory takes them
+                kwargs["content"] = json.dumps(body, allow_nan=False, default=json_number).encode()
             except (TypeError, ValueError, RecursionError) as exc:
                 raise InvalidInput(f"the request cannot be sent as JSON: {exc}") from exc
             kwargs["headers"] = {"content-type": "application/json"}

@@ -202,6 +202,16 @@ def names(value: object, name: str) -> tuple[str, ...] | None:
     return out
 
 
+def json_number(value: object) -> int | float:
+    """``json.dumps``' ``default``: a number JSON has no type for (numpy's scalars) as the
+    number it is; anything else is not JSON (bool, numpy's too, is no number here)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def metadata(value: object) -> dict[str, Any]:
     if value is None:
         return {}
@@ -209,10 +219,10 @@ def metadata(value: object) -> dict[str, Any]:
         raise InvalidInput(f"metadata must be a dict, got {type(value).__name__}")
     keys = _check_depth(value)
     try:
-        encoded = json.dumps(dict(value), allow_nan=False)
+        encoded = json.dumps(dict(value), allow_nan=False, default=json_number)
         # A lone surrogate passes the ASCII-escaped JSON above, then fails every response
         # that has to encode the memory as UTF-8 (its reads, its recalls).
-        json.dumps(dict(value), ensure_ascii=False).encode("utf-8")
+        json.dumps(dict(value), ensure_ascii=False, default=json_number).encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidInput(
             "metadata contains a lone surrogate (in a key or a value); pass valid Unicode text"

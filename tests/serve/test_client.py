@@ -94,12 +94,19 @@ def test_forget_and_the_same_errors(api: Any, ns: str) -> None:
     for bad in (
         {"metadata": {"a": {1, 2}}},
         {"metadata": {(1, 2): 1}},
-        {"importance": np.float32(0.5)},
         {"importance": float("nan")},
+        {"importance": np.float32("nan")},
+        {"metadata": {"flag": np.bool_(True)}},
     ):
         with pytest.raises(InvalidInput):
             api.remember("never stored", namespace=ns, **bad)
     assert api.stats(namespace=ns).memories == 0
+    # numpy's numbers are numbers on both sides (a caller's own arrays give them).
+    numpy = api.remember(
+        "from numpy", namespace=ns, importance=np.float32(0.5), metadata={"n": np.int64(3)}
+    )
+    assert (numpy.importance, dict(numpy.metadata)) == (0.5, {"n": 3})
+    assert api.recall("numpy", k=np.int64(2), namespace=ns).hits[0].memory.id == numpy.id
 
 
 def test_a_served_recall_equals_the_embedded_recall_of_the_same_store(

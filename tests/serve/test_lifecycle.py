@@ -64,8 +64,16 @@ def test_sigterm_drains_and_loses_no_acknowledged_write(
     assert set(acknowledged) <= stored
 
 
-def test_two_workers_share_the_store_and_the_metrics(tmp_path: Path) -> None:
+def test_two_workers_share_the_store_and_the_metrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    temp = tmp_path / "tmp"  # where the workers' metrics folder is made
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     server = start_server(tmp_path, workers=2)
+    folders = [p for p in temp.iterdir() if p.name.startswith("fivefold-metrics-")]
+    assert len(folders) == 1
     try:
         made = httpx.post(
             server.url + "/v1/memories", json={"content": "Both workers know Zephyr's id 8812"}
@@ -84,6 +92,7 @@ def test_two_workers_share_the_store_and_the_metrics(tmp_path: Path) -> None:
         assert "fivefold_store_bytes" in text
     finally:
         server.stop()
+    assert not folders[0].exists()  # removed when the server stopped (each run left one)
 
 
 def test_keys_add_list_revoke(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -116,6 +117,9 @@ def address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
 def serve(
     db: str | None, config_path: Path | None, config: Config, *, log_level: str = "info"
 ) -> None:
@@ -125,11 +129,12 @@ def serve(
     os.environ[DB_ENV] = db or ""
     os.environ[CONFIG_ENV] = "" if config_path is None else str(config_path.absolute())
     os.environ[HOST_ENV] = settings.host
-    if settings.workers > 1:
-        # prometheus-client merges the workers' counters through files in this folder.
-        os.environ.setdefault(
-            "PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="fivefold-metrics-")
-        )
+    made = None
+    if settings.workers > 1 and not os.environ.get(METRICS_DIR_ENV):
+        # prometheus-client merges the workers' counters through files in this folder: ours
+        # to remove when the server stops (each multi-worker run left one in /tmp).
+        made = tempfile.mkdtemp(prefix="fivefold-metrics-")
+        os.environ[METRICS_DIR_ENV] = made
     options: dict[str, Any] = {
         "factory": True,
         "host": settings.host,
@@ -140,7 +145,11 @@ def serve(
         "access_log": False,
     }
     if settings.workers > 1:  # uvicorn's supervisor: each worker drains as one server does
-        uvicorn.run("fivefold.serve.run:app_from_env", **options)
+        try:
+            uvicorn.run("fivefold.serve.run:app_from_env", **options)
+        finally:
+            if made is not None:
+                shutil.rmtree(made, ignore_errors=True)
         return
     server = _quitting_server(uvicorn.Config("fivefold.serve.run:app_from_env", **options))
     server.run()
