@@ -349,9 +349,14 @@ def test_one_question_counts_once_however_its_recall_id_is_written(
     for day in range(1, 31):  # asked again each day: another `now`, the same question
         again = learning.recall("topic3", now=NOW.replace(day=day % 28 + 1))
         learning.feedback(again.recall_id, relevant=[answers[3]])
-    assert len(learning.store.feedback("default")) == 34
-    assert len(learning.examples()) == 1
-    with pytest.raises(InvalidInput, match="feedback on 1 recalls"):
+    spaced = learning.recall("  topic3 ", now=NOW)  # the same words: the same question
+    learning.feedback(spaced.recall_id, relevant=[answers[3]])
+    for types in (["fact", "preference"], ["preference", "fact"]):  # one question, in any order
+        typed = learning.recall("topic3", types=types, now=NOW)
+        learning.feedback(typed.recall_id, relevant=[answers[3]])
+    assert len(learning.store.feedback("default")) == 37
+    assert len(learning.examples()) == 2  # with its types, another question
+    with pytest.raises(InvalidInput, match="feedback on 2 recalls"):
         learning.train()
 
 

@@ -39,7 +39,9 @@ def questions(feedback: Sequence[Feedback]) -> list[Feedback]:
             args = RecallArgs.from_token(entry.args)
         except InvalidInput:  # kept by an older version that took it: not a question to train on
             continue
-        key = (args.text, args.k, args.scope, args.forced, args.budget, args.session)
+        # Types in any order, spaces around and between words: the same question.
+        text, forced = " ".join(args.text.split()), tuple(sorted(t.value for t in args.forced))
+        key = (text, args.k, args.scope, forced, args.budget, args.session)
         latest.pop(key, None)  # in the order of each question's last feedback
         latest[key] = entry
     return [e for e in latest.values() if any(v > 0 for v in e.labels.values())]

@@ -41,6 +41,7 @@ def test_two_keys_in_one_request_are_refused_on_every_endpoint(keyed_server: Ser
     for pair in (
         [("authorization", f"Bearer {alpha}"), ("authorization", f"Bearer {beta}")],
         [("x-api-key", alpha), ("x-api-key", beta)],
+        [("authorization", f"Bearer {alpha}"), ("x-api-key", beta)],
     ):
         for method, path, body in (("GET", "/v1/stats", None), ("POST", "/mcp", mcp)):
             response = httpx.request(

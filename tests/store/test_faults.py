@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -313,3 +314,56 @@ def test_doctor_does_not_wait_on_a_fifo(tmp_path: Path) -> None:
     )
     assert done.returncode == 4, done.stderr
     assert "not a regular file" in done.stderr
+
+
+def test_a_write_that_waited_for_the_lock_is_not_taken_into_a_deleted_file(
+    tmp_path: Path,
+) -> None:
+    """The file was checked before the write waited for SQLite's lock: deleted meanwhile, the
+    write was acknowledged into it and gone (a hostile pass's find)."""
+    path = tmp_path / "memory.db"
+    with _open(path) as memory:
+        memory.remember("seed")
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process's write, holding the lock
+        outcome: list[object] = []
+
+        def write() -> None:
+            try:
+                outcome.append(memory.remember("waited for the lock").id)
+            except StoreError as exc:
+                outcome.append(exc)
+
+        waiting = threading.Thread(target=write)
+        waiting.start()
+        time.sleep(0.5)  # past the check before the lock, waiting in BEGIN IMMEDIATE
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        holder.execute("ROLLBACK")
+        holder.close()
+        waiting.join(30)
+    assert len(outcome) == 1, outcome
+    assert isinstance(outcome[0], StoreError), outcome
+    assert "deleted or replaced" in str(outcome[0])
+
+
+def test_a_deleted_stores_log_is_not_replayed_into_a_new_store(tmp_path: Path) -> None:
+    """``rm memory.db`` under an open store leaves its ``-wal``: the next store made at the
+    path had it replayed into it (the deleted store's rows, or a damaged index: a hostile
+    pass's find). Refused, with what to do; nothing removed."""
+    path = tmp_path / "memory.db"
+    memory = _open(path)
+    memory.remember_many([{"content": f"note {i}"} for i in range(50)])
+    path.unlink()
+    wal = Path(f"{path}-wal")
+    assert wal.stat().st_size > 0
+    with pytest.raises(StoreError, match=r"memory\.db-wal beside it is the log of a store"):
+        _open(path)
+    assert wal.exists()
+    assert not path.exists()
+    memory.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    with _open(path) as fresh:
+        assert fresh.stats().memories == 0
+        assert fresh.remember("the first").id == 1

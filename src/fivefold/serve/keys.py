@@ -115,6 +115,8 @@ def token_of(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
         if len(values) > 1:
             raise Unauthenticated(f"{len(values)} {header} headers: send one API key")
     auth = next(iter(found["authorization"]), "")
+    if auth[:7].lower() == "bearer " and found["x-api-key"]:  # which of the two?
+        raise Unauthenticated("a bearer key and an X-API-Key header: send one API key")
     return auth[7:] if auth[:7].lower() == "bearer " else next(iter(found["x-api-key"]), None)
 
 

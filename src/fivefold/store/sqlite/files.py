@@ -96,6 +96,7 @@ def create_file(file: Path, meta: list[tuple[str, str]]) -> bool:
         finally:
             conn.close()
         shutil.rmtree(f"{file}.vindex", ignore_errors=True)
+        _refuse_stale_wal(file)
         _link(temp, file)
         return True
     except FileExistsError:
@@ -105,6 +106,22 @@ def create_file(file: Path, meta: list[tuple[str, str]]) -> bool:
     finally:
         with contextlib.suppress(OSError):
             temp.unlink(missing_ok=True)
+
+
+def _refuse_stale_wal(file: Path) -> None:
+    """A write-ahead log beside a path that holds no store is a deleted store's (``rm
+    memory.db`` leaves it while the store is open): SQLite would replay it into the new store,
+    which came back with the deleted one's rows or a damaged index. Refused, not deleted: the
+    rows in it may be the ones the user wants back."""
+    wal = Path(f"{file}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        if file.exists():  # another process made the store (and its log) meanwhile
+            raise FileExistsError(file)
+        raise StoreError(
+            f"cannot create a store at {file}: {wal.name} beside it is the log of a store "
+            f"deleted there (SQLite would replay it into a new one): put the store file back, "
+            f"or remove {wal.name} and {file.name}-shm"
+        )
 
 
 def _link(temp: Path, file: Path) -> None:

@@ -213,6 +213,9 @@ class SQLiteStore:
                 f"{self._path} is open read-only (the file or its folder cannot be written): "
                 "recall works, writes need a writable copy"
             )
+        self._refuse_gone()
+
+    def _refuse_gone(self) -> None:
         if self._file is not None and files.identity(self._file_path) != self._file:
             # SQLite goes on writing to the file it opened: a write acknowledged now would be
             # gone when the path is next opened (a new store, or the file put there since).
@@ -399,6 +402,10 @@ class SQLiteStore:
             self._writes += 1
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
+                # Again once the write lock is held: a write that waited for it (another
+                # process's, up to the 30 s busy timeout) was acknowledged into a file deleted
+                # meanwhile.
+                self._refuse_gone()
                 yield
                 if self._writes % LOG_PRUNE_EVERY == 0 and vector_sync.has_log(self._conn):
                     self._conn.execute(schema.PRUNE_VECTOR_LOG, (schema.VECTOR_LOG_KEEP,))
