@@ -5,6 +5,8 @@ and a full disk is a clean ``StoreError``."""
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -63,6 +65,66 @@ def test_three_writers_and_three_readers_on_one_file(tmp_path: Path) -> None:
         assert memory.stats().memories == len(acknowledged)
         for memory_id in acknowledged[:: max(1, len(acknowledged) // 50)]:
             memory.get(memory_id)
+
+
+def _locks_on(path: Path) -> list[str]:
+    """This process's POSIX locks on ``path`` (``/proc/locks`` names a file by its inode)."""
+    stat = path.stat()
+    inode = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+    with open("/proc/locks") as locks:
+        return [
+            line
+            for line in locks
+            if line.split()[4] == str(os.getpid()) and line.split()[5] == inode
+        ]
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="reads Linux's /proc/locks")
+def test_an_open_store_keeps_its_lock_on_its_file(tmp_path: Path) -> None:
+    """A handle of our own on the store file, once closed, drops every POSIX lock the process
+    holds on it (the header was read so, after the store's first connection had opened)."""
+    db = tmp_path / "m.db"
+    plain = sqlite3.connect(tmp_path / "plain.db")
+    plain.execute("PRAGMA journal_mode = WAL")
+    plain.execute("CREATE TABLE t (x)")
+    assert _locks_on(tmp_path / "plain.db"), "SQLite holds a lock on an open WAL database"
+    plain.close()
+    with Memory.open(db, embedder=fivefold.HashingEmbedder(dim=16)) as memory:
+        memory.remember("kept")
+        assert _locks_on(db)
+        with Memory.open(db, embedder=fivefold.HashingEmbedder(dim=16)) as again:
+            again.recall("kept")
+        assert _locks_on(db)  # the second store of the same file closed: the first keeps its
+
+
+SHORT_WRITER = textwrap.dedent(
+    """
+    import fivefold
+    with fivefold.Memory.open({db!r}, embedder=fivefold.HashingEmbedder(dim=16)) as memory:
+        print(memory.remember("from the short-lived process").id)
+    """
+)
+
+
+def test_another_process_closing_the_store_leaves_the_log_of_an_open_one(tmp_path: Path) -> None:
+    """A process that opens, writes and closes the store while this one has it open must not
+    take itself for the last one open (it would checkpoint and delete the write-ahead log
+    under this one, whose later writes then went into the deleted file: acknowledged, lost)."""
+    db = tmp_path / "m.db"
+    with Memory.open(db, embedder=fivefold.HashingEmbedder(dim=16)) as memory:
+        memory.remember("first")
+        other = subprocess.run(
+            [sys.executable, "-c", SHORT_WRITER.format(db=str(db))],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        assert Path(f"{db}-wal").exists()
+        later = memory.remember("written after the other process closed")
+    with Memory.open(db, embedder=fivefold.HashingEmbedder(dim=16)) as reopened:
+        assert reopened.get(later.id).content == "written after the other process closed"
+        assert reopened.get(int(other.stdout)).content == "from the short-lived process"
 
 
 def test_threads_sharing_one_memory(tmp_path: Path) -> None:

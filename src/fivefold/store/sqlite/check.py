@@ -9,7 +9,6 @@ import sqlite3
 from pathlib import Path
 
 from fivefold.model import Finding
-from fivefold.store.sqlite.files import SQLITE_MAGIC
 
 __all__ = [
     "check_database",
@@ -43,9 +42,9 @@ def check_unopened(file: Path) -> list[Finding] | None:
     try:
         if not file.is_file():  # a FIFO's open would wait for a writer
             return None
-        with file.open("rb") as handle:
-            if handle.read(16) != SQLITE_MAGIC:
-                return None
+        # SQLite reads the header (no file that is not SQLite's has its pages checked): a
+        # handle of ours, once closed, would drop the locks of any connection of this
+        # process on the file (``files.connect``).
         with contextlib.closing(
             sqlite3.connect(f"{file.absolute().as_uri()}?mode=ro", uri=True)
         ) as conn:

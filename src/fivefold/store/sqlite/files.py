@@ -39,11 +39,33 @@ def connect(path: str) -> tuple[sqlite3.Connection, bool]:
         conn = sqlite3.connect(
             target, isolation_level=None, check_same_thread=False, timeout=30.0, uri=uri
         )
+    except sqlite3.Error as exc:
+        raise translate(exc, path, opened=False) from exc
+    try:
+        # SQLite reads the file's header here: whether it is an SQLite file at all is asked of
+        # SQLite, never of a handle of our own. POSIX drops every lock a process holds on a
+        # file when any handle of it on that file closes, so reading the header with Python
+        # while another connection of this process had the store open took away that
+        # connection's lock: a second process closing the store then believed itself the last
+        # and deleted the write-ahead log under it (acknowledged writes lost).
+        conn.execute("PRAGMA schema_version").fetchone()
         conn.execute("PRAGMA foreign_keys = ON")
         _ensure_math(conn)
     except sqlite3.Error as exc:
+        conn.close()
+        if "file is not a database" in str(exc) and not _sqlite_magic(Path(path)):
+            # Not an SQLite file, so no connection of this process holds a lock on it.
+            raise NotAFivefoldStore(f"{path} is not a fivefold store (not an SQLite file)") from exc
         raise translate(exc, path, opened=False) from exc
     return conn, read_only
+
+
+def _sqlite_magic(file: Path) -> bool:
+    try:
+        with file.open("rb") as handle:
+            return handle.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
 
 
 def checkpointer(conn: sqlite3.Connection, path: str) -> Checkpointer | None:
@@ -161,11 +183,8 @@ def _check_file(file: Path) -> None:
         raise NotAFivefoldStore(f"{file} is a directory; give the path of a store file")
     if file.exists() and not file.is_file():  # a FIFO, a device: nothing a store can live in
         raise NotAFivefoldStore(f"{file} is not a regular file; give the path of a store file")
-    if file.exists() and file.stat().st_size > 0:
-        with file.open("rb") as handle:
-            if handle.read(16) != SQLITE_MAGIC:
-                raise NotAFivefoldStore(f"{file} is not a fivefold store (not an SQLite file)")
-    elif file.exists():
+    # A file with bytes in it: SQLite reads its header (``connect``: never a handle of ours).
+    if file.exists() and file.stat().st_size == 0:
         wal = file.with_name(file.name + "-wal")
         if not wal.exists() or wal.stat().st_size == 0:
             # SQLite would start a new database in it: a truncated store would look empty.
@@ -173,7 +192,7 @@ def _check_file(file: Path) -> None:
                 f"{file} is an empty file (0 bytes): not a store, or a store that was "
                 "truncated; delete it to create a new store there"
             )
-    elif not file.parent.exists():
+    elif not file.exists() and not file.parent.exists():
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
