@@ -273,6 +273,40 @@ def test_entity_names_of_another_user_are_not_resolved(hashing_mem: fivefold.Mem
     assert [r.name for r in everyone.query.entity_refs] == ["Zephyrine Quast"]
 
 
+def test_another_users_names_change_nothing_of_how_mine_resolve(
+    new_store: Callable[[], str],
+) -> None:
+    """Every stage of the resolution sees the caller's names alone: another user's entity
+    named exactly as the query's word must not end the cascade before the caller's own partial
+    match, nor split its confidence (either told the caller what the other user wrote)."""
+    with fivefold.Memory.open(new_store(), embedder=fivefold.HashingEmbedder()) as memory:
+        yolanda = {"namespace": "team", "user_id": "yolanda"}
+        xavier = {"namespace": "team", "user_id": "xavier"}
+        memory.remember("Acme Corp signed the contract", **yolanda)
+
+        def refs() -> tuple[list[tuple[str, float]], str]:
+            explained = memory.explain("what is Acme doing?", **yolanda)
+            found = [(r.name, r.confidence) for r in explained.query.entity_refs]
+            return found, explained.plan.name
+
+        alone = refs()
+        assert alone[0] == [("Acme Corp", 0.9)]
+        memory.remember("Xavier interviewed at Acme Labs", **xavier)
+        assert refs() == alone
+        memory.remember("Meeting with Acme tomorrow", **xavier, entities=["Acme"])
+        memory.alias("Acme Labs", "Acme Corp Labs", namespace="team")
+        assert refs() == alone
+        # Namespace-wide, every entity counts: "Acme" itself is one.
+        everyone = memory.explain("what is Acme doing?", namespace="team").query.entity_refs
+        assert [(r.name, r.confidence) for r in everyone] == [("Acme", 1.0)]
+        # A misspelt name finds the caller's entity, not another user's closer one.
+        memory.remember("Globex Industries hired", **yolanda, entities=["Globex Industries"])
+        memory.remember("Globec visited", **xavier, entities=["Globec"])
+        fuzzy = memory.explain("news from Globec?", **yolanda).query.entity_refs
+        assert [r.name for r in fuzzy] in ([], ["Globex Industries"])
+        assert "Globec" not in [r.name for r in fuzzy]
+
+
 def test_get_and_forget_act_in_a_scope(hashing_mem: fivefold.Memory) -> None:
     mine = hashing_mem.remember("Ana's locker code is 5521", namespace="a", user_id="ana")
     with pytest.raises(fivefold.NotFound, match="namespace 'default'"):

@@ -9,8 +9,9 @@ typo never reaches the 0.85 the entity-centric plan requires).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from fivefold.model import CatalogEntry, EntityRef, Resolution
 from fivefold.text import (
@@ -24,11 +25,48 @@ from fivefold.text import (
     words as word_spans,
 )
 
+T = TypeVar("T")
+
 EXACT, ALIAS, PARTIAL, FUZZY_SCALE = 1.0, 0.95, 0.9, 0.8
 FUZZY_MIN_SIMILARITY = 0.45
 MAX_SPAN = 4
 # A word shared by this many entity names ("project", "team") is a category, not a name.
 GENERIC_WORD_ENTITIES = 3
+FUZZY_CANDIDATES = 20  # names sharing the most trigrams with the word, compared in full
+
+
+Visible = Callable[[Sequence[int]], set[int]]
+
+
+class _Shown:
+    """Which entities a resolution may use: all of them, or those ``visible`` keeps, asked
+    once an entity within one resolution."""
+
+    def __init__(self, visible: Visible | None) -> None:
+        self._visible = visible
+        self._known: dict[int, bool] = {}
+
+    def of(self, ids: Sequence[int]) -> list[int]:
+        """``ids`` shown, in their order."""
+        if self._visible is None or not ids:
+            return list(ids)
+        unknown = [i for i in dict.fromkeys(ids) if i not in self._known]
+        if unknown:
+            kept = self._visible(unknown)
+            self._known.update((i, i in kept) for i in unknown)
+        return [i for i in ids if self._known[i]]
+
+    def first(self, items: Sequence[T], n: int, entity: Callable[[T], int]) -> list[T]:
+        """The first ``n`` of ``items`` whose entity is shown, asking about ``n`` of them,
+        then twice as many each time (a few questions however few are shown)."""
+        out: list[T] = []
+        start, size = 0, n
+        while start < len(items) and len(out) < n:
+            chunk = items[start : start + size]
+            kept = set(self.of([entity(item) for item in chunk]))
+            out.extend(item for item in chunk if entity(item) in kept)
+            start, size = start + size, size * 2
+        return out[:n]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +99,12 @@ class EntityResolver:
             for gram in trigrams(entry.key):
                 self._grams[gram].add(index)
 
-    def resolve(self, query: str) -> list[EntityRef]:
+    def resolve(self, query: str, visible: Visible | None = None) -> list[EntityRef]:
+        """``visible``: of the entity ids given, those the caller's scope may know of. Every
+        stage of the cascade sees those alone, so an entity only another user named neither
+        answers a name (and ends the cascade before the caller's own would) nor splits a
+        partial match's confidence: resolution never tells one user what another wrote."""
+        shown = _Shown(visible)
         # Each word keyed as an entity's name is (``normalize_name``): folded, it may be two
         # words ("½" -> "1 2") or none (a lone mark).
         words = [
@@ -76,7 +119,7 @@ class EntityResolver:
                 if any(used[i : i + size]):
                     continue
                 span = words[i : i + size]
-                found = self._lookup(span, query)
+                found = self._lookup(span, query, shown)
                 if found:
                     used[i : i + size] = [True] * size
                     for ref in found:
@@ -87,39 +130,42 @@ class EntityResolver:
                             refs[ref.entity_id] = ref
         return sorted(refs.values(), key=lambda r: (-r.confidence, r.entity_id))
 
-    def _lookup(self, span: Sequence[_Word], query: str) -> list[EntityRef]:
+    def _lookup(self, span: Sequence[_Word], query: str, shown: _Shown) -> list[EntityRef]:
         key = " ".join(w.key for w in span)
         text = query[span[0].start : span[-1].end]
         common = key in STOP_WORDS or key in COMMON_WORDS
         if len(span) == 1 and common and not span[0].capitalized:
             return []
-        if key in self._exact:
-            return [self._ref(text, e.entity_id, EXACT, Resolution.EXACT) for e in self._exact[key]]
-        if key in self._alias:
-            return [self._ref(text, e.entity_id, ALIAS, Resolution.ALIAS) for e in self._alias[key]]
+        for table, confidence, how in (
+            (self._exact, EXACT, Resolution.EXACT),
+            (self._alias, ALIAS, Resolution.ALIAS),
+        ):
+            ids = shown.of([e.entity_id for e in table.get(key, ())])
+            if ids:
+                return [self._ref(text, i, confidence, how) for i in ids]
         if len(span) == 1:
-            return self._partial_or_fuzzy(span[0], text)
+            return self._partial_or_fuzzy(span[0], text, shown)
         return []
 
-    def _partial_or_fuzzy(self, word: _Word, text: str) -> list[EntityRef]:
-        owners = self._parts.get(word.key, set())
+    def _partial_or_fuzzy(self, word: _Word, text: str, shown: _Shown) -> list[EntityRef]:
+        owners = shown.of(sorted(self._parts.get(word.key, set())))
         if owners and len(owners) < GENERIC_WORD_ENTITIES:
             confidence = PARTIAL / len(owners)
             return [
-                self._ref(text, entity_id, confidence, Resolution.PARTIAL)
-                for entity_id in sorted(owners)
+                self._ref(text, entity_id, confidence, Resolution.PARTIAL) for entity_id in owners
             ]
         if owners or not word.capitalized or len(word.key) < 4 or word.key in STOP_WORDS:
             return []
-        return self._fuzzy(word.key, text)
+        return self._fuzzy(word.key, text, shown)
 
-    def _fuzzy(self, key: str, text: str) -> list[EntityRef]:
+    def _fuzzy(self, key: str, text: str, shown: _Shown) -> list[EntityRef]:
         counts: dict[int, int] = defaultdict(int)
         for gram in trigrams(key):
             for index in self._grams.get(gram, ()):
                 counts[index] += 1
+        ranked = [index for index, _ in sorted(counts.items(), key=lambda kv: -kv[1])]
         best: tuple[float, int] | None = None
-        for index, _shared in sorted(counts.items(), key=lambda kv: -kv[1])[:20]:
+        for index in shown.first(ranked, FUZZY_CANDIDATES, lambda i: self._keys[i].entity_id):
             entry = self._keys[index]
             candidates = [entry.key, *entry.key.split()]
             similarity = max(trigram_similarity(key, c) for c in candidates)

@@ -59,10 +59,7 @@ def parse_query(
     window = find_window(text, now=now, config=temporal, last_session_end=last_session_end)
     if window is None:
         window = implied_window(positive, now=now, config=temporal)
-    refs = resolver.resolve(positive)
-    if visible is not None and refs:
-        shown = visible([r.entity_id for r in refs])
-        refs = [r for r in refs if r.entity_id in shown]
+    refs = resolver.resolve(positive, visible)
     hints = predicate_hints(positive)
     negated_terms = {t for phrase in negations for t in phrase.split()}
     # Time words ("last Tuesday") select a window; as BM25 terms they would only match
