@@ -28,6 +28,7 @@ from fivefold.learned import Example, LearnedModel
 from fivefold.metrics import CACHE_PLAN, Metrics, MetricsSnapshot
 from fivefold.model import (
     Budget,
+    CatalogEntry,
     ExplainedHit,
     Explanation,
     Feedback,
@@ -187,7 +188,7 @@ class Reader:
             ttl_seconds=config.cache.ttl_seconds, max_entries=config.cache.max_entries
         )
         self._metrics = Metrics()
-        self._resolvers: dict[str, tuple[int, EntityResolver]] = {}
+        self._resolvers: dict[str, tuple[int, Sequence[CatalogEntry], EntityResolver]] = {}
         self._lock = threading.Lock()
 
     def recall(self, args: RecallArgs) -> RecallResult:
@@ -398,14 +399,23 @@ class Reader:
         )
 
     def _resolver(self, namespace: str) -> EntityResolver:
+        """Built again only when the names change: after a write (the generation moved) the
+        store's catalog is asked, and the same catalog it returns (a store caching it until
+        a name changes) keeps the resolver, whose trigram index is costly to build."""
         generation = self._store.namespace_generation(namespace)
         with self._lock:
             cached = self._resolvers.get(namespace)
             if cached is not None and cached[0] == generation:
-                return cached[1]
-        resolver = EntityResolver(self._store.catalog(namespace))
+                return cached[2]
+        entries = self._store.catalog(namespace)
         with self._lock:
-            self._resolvers[namespace] = (generation, resolver)
+            cached = self._resolvers.get(namespace)
+            resolver = (
+                cached[2]
+                if cached is not None and cached[1] is entries
+                else EntityResolver(entries)
+            )
+            self._resolvers[namespace] = (generation, entries, resolver)
         return resolver
 
 

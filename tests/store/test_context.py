@@ -184,9 +184,24 @@ def test_context_never_crosses_a_scope_or_session(
                     assert abs(peers.index(other) - peers.index(memory_id)) <= 2
 
 
+def as_schema_7(conn: sqlite3.Connection) -> None:
+    """What schema 7 wrote: no catalog versions."""
+    for (name,) in conn.execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%_catalog'"
+    ).fetchall():
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.executescript(
+        """
+        ALTER TABLE namespaces DROP COLUMN catalog_version;
+        UPDATE meta SET value = '7' WHERE key = 'schema_version';
+        """
+    )
+
+
 def as_schema_5(conn: sqlite3.Connection) -> None:
     """What schema 5 wrote: mentions keyed (entity, memory), with an index on (entity, type,
     memory)."""
+    as_schema_7(conn)
     conn.executescript(
         """
         CREATE TABLE mentions_5 (

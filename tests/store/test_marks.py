@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.store.test_context import as_schema_7
 
 import fivefold
 from fivefold import text
@@ -134,6 +135,7 @@ def _as_older_schema(url: str) -> None:
         return
     conn = sqlite3.connect(url)
     with conn:
+        as_schema_7(conn)
         conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     conn.close()
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.store.test_context import as_schema_7
 
 import fivefold
 from fivefold import EdgeKind, Memory, MemoryType, Scope
@@ -24,7 +25,7 @@ from fivefold.config import Config, IndexConfig, OptimizerConfig
 from fivefold.errors import InvalidInput
 from fivefold.model import NewMemory, OptimizerMode, StoreStats
 from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
-from fivefold.store.sqlite import dense
+from fivefold.store.sqlite import dense, schema
 from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.store.sqlite.read import BY_ID
 
@@ -795,7 +796,6 @@ def test_relate_writes_its_fact_and_its_edge_together_or_not_at_all(
     hashing_mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from fivefold.store.postgres import schema as pg_schema
-    from fivefold.store.sqlite import schema
 
     generation = hashing_mem.store.namespace_generation("default")
     monkeypatch.setattr(schema, "INSERT_EDGE", "INSERT INTO no_such_table VALUES (?)")
@@ -827,3 +827,52 @@ def test_a_path_that_looks_like_an_sqlite_uri_is_a_file_name(
     assert count == 2
     assert (tmp_path / name).is_file()
     assert not (tmp_path / "y.db").exists()
+
+
+def test_the_catalog_is_read_again_only_when_names_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes that add no name leave a process's catalog cached; a name, an alias or an entity
+    gone (in this process or another) is seen at the next read."""
+    db = tmp_path / "m.db"
+    with _open(db) as memory, _open(db) as other:
+        reads: list[str] = []
+        real = memory.store._reads.catalog  # type: ignore[attr-defined]
+        monkeypatch.setattr(
+            memory.store._reads,  # type: ignore[attr-defined]
+            "catalog",
+            lambda namespace: reads.append(namespace) or real(namespace),
+        )
+
+        def names() -> set[str]:
+            return {e.name for e in memory.store.catalog("default")}
+
+        memory.remember("Ann Lee called", entities=["Ann Lee"])
+        assert names() == {"Ann Lee"}
+        reads.clear()
+        memory.remember_many([{"content": f"no names {i}"} for i in range(3)])
+        memory.remember("Ann Lee again", entities=["Ann Lee"])
+        other.remember("nothing new")
+        assert names() == {"Ann Lee"}
+        assert reads == []
+        other.alias("Ann Lee", "Annie")
+        assert names() == {"Ann Lee", "Annie"}
+        carl = other.remember("Carl Stone joined", entities=["Carl Stone"])
+        assert names() == {"Ann Lee", "Annie", "Carl Stone"}
+        other.forget(carl.id)  # the only memory naming him: the entity goes with it
+        assert names() == {"Ann Lee", "Annie"}
+        assert len(reads) == 3
+        assert {e.name for e in memory.store.catalog("elsewhere")} == set()
+
+
+def test_a_schema_7_store_gets_catalog_versions(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with _open(db) as memory:
+        memory.remember("Ann Lee met Bo Park", entities=["Ann Lee", "Bo Park"])
+    conn = sqlite3.connect(db)
+    as_schema_7(conn)
+    conn.close()
+    with _open(db) as memory, _open(db) as other:
+        assert {e.name for e in memory.store.catalog("default")} == {"Ann Lee", "Bo Park"}
+        other.alias("Ann Lee", "Annie")  # the catalog's triggers came with the migration
+        assert "Annie" in {e.name for e in memory.store.catalog("default")}

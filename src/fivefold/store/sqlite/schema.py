@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 SCHEMA_VERSION_OF = "SELECT value FROM meta WHERE key = 'schema_version'"
 
 # Learned fusion (learned.py): feedback on recalls (the query and its arguments, and which
@@ -58,6 +58,24 @@ STRENGTH = (
     f"CASE WHEN relation = '{COMENTION}' "
     "THEN 1.0 - 1.0 / (1 << min(max(support, 1), 62)) ELSE confidence END"
 )
+# The names a namespace resolves (its entities and aliases) change far less often than its
+# memories: a process caches them until ``catalog_version`` moves, which these triggers move on
+# any change of either table (the namespace's ``generation``, which every write moves, made a
+# bulk write read the whole catalog again each batch). A namespace without a row reads 0.
+# Listed one by one, as ``VECTOR_LOG_DDL``: a trigger body holds ';'.
+CATALOG_TRIGGERS = tuple(
+    f"""CREATE TRIGGER IF NOT EXISTS {table}_{name}_catalog AFTER {event} ON {table} BEGIN
+        INSERT INTO namespaces (namespace) VALUES ({row}.namespace)
+        ON CONFLICT (namespace) DO UPDATE SET catalog_version = catalog_version + 1;
+    END"""
+    for table, columns in (("entities", "name, norm"), ("aliases", "norm, alias, entity_id"))
+    for name, event, row in (
+        ("insert", "INSERT", "NEW"),
+        ("delete", "DELETE", "OLD"),
+        ("update", f"UPDATE OF {columns}", "NEW"),
+    )
+)
+CATALOG_VERSION = "SELECT catalog_version FROM namespaces WHERE namespace = ?"
 
 DDL = f"""
 CREATE TABLE IF NOT EXISTS meta (
@@ -149,7 +167,8 @@ CREATE TABLE IF NOT EXISTS namespaces (
     namespace         TEXT PRIMARY KEY,
     memories          INTEGER NOT NULL DEFAULT 0,
     generation        INTEGER NOT NULL DEFAULT 0,
-    vector_generation INTEGER NOT NULL DEFAULT 0
+    vector_generation INTEGER NOT NULL DEFAULT 0,
+    catalog_version   INTEGER NOT NULL DEFAULT 1
 );
 """
 
@@ -420,6 +439,13 @@ NAMED_NOT_ASCII = (
 REKEY_ENTITY = "UPDATE OR IGNORE entities SET norm = ? WHERE id = ? AND norm = ?"
 REKEY_ALIAS = (
     "UPDATE OR IGNORE aliases SET norm = ? WHERE namespace = ? AND entity_id = ? AND norm = ?"
+)
+
+# Schema 7 -> 8: each namespace's catalog has a version of its own (``CATALOG_TRIGGERS``).
+MIGRATE_7_TO_8 = (
+    "ALTER TABLE namespaces ADD COLUMN catalog_version INTEGER NOT NULL DEFAULT 1",
+    *CATALOG_TRIGGERS,
+    "UPDATE meta SET value = '8' WHERE key = 'schema_version'",
 )
 
 # ``fivefold doctor``: mentions whose type is not their memory's, and their repair.

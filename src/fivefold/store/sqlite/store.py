@@ -270,6 +270,7 @@ class SQLiteStore:
             ("4", schema.MIGRATE_4_TO_5),
             ("5", schema.MIGRATE_5_TO_6),
             ("6", schema.MIGRATE_6_TO_7),
+            ("7", schema.MIGRATE_7_TO_8),
         ):
             if meta.get("schema_version") == version:
                 self._refuse_write()
@@ -506,12 +507,13 @@ class SQLiteStore:
 
     def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
         with self._lock:
-            generation = self._namespace_state(namespace)[1]
+            row = self._execute(schema.CATALOG_VERSION, (namespace,)).fetchone()
+            version = 0 if row is None else int(row[0])
             cached = self._catalogs.get(namespace)
-            if cached is not None and cached[0] == generation:
+            if cached is not None and cached[0] == version:
                 return cached[1]
             entries = self._reads.catalog(namespace)
-            self._catalogs[namespace] = (generation, entries)
+            self._catalogs[namespace] = (version, entries)
             return entries
 
     def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
