@@ -4,6 +4,7 @@ works without them."""
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,11 @@ from fivefold.errors import ConfigError
 __all__ = ["keys", "mcp", "serve"]
 
 
-def _need_extra() -> None:
+def _need_extra(*modules: str) -> None:
+    """The serve extra's modules this command imports (all the server's, by default)."""
     try:
-        import fastapi  # noqa: F401
-        import mcp.server  # noqa: F401
-        import uvicorn  # noqa: F401
+        for module in modules or ("fastapi", "mcp.server", "uvicorn"):
+            importlib.import_module(module)
     except ImportError as exc:
         raise ConfigError(
             f"this command needs the serve extra ({exc.name} is missing): "
@@ -108,6 +109,7 @@ def keys_add(
     label: str,
 ) -> None:
     """Make a key; it is printed once and stored only as a hash."""
+    _need_extra("tomlkit")  # rewrites the config file keeping its other lines
     from fivefold.serve.keys import add_key
 
     path = _keys_file(ctx)
@@ -139,6 +141,7 @@ def keys_list(ctx: click.Context, /) -> None:
 @friendly
 def keys_revoke(ctx: click.Context, /, key_id: str) -> None:
     """Remove a key; running servers refuse it after a restart."""
+    _need_extra("tomlkit")
     from fivefold.serve.keys import revoke_key
 
     key = revoke_key(_keys_file(ctx), key_id)

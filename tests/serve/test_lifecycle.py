@@ -4,6 +4,7 @@ server without keys refuses to listen beyond loopback."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
@@ -271,3 +272,66 @@ def test_a_repeated_sigterm_drains_as_the_first(tmp_path: Path) -> None:
     batch.thread.join(600)
     assert [r.status_code for r in batch.answered] == [201]
     assert _stored(server) == 300
+
+
+@pytest.mark.parametrize("args", [["add", "-n", "team"], ["revoke", "abcd1234"]])
+def test_keys_without_the_serve_extra_say_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """The base install has no tomlkit: one line naming the extra, not a traceback."""
+    monkeypatch.setitem(sys.modules, "tomlkit", None)  # its import raises ImportError
+    config = tmp_path / "config.toml"
+    config.write_text("[serve]\nport = 9000\n")
+    result = CliRunner().invoke(cli, ["--config", str(config), "keys", *args])
+    assert result.exit_code != 0
+    assert "fivefold[serve]" in result.stderr
+    assert "tomlkit" in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert config.read_text() == "[serve]\nport = 9000\n"
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads Linux's /proc")
+def test_workers_of_a_killed_server_stop_and_free_the_port(
+    tmp_path: Path, minilm: fivefold.MiniLMEmbedder
+) -> None:
+    """SIGKILL reaches the supervisor alone: its workers must notice and drain, not go on
+    serving the port and the store with nothing to stop them."""
+    server = start_server(tmp_path, workers=2)
+    workers = {  # uvicorn's workers, not multiprocessing's resource tracker
+        pid
+        for pid in _children(server.process.pid)
+        if "resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_text()
+    }
+    try:
+        assert len(workers) == 2, workers
+        made = httpx.post(server.url + "/v1/memories", json={"content": "written before the kill"})
+        assert made.status_code == 201
+        server.stop(signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(pid) for pid in workers)
+        with closing(socket.socket()) as sock:  # the port is free again
+            sock.bind(("127.0.0.1", int(server.url.rsplit(":", 1)[1])))
+    finally:  # a failure leaves no server or worker running
+        server.stop(signal.SIGKILL)
+        for pid in workers:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    with fivefold.Memory.open(server.db, embedder=minilm) as memory:
+        assert memory.get(made.json()["id"]).content == "written before the kill"

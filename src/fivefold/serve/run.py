@@ -20,6 +20,8 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,8 @@ __all__ = ["app_from_env", "check_binding", "serve"]
 DB_ENV = "FIVEFOLD_SERVE_DB"
 CONFIG_ENV = "FIVEFOLD_SERVE_CONFIG"
 HOST_ENV = "FIVEFOLD_SERVE_HOST"  # the address bound (``--host`` wins over the file's)
+SUPERVISOR_ENV = "FIVEFOLD_SERVE_SUPERVISOR"  # the pid of a multi-worker server's supervisor
+PARENT_CHECK_S = 0.5
 
 
 def app_from_env() -> Any:
@@ -43,6 +47,8 @@ def app_from_env() -> Any:
     from fivefold.serve.app import create_app
 
     _one_blas_thread()
+    if supervisor := os.environ.get(SUPERVISOR_ENV):
+        _drain_when_orphaned(int(supervisor))
     given = os.environ.get(CONFIG_ENV)
     path = Path(given) if given else None
     config = settings_in_effect(path)
@@ -54,6 +60,19 @@ def app_from_env() -> Any:
         settings=config.serve,
         keys=KeyRing(load_keys(path)),
     )
+
+
+def _drain_when_orphaned(supervisor: int) -> None:
+    """A worker whose supervisor is gone (killed: SIGKILL reaches no child) drains and exits
+    as on SIGTERM. uvicorn's workers went on serving, holding the port and the store, and the
+    next ``fivefold serve`` could not listen (the hostile pass's kill -9)."""
+
+    def watch() -> None:
+        while os.getppid() == supervisor:
+            time.sleep(PARENT_CHECK_S)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="fivefold-supervisor-watch", daemon=True).start()
 
 
 def _one_blas_thread() -> None:
@@ -145,6 +164,7 @@ def serve(
         "access_log": False,
     }
     if settings.workers > 1:  # uvicorn's supervisor: each worker drains as one server does
+        os.environ[SUPERVISOR_ENV] = str(os.getpid())
         try:
             uvicorn.run("fivefold.serve.run:app_from_env", **options)
         finally:
