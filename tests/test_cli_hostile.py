@@ -120,6 +120,13 @@ def test_import_stops_at_the_first_bad_line_after_whole_batches(tmp_path: Path) 
     assert "importance" in err
     assert "2 memories imported" in err
     assert count(db) == 2  # the first batch; nothing of the batch holding line 4
+    lines[3] = '{"content": "fixed"}'  # fixed, the same command imports the rest, once
+    _lines(tmp_path, "m.jsonl", ("\n".join(lines) + "\n").encode())
+    code, out, err = run("--db", str(db), "import", path, "--batch-size", "2")
+    assert code == 0, err
+    assert out.strip().endswith("imported 3 memories from " + path)
+    assert "the first 2 of 5 records" in err
+    assert count(db) == 5
 
 
 def test_import_stops_at_the_first_bad_line_in_the_files_order(tmp_path: Path) -> None:
@@ -216,11 +223,18 @@ def test_ctrl_c_during_an_import_says_how_far_it_got(tmp_path: Path) -> None:
     assert f"(of the records before line {first}); 2 bad records left out;" in said
     # Mostly mid-batch; an interrupt between two batches (the test below) is exact.
     in_flight = f"the batch line {first} to line {first + 49} may or may not have been"
-    assert in_flight in said or said.endswith(f"nothing from line {first} on was"), said
+    assert in_flight in said or f"nothing from line {first} on was;" in said, said
+    assert said.endswith("the same command imports the rest")
     assert "skipped " in err
     assert ": line 2: " in err
     assert ": line 5: " in err
     assert count(db) in (imported, imported + 50)
+    # The same command again: each record once, whether the batch in flight committed or not.
+    code, _, err = run("--db", str(db), "import", path, "--batch-size", "50", "--on-error", "skip")
+    assert code == 0, err
+    assert count(db) == 4_998
+    assert "records of " in err
+    assert "imported into this store by an earlier run, not again" in err
 
 
 def test_ctrl_c_between_two_batches_says_how_far_the_import_got(
@@ -250,7 +264,10 @@ def test_ctrl_c_between_two_batches_says_how_far_the_import_got(
     assert "Aborted" not in err
     said = err.strip().splitlines()[-1]
     assert said.startswith("interrupted: 6 memories")
-    assert said.endswith("(of the records before line 7); nothing from line 7 on was"), said
+    assert said.endswith(
+        "(of the records before line 7); nothing from line 7 on was; the same command imports "
+        "the rest"
+    ), said
     assert count(db) == 6
 
 
@@ -497,3 +514,64 @@ def test_a_new_postgres_store_is_said_too(pg_url: str) -> None:
     code, _, err = run("--db", pg_url, "remember", "again")
     assert code == 0
     assert "made a new store" not in err
+
+
+def _contents(db: Path) -> list[str]:
+    import sqlite3
+
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        return [str(r[0]) for r in conn.execute("SELECT content FROM memories ORDER BY id")]
+
+
+def test_an_import_killed_and_run_again_writes_each_record_once(tmp_path: Path) -> None:
+    """kill -9 at a random moment (in a commit or between two): the rerun starts after what
+    the killed run committed, as its own transactions noted it (it wrote them all again)."""
+    import random
+    import signal
+    import sqlite3
+    import time
+
+    lines = [json.dumps({"content": f"note {i} about the kestrel"}) for i in range(3_000)]
+    path = _lines(tmp_path, "big.jsonl", ("\n".join(lines) + "\n").encode())
+    db = tmp_path / "killed.db"
+    command = [sys.executable, "-c", "from fivefold.cli import main; main()", "--db", str(db)]
+    command += ["import", path, "--batch-size", "50"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    stored = 0
+    while stored < 200 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                stored = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+        except sqlite3.Error:
+            pass  # not made yet
+    time.sleep(random.uniform(0.0, 0.3))
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=60)
+    assert 200 <= count(db) < 3_000, "the import finished before it was killed"
+    code, _, err = run("--db", str(db), "import", path, "--batch-size", "50")
+    assert code == 0, err
+    assert _contents(db) == [f"note {i} about the kestrel" for i in range(3_000)]
+
+
+def test_an_import_run_again_imports_only_what_is_new(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    db = str(tmp_path / "grown.db")
+    path.write_text("".join(json.dumps({"content": f"entry {i}"}) + "\n" for i in range(30)))
+    assert run("--db", db, "import", str(path), "--batch-size", "7")[0] == 0
+    code, out, err = run("--db", db, "import", str(path))  # nothing new
+    assert code == 0
+    assert "imported 0 memories" in out
+    assert "all 30 records of" in err
+    with path.open("a") as grown:  # the file has grown: the new lines alone
+        grown.write("".join(json.dumps({"content": f"entry {i}"}) + "\n" for i in range(30, 35)))
+    assert "imported 5 memories" in run("--db", db, "import", str(path))[1]
+    assert _contents(Path(db)) == [f"entry {i}" for i in range(35)]
+    # Into another namespace, or with --again, every record is imported.
+    assert "imported 35 memories" in run("--db", db, "import", str(path), "-n", "other")[1]
+    assert "imported 35 memories" in run("--db", db, "import", str(path), "--again")[1]
+    assert count(Path(db)) == 105
+    # A file whose first records differ is another import, whatever its name.
+    path.write_text("".join(json.dumps({"content": f"other {i}"}) + "\n" for i in range(3)))
+    assert "imported 3 memories" in run("--db", db, "import", str(path))[1]

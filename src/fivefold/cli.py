@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 import click
 from rich.console import Console
@@ -30,6 +30,9 @@ from fivefold.config import Config
 from fivefold.config_file import config_in_effect, config_to_toml
 from fivefold.extract.prepare import check
 from fivefold.memory import alias_of, relation_of
+
+if TYPE_CHECKING:
+    from fivefold.importers import ImportReport
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -229,6 +232,11 @@ def forget(ctx: click.Context, /, memory_id: int, namespace: str) -> None:
     show_default=True,
     help="At a bad record: stop there (earlier batches stay imported) or leave it out.",
 )
+@click.option(
+    "--again",
+    is_flag=True,
+    help="Import every record, even those an earlier import of them into this store did.",
+)
 @click.pass_context
 @friendly
 def import_(
@@ -239,9 +247,12 @@ def import_(
     namespace: str | None,
     batch_size: int,
     on_error: Literal["stop", "skip"],
+    again: bool,
 ) -> None:
     """Import memories from a JSONL file (one remember() record per line) or LoCoMo JSON.
-    Each batch is one transaction; a bad record is reported with its line number."""
+    Each batch is one transaction; a bad record is reported with its line number. Run again
+    (after an interrupt, a fixed line, or on a file that has grown), it starts after the
+    records an earlier import of them wrote to this store."""
     from fivefold.importers import ImportInterrupted, ImportReport, import_file
 
     report = ImportReport()  # filled as batches commit: read after an interrupt too
@@ -259,8 +270,10 @@ def import_(
                 on_error=on_error,
                 checked=checked,
                 report=report,
+                again=again,
             )
     except ImportInterrupted as stopped:
+        _said_earlier(path, report)
         for where, problem in report.skipped:
             click.echo(f"skipped {path}: {where}: {problem}", err=True)
         left_out = f"; {len(report.skipped)} bad records left out" if report.skipped else ""
@@ -274,6 +287,8 @@ def import_(
             said = f"{done} (of the records before {stopped.first}){left_out}; the batch "
             said += f"{stopped.first} to {stopped.last} may or may not have been (`fivefold "
             said += "stats` counts them); nothing after it was"
+        if stopped.first is not None:
+            said += "; the same command imports the rest"
         click.echo(f"interrupted: {said}", err=True)
         ctx.exit(130)
     except KeyboardInterrupt:
@@ -287,12 +302,23 @@ def import_(
             said = f"nothing from {path} was imported"
         click.echo(f"interrupted: {said}", err=True)
         ctx.exit(130)
+    _said_earlier(path, report)
     for where, problem in report.skipped:
         click.echo(f"skipped {path}: {where}: {problem}", err=True)
     count = len(report.skipped)
     skipped = f"; skipped {count} bad record{'s' * (count != 1)}" if count else ""
     memories = "memory" if report.imported == 1 else "memories"
     click.echo(f"imported {report.imported} {memories} from {path}{skipped}")
+
+
+def _said_earlier(path: Path, report: ImportReport) -> None:
+    if report.earlier:
+        which = "all" if report.earlier == report.records else f"the first {report.earlier:,} of"
+        click.echo(
+            f"{which} {report.records:,} records of {path}: imported into this store by an "
+            "earlier run, not again (--again imports them again)",
+            err=True,
+        )
 
 
 @cli.command()

@@ -5,10 +5,18 @@ Each batch is one transaction, checked whole before it is written (``remember_ma
 import interrupted or stopped at a bad record has committed a prefix of whole batches and
 nothing half-valid. A bad record is reported with its line (JSONL) or its position (LoCoMo):
 ``on_error="stop"`` (the default) ends the import there, ``"skip"`` leaves it out and goes on.
+
+Each batch notes in its own transaction how far the import has come (``Store.set_progress``):
+the records done and a digest of them, under a key made from the first record. Run again on
+the same store, an import whose first records are the ones noted starts after them: an import
+killed half way, stopped at a bad line since fixed, or of a file that has grown since is not
+written twice (a rerun duplicated every record the killed run had committed). ``again``
+imports every record whatever was noted.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +45,17 @@ class Record:
 class ImportReport:
     imported: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    earlier: int = 0  # records an earlier import of the same records had done: not again
+    records: int = 0  # records in the file
+
+
+class _Noted(Exception):
+    """The store opened for the first batch notes this import's progress: the records done
+    (``done``) and their digest, from which the import decides where it starts."""
+
+    def __init__(self, done: int, digest: str) -> None:
+        super().__init__(done)
+        self.done, self.digest = done, digest
 
 
 class ImportInterrupted(KeyboardInterrupt):
@@ -60,13 +79,15 @@ def import_file(
     on_error: OnError = "stop",
     checked: Callable[[object], None] = check,
     report: ImportReport | None = None,
+    again: bool = False,
 ) -> ImportReport:
     """Import ``path`` into the store ``opened()`` returns, called by the first batch that
     writes. ``checked`` refuses a record as that store would (``extract.prepare.check`` with the
     store's limits): a batch is checked with it before the store is opened, and a record before
     an unreadable line before that line is reported. ``report`` (a new one if not given) counts
     the batches as they commit, for a caller to read after an interrupt that is not
-    ``ImportInterrupted`` (one while the file is read, or after the last batch)."""
+    ``ImportInterrupted`` (one while the file is read, or after the last batch). ``again``:
+    import every record, even those an earlier import noted as done (see the module)."""
     if batch_size < 1:
         raise InvalidInput("batch size must be at least 1")
     if on_error not in ("stop", "skip"):
@@ -79,7 +100,9 @@ def import_file(
     if namespace is not None:
         records = [_in(r, namespace) for r in records]
     report = ImportReport() if report is None else report
-    mem = _Opened(opened, checked)
+    report.records = len(records)
+    digests = _Digests(records, fmt, namespace)
+    mem = _Opened(opened, checked, None if again else digests.key)
     # On stderr, as migrate's, and only to a terminal: stdout and a log get the result line
     # alone (the bar left a blank line on stdout, and to a log a blank line before an error).
     console = Console(stderr=True)
@@ -90,12 +113,22 @@ def import_file(
     try:  # the whole loop: an interrupt between two batches (in the bar's advance) is one too
         with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
             task = bar.add_task(f"importing {path.name}", total=len(records))
-            for start in range(0, len(records), batch_size):
+            start = 0
+            while start < len(records):
                 batch = records[start : start + batch_size]
-                state = (start, start + len(batch), False, report.imported)
-                _write_batch(mem, batch, report, path, on_error, checked)
-                state = (start, start + len(batch), True, report.imported)
+                end = start + len(batch)
+                state = (start, end, False, report.imported)
+                progress = (digests.key, digests.note(end))
+                try:
+                    _write_batch(mem, batch, report, path, on_error, checked, progress)
+                except _Noted as noted:  # nothing written: the store was just opened
+                    if noted.done <= len(records) and noted.digest == digests.of(noted.done):
+                        report.earlier = start = noted.done
+                        bar.advance(task, start)
+                    continue
+                state = (start, end, True, report.imported)
                 bar.advance(task, len(batch))
+                start = end
     except KeyboardInterrupt:
         start, end, committed, before = state
         report.skipped.sort(key=_in_order)
@@ -120,22 +153,67 @@ def _in(record: Record, namespace: str) -> Record:
 
 class _Opened:
     """The store, opened by the first batch with a record to write, once its records pass
-    ``checked``: an import refused at its first record makes no store at a new path."""
+    ``checked``: an import refused at its first record makes no store at a new path. Once
+    open, a progress noted under ``key`` is raised (``_Noted``) before anything is written."""
 
-    def __init__(self, opened: Callable[[], Memory], checked: Callable[[object], None]) -> None:
+    def __init__(
+        self, opened: Callable[[], Memory], checked: Callable[[object], None], key: str | None
+    ) -> None:
         self._opened = opened
         self._checked = checked
-        self._mem: Memory | None = None
+        self._key = key
+        self.opened: Memory | None = None
 
-    def remember_many(self, items: list[dict[str, Any]]) -> None:
-        if self._mem is None:
+    def remember_many(self, items: list[dict[str, Any]], progress: tuple[str, str]) -> None:
+        if self.opened is None:
             for position, item in enumerate(items):
                 try:
                     self._checked(item)
                 except InvalidInput as exc:
                     raise InvalidInput(exc.detail, item=position) from exc
-            self._mem = self._opened()
-        self._mem.remember_many(items)
+            self.opened = self._opened()
+            noted = None if self._key is None else self.opened.store.progress(self._key)
+            if noted is not None:
+                done, digest = _read_note(noted)
+                raise _Noted(done, digest)
+        self.opened._remember_noting(items, progress)  # its transaction notes it too
+
+
+class _Digests:
+    """The import's key (its first record, the format and the namespace it is put in) and a
+    digest of its first n records, for any n, in one pass."""
+
+    def __init__(self, records: Sequence[Record], fmt: str, namespace: str | None) -> None:
+        head = hashlib.sha256(f"{fmt}\0{namespace or ''}\0".encode())
+        first = _canonical(records[0]) if records else b""
+        self.key = "import:" + hashlib.sha256(head.digest() + first).hexdigest()[:32]
+        running = head.copy()
+        self._at = [running.hexdigest()]
+        for record in records:
+            running.update(_canonical(record))
+            self._at.append(running.hexdigest())
+
+    def of(self, n: int) -> str:
+        return self._at[n]
+
+    def note(self, n: int) -> str:
+        return json.dumps({"done": n, "digest": self._at[n]})
+
+
+def _canonical(record: Record) -> bytes:
+    value = record.fields if record.fields is not None else {"unreadable": record.problem}
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def _read_note(noted: str) -> tuple[int, str]:
+    """(records done, their digest) of a stored note; (0, '') when it cannot be read (a
+    note that says nothing resumes nothing)."""
+    try:
+        value = json.loads(noted)
+        return int(value["done"]), str(value["digest"])
+    except (ValueError, TypeError, KeyError):
+        return 0, ""
 
 
 def _write_batch(
@@ -145,8 +223,10 @@ def _write_batch(
     path: Path,
     on_error: OnError,
     checked: Callable[[object], None],
+    progress: tuple[str, str],
 ) -> None:
-    """One transaction for the batch's good records; a refused record is reported (and the
+    """One transaction for the batch's good records and the import's ``progress`` (noted
+    with them, so that it says exactly what is written); a refused record is reported (and the
     import stopped, or the record left out and the rest retried). A stop names the first bad
     record in the file's order: the records before an unreadable line are checked before that
     line is named (only then: in skip mode each unreadable line would check them again)."""
@@ -159,7 +239,7 @@ def _write_batch(
             if not pending:  # every record left out: nothing to write (nor a store to make)
                 return
             try:
-                mem.remember_many([r.fields or {} for r in pending])
+                mem.remember_many([r.fields or {} for r in pending], progress)
                 report.imported += len(pending)
                 return
             except InvalidInput as exc:

@@ -139,10 +139,23 @@ class Memory:
     def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
         """Store many memories in one transaction with one batched embedding call. An item may
         carry a precomputed ``vector`` (same model and dimension as the store's)."""
+        return self._remember_many(items, None)
+
+    @gated
+    def _remember_noting(
+        self, items: Iterable[Mapping[str, Any]], progress: tuple[str, str]
+    ) -> list[MemoryRecord]:
+        """``remember_many``, noting a long job's ``progress`` (key, value) in the same
+        transaction (``Store.progress`` reads it back): the import's resume."""
+        return self._remember_many(items, progress)
+
+    def _remember_many(
+        self, items: Iterable[Mapping[str, Any]], progress: tuple[str, str] | None
+    ) -> list[MemoryRecord]:
         prepared, vectors = self._prepare_batch(items)
         if not prepared:
             return []
-        return self._store.insert_memories(prepared, vectors)
+        return self._store.insert_memories(prepared, vectors, progress=progress)
 
     def _prepare_batch(
         self, items: Iterable[Mapping[str, Any]]

@@ -78,11 +78,17 @@ class Store(Protocol):
 
     # -- writes ------------------------------------------------------------------------------
     def insert_memories(
-        self, memories: Sequence[NewMemory], vectors: Vectors
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Vectors,
+        *,
+        progress: tuple[str, str] | None = None,
     ) -> list[MemoryRecord]:
         """Write all memories (with embeddings, index entries, mentions, co-mention edges and
         session log) in one transaction; return their records in order, as ``get_memories``
-        would read them (built from the write: nothing is read after the commit)."""
+        would read them (built from the write: nothing is read after the commit).
+        ``progress``: a (key, value) noted in the same transaction (``set_progress``), so
+        that what it says was written always was, and nothing more."""
         ...
 
     def delete_memory(self, memory_id: int, scope: Scope) -> bool:
@@ -226,6 +232,14 @@ class Store(Protocol):
         one transaction, when a mark is there already or any namespace holds anything."""
         ...
 
+    def progress(self, key: str) -> str | None:
+        """A long job's note (an import's records written: ``importers``), or None."""
+        ...
+
+    def set_progress(self, key: str, value: str | None) -> None:
+        """Note (or with None forget) a long job's progress under ``key``."""
+        ...
+
     def copy_mark(self) -> str | None:
         """The note of a copy under way or left unfinished (``mark_copy``), or None."""
         ...
@@ -265,6 +279,7 @@ class Store(Protocol):
 
 
 COPY_MARK = "copy_in_progress"  # the meta key of ``Store.mark_copy``
+PROGRESS_PREFIX = "progress:"  # the meta keys of ``Store.set_progress``
 
 
 def labels_found(labels: Mapping[int, float], found: Iterable[int]) -> None:

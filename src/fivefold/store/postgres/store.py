@@ -48,6 +48,7 @@ from fivefold.store.base import (
     COPY_MARK,
     COPY_REFUSED,
     HELD_NAMESPACES,
+    PROGRESS_PREFIX,
     StoreSettings,
     labels_found,
     mistyped_rows,
@@ -259,15 +260,24 @@ class PostgresStore(PostgresReads):
 
     # -- writes ---------------------------------------------------------------------------------
     def insert_memories(
-        self, memories: Sequence[NewMemory], vectors: Vectors
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Vectors,
+        *,
+        progress: tuple[str, str] | None = None,
     ) -> list[MemoryRecord]:
         if len(memories) != len(vectors):
             raise InvalidInput("one vector per memory is required")
         if len(vectors) and vectors.shape[1] != self._dim:
             raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
-        return self._write(
-            lambda conn, deltas: self._writer.memories(conn, deltas, memories, vectors)
-        )
+
+        def run(conn: psycopg.Connection, deltas: Deltas) -> list[MemoryRecord]:
+            written = self._writer.memories(conn, deltas, memories, vectors)
+            if progress is not None:
+                _note_progress(conn, *progress)
+            return written
+
+        return self._write(run)
 
     def delete_memory(self, memory_id: int, scope: Scope) -> bool:
         return self._write(lambda conn, deltas: self._writer.delete(conn, deltas, memory_id, scope))
@@ -473,6 +483,17 @@ class PostgresStore(PostgresReads):
         with self._read() as conn:
             return sorted(str(r[0]) for r in conn.execute(HELD_NAMESPACES))
 
+    def progress(self, key: str) -> str | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT value FROM fivefold_meta WHERE key = %s", (PROGRESS_PREFIX + key,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_progress(self, key: str, value: str | None) -> None:
+        with self._pool.connection() as conn, conn.transaction():
+            _note_progress(conn, key, value)
+
     def copy_mark(self) -> str | None:
         with self._read() as conn:
             row = conn.execute(
@@ -586,3 +607,14 @@ FROM memories WHERE namespace = %(ns)s
 
 
 __all__ = ["PostgresStore"]
+
+
+def _note_progress(conn: psycopg.Connection, key: str, value: str | None) -> None:
+    if value is None:
+        conn.execute("DELETE FROM fivefold_meta WHERE key = %s", (PROGRESS_PREFIX + key,))
+    else:
+        conn.execute(
+            "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (PROGRESS_PREFIX + key, value),
+        )

@@ -54,6 +54,7 @@ from fivefold.store.base import (
     COPY_MARK,
     COPY_REFUSED,
     HELD_NAMESPACES,
+    PROGRESS_PREFIX,
     StoreSettings,
     labels_found,
     mistyped_rows,
@@ -439,7 +440,11 @@ class SQLiteStore:
 
     # -- writes ---------------------------------------------------------------------------------
     def insert_memories(
-        self, memories: Sequence[NewMemory], vectors: Vectors
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Vectors,
+        *,
+        progress: tuple[str, str] | None = None,
     ) -> list[MemoryRecord]:
         if len(memories) != len(vectors):
             raise InvalidInput("one vector per memory is required")
@@ -447,6 +452,8 @@ class SQLiteStore:
             raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
         with self._transaction():
             written = self._writer.memories(memories, vectors)
+            if progress is not None:
+                self._note_progress(*progress)
         with self._lock:  # the lexical indexes share the connection: never beside a reader
             self._lexical.written(m.scope.namespace for m in memories)
         return written
@@ -685,6 +692,27 @@ class SQLiteStore:
     def held_namespaces(self) -> list[str]:
         with self._lock:
             return sorted(str(r[0]) for r in self._execute(HELD_NAMESPACES))
+
+    def progress(self, key: str) -> str | None:
+        with self._lock:
+            row = self._execute(
+                "SELECT value FROM meta WHERE key = ?", (PROGRESS_PREFIX + key,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_progress(self, key: str, value: str | None) -> None:
+        with self._transaction():
+            self._note_progress(key, value)
+
+    def _note_progress(self, key: str, value: str | None) -> None:
+        if value is None:
+            self._conn.execute("DELETE FROM meta WHERE key = ?", (PROGRESS_PREFIX + key,))
+        else:
+            self._conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (PROGRESS_PREFIX + key, value),
+            )
 
     def copy_mark(self) -> str | None:
         with self._lock:
