@@ -6,7 +6,7 @@ import interrupted or stopped at a bad record has committed a prefix of whole ba
 nothing half-valid. A bad record is reported with its line (JSONL) or its position (LoCoMo):
 ``on_error="stop"`` (the default) ends the import there, ``"skip"`` leaves it out and goes on.
 
-Each batch notes in its own transaction how far the import has come (``Store.set_progress``):
+Each batch notes in its own transaction how far the import has come (``Store.progress``):
 the records done and a digest of them, under a key made from the first record. Run again on
 the same store, an import whose first records are the ones noted starts after them: an import
 killed half way, stopped at a bad line since fixed, or of a file that has grown since is not
@@ -101,8 +101,8 @@ def import_file(
         records = [_in(r, namespace) for r in records]
     report = ImportReport() if report is None else report
     report.records = len(records)
-    digests = _Digests(records, fmt, namespace)
-    mem = _Opened(opened, checked, None if again else digests.key)
+    digests = _Digests(records, fmt)
+    mem = _Opened(opened, checked=checked, key=None if again else digests.key)
     # On stderr, as migrate's, and only to a terminal: stdout and a log get the result line
     # alone (the bar left a blank line on stdout, and to a log a blank line before an error).
     console = Console(stderr=True)
@@ -118,13 +118,22 @@ def import_file(
                 batch = records[start : start + batch_size]
                 end = start + len(batch)
                 state = (start, end, False, report.imported)
-                progress = (digests.key, digests.note(end))
+                skipped = len(report.skipped)
                 try:
-                    _write_batch(mem, batch, report, path, on_error, checked, progress)
-                except _Noted as noted:  # nothing written: the store was just opened
-                    if noted.done <= len(records) and noted.digest == digests.of(noted.done):
-                        report.earlier = start = noted.done
-                        bar.advance(task, start)
+                    _write_batch(
+                        mem,
+                        batch,
+                        report=report,
+                        path=path,
+                        on_error=on_error,
+                        checked=checked,
+                        progress=(digests.key, digests.note(end)),
+                    )
+                except _Noted as noted:  # the store, just opened, holds a note: nothing written
+                    del report.skipped[skipped:]  # the batch is looked at again from the note
+                    report.earlier = start = _resumed(noted, digests, path)
+                    state = (start, start, True, report.imported)
+                    bar.advance(task, start)
                     continue
                 state = (start, end, True, report.imported)
                 bar.advance(task, len(batch))
@@ -157,7 +166,7 @@ class _Opened:
     open, a progress noted under ``key`` is raised (``_Noted``) before anything is written."""
 
     def __init__(
-        self, opened: Callable[[], Memory], checked: Callable[[object], None], key: str | None
+        self, opened: Callable[[], Memory], *, checked: Callable[[object], None], key: str | None
     ) -> None:
         self._opened = opened
         self._checked = checked
@@ -179,25 +188,45 @@ class _Opened:
         self.opened._remember_noting(items, progress)  # its transaction notes it too
 
 
-class _Digests:
-    """The import's key (its first record, the format and the namespace it is put in) and a
-    digest of its first n records, for any n, in one pass."""
+def _resumed(noted: _Noted, digests: _Digests, path: Path) -> int:
+    """Where an import noted before resumes: after its records, when they are this file's
+    first ones. Other records under the same key are refused, not written again whole: the
+    file changed since (a line left out fixed, say) or another begins as it does, and either
+    way the rows of the earlier import are in the store already."""
+    if noted.done <= digests.records and noted.digest == digests.of(noted.done):
+        return noted.done
+    raise InvalidInput(
+        f"{path}: its first records are not those an earlier import that began as it does "
+        f"wrote to this store (the file changed since, or another file begins as it does): "
+        f"nothing imported; --again imports every record, those already written a second time"
+    )
 
-    def __init__(self, records: Sequence[Record], fmt: str, namespace: str | None) -> None:
-        head = hashlib.sha256(f"{fmt}\0{namespace or ''}\0".encode())
+
+class _Digests:
+    """The import's key (its format and first record, as imported: in the namespace it is put
+    in) and a digest of its first n records, one pass for n rising."""
+
+    def __init__(self, records: Sequence[Record], fmt: str) -> None:
+        self._records = records
+        self._head = hashlib.sha256(f"{fmt}\0".encode())
         first = _canonical(records[0]) if records else b""
-        self.key = "import:" + hashlib.sha256(head.digest() + first).hexdigest()[:32]
-        running = head.copy()
-        self._at = [running.hexdigest()]
-        for record in records:
-            running.update(_canonical(record))
-            self._at.append(running.hexdigest())
+        self.key = "import:" + hashlib.sha256(self._head.digest() + first).hexdigest()[:32]
+        self._running, self._at = self._head.copy(), 0
+
+    @property
+    def records(self) -> int:
+        return len(self._records)
 
     def of(self, n: int) -> str:
-        return self._at[n]
+        if n < self._at:  # once at most: a note behind the first batch's end
+            self._running, self._at = self._head.copy(), 0
+        for record in self._records[self._at : n]:
+            self._running.update(_canonical(record))
+        self._at = n
+        return self._running.hexdigest()
 
     def note(self, n: int) -> str:
-        return json.dumps({"done": n, "digest": self._at[n]})
+        return json.dumps({"done": n, "digest": self.of(n)})
 
 
 def _canonical(record: Record) -> bytes:
@@ -219,6 +248,7 @@ def _read_note(noted: str) -> tuple[int, str]:
 def _write_batch(
     mem: _Opened,
     batch: Sequence[Record],
+    *,
     report: ImportReport,
     path: Path,
     on_error: OnError,
@@ -249,10 +279,11 @@ def _write_batch(
                 bad = Record(bad.where, bad.fields, exc.detail)
         if on_error == "stop":
             memories = "memory" if report.imported == 1 else "memories"
+            earlier = f", after {report.earlier:,} an earlier run did" if report.earlier else ""
             raise InvalidInput(
                 f"{path}: {bad.where}: {bad.problem}; stopped there with {report.imported} "
-                f"{memories} imported (whole batches before it); --on-error skip leaves bad "
-                "records out"
+                f"{memories} imported (whole batches before it{earlier}); --on-error skip "
+                "leaves bad records out"
             )
         report.skipped.append((bad.where, bad.problem or ""))
         pending = [r for r in pending if r.where != bad.where]

@@ -148,7 +148,9 @@ class EntityResolver:
         return []
 
     def _partial_or_fuzzy(self, word: _Word, text: str, shown: _Shown) -> list[EntityRef]:
-        owners = shown.of(sorted(self._parts.get(word.key, set())))
+        # Up to the first that make the word generic: more are never asked about.
+        named = sorted(self._parts.get(word.key, set()))
+        owners = shown.first(named, GENERIC_WORD_ENTITIES, lambda entity_id: entity_id)
         if owners and len(owners) < GENERIC_WORD_ENTITIES:
             confidence = PARTIAL / len(owners)
             return [

@@ -47,7 +47,7 @@ def app_from_env() -> Any:
     from fivefold.serve.app import create_app
 
     _one_blas_thread()
-    if supervisor := os.environ.get(SUPERVISOR_ENV):
+    if (supervisor := os.environ.get(SUPERVISOR_ENV, "")).isdigit():
         _drain_when_orphaned(int(supervisor))
     given = os.environ.get(CONFIG_ENV)
     path = Path(given) if given else None
@@ -168,6 +168,8 @@ def serve(
         try:
             uvicorn.run("fivefold.serve.run:app_from_env", **options)
         finally:
+            # A single-worker server run later in this process must not watch this pid.
+            os.environ.pop(SUPERVISOR_ENV, None)
             if made is not None:
                 shutil.rmtree(made, ignore_errors=True)
         return

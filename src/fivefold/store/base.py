@@ -87,8 +87,8 @@ class Store(Protocol):
         """Write all memories (with embeddings, index entries, mentions, co-mention edges and
         session log) in one transaction; return their records in order, as ``get_memories``
         would read them (built from the write: nothing is read after the commit).
-        ``progress``: a (key, value) noted in the same transaction (``set_progress``), so
-        that what it says was written always was, and nothing more."""
+        ``progress``: a (key, value) noted in the same transaction (read by ``progress``),
+        so that what it says was written always was, and nothing more."""
         ...
 
     def delete_memory(self, memory_id: int, scope: Scope) -> bool:
@@ -236,10 +236,6 @@ class Store(Protocol):
         """A long job's note (an import's records written: ``importers``), or None."""
         ...
 
-    def set_progress(self, key: str, value: str | None) -> None:
-        """Note (or with None forget) a long job's progress under ``key``."""
-        ...
-
     def copy_mark(self) -> str | None:
         """The note of a copy under way or left unfinished (``mark_copy``), or None."""
         ...
@@ -279,7 +275,7 @@ class Store(Protocol):
 
 
 COPY_MARK = "copy_in_progress"  # the meta key of ``Store.mark_copy``
-PROGRESS_PREFIX = "progress:"  # the meta keys of ``Store.set_progress``
+PROGRESS_PREFIX = "progress:"  # the meta keys of ``Store.progress``
 
 
 def labels_found(labels: Mapping[int, float], found: Iterable[int]) -> None:

@@ -196,20 +196,20 @@ class PostgresReads:
     def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
         if not entity_ids:
             return set()
-        wanted = [int(i) for i in entity_ids]
+        # Answered by the first mention or edge of the scope, an entity at a time (as SQLite's).
         where, params = schema.scope_sql(scope)
+        edges, _ = schema.scope_sql(scope, "ed", shared=True)
         with self._read() as conn:
-            mentioned = conn.execute(
-                "SELECT DISTINCT mn.entity_id FROM mentions mn "
-                "JOIN memories m ON m.namespace = mn.namespace AND m.id = mn.memory_id "
-                f"WHERE mn.namespace = %(ns)s AND mn.entity_id = ANY(%(ids)s::bigint[]) "
-                f"AND {where}",
-                {**params, "ids": wanted},
+            rows = conn.execute(
+                "SELECT e.id FROM unnest(%(ids)s::bigint[]) AS e(id) WHERE EXISTS (SELECT 1 "
+                "FROM mentions mn JOIN memories m ON m.namespace = mn.namespace "
+                "AND m.id = mn.memory_id WHERE mn.namespace = %(ns)s AND mn.entity_id = e.id "
+                f"AND {where}) "
+                f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.source_id = e.id AND {edges}) "
+                f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.target_id = e.id AND {edges})",
+                {**params, "ids": [int(i) for i in entity_ids]},
             ).fetchall()
-        visible = {int(r[0]) for r in mentioned}
-        for edge in self.edges_touching(scope, wanted):
-            visible.update((edge.source_id, edge.target_id))
-        return visible & set(wanted)
+        return {int(r[0]) for r in rows}
 
     def entity_frequencies(self, namespace: str, entity_ids: Sequence[int]) -> dict[int, int]:
         if not entity_ids:

@@ -490,10 +490,6 @@ class PostgresStore(PostgresReads):
             ).fetchone()
         return None if row is None else str(row[0])
 
-    def set_progress(self, key: str, value: str | None) -> None:
-        with self._pool.connection() as conn, conn.transaction():
-            _note_progress(conn, key, value)
-
     def copy_mark(self) -> str | None:
         with self._read() as conn:
             row = conn.execute(
@@ -609,12 +605,9 @@ FROM memories WHERE namespace = %(ns)s
 __all__ = ["PostgresStore"]
 
 
-def _note_progress(conn: psycopg.Connection, key: str, value: str | None) -> None:
-    if value is None:
-        conn.execute("DELETE FROM fivefold_meta WHERE key = %s", (PROGRESS_PREFIX + key,))
-    else:
-        conn.execute(
-            "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (PROGRESS_PREFIX + key, value),
-        )
+def _note_progress(conn: psycopg.Connection, key: str, value: str) -> None:
+    conn.execute(
+        "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (PROGRESS_PREFIX + key, value),
+    )

@@ -101,19 +101,21 @@ class ReadQueries:
         return [CatalogEntry(int(i), name, norm, bool(a)) for i, name, norm, a in rows]
 
     def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
+        """Each entity a memory or an edge of ``scope`` names: asked an entity at a time, and
+        answered by the first such row (every mention and edge of a popular name was read: a
+        user-scoped query resolving a common word took 30 ms at 4,000 memories)."""
         if not entity_ids:
             return set()
-        ids = json.dumps([int(i) for i in entity_ids])
         where, params = scope_sql(scope)
-        mentioned = self._conn.execute(
-            "SELECT DISTINCT mn.entity_id FROM mentions mn JOIN memories m ON m.id = mn.memory_id "
-            f"WHERE mn.entity_id IN (SELECT value FROM json_each(?)) AND {where}",
-            [ids, *params],
+        edges, edge_params = scope_sql(scope, "ed", shared=True)
+        rows = self._conn.execute(
+            "SELECT j.value FROM json_each(?) j WHERE EXISTS (SELECT 1 FROM mentions mn "
+            f"JOIN memories m ON m.id = mn.memory_id WHERE mn.entity_id = j.value AND {where}) "
+            f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.source_id = j.value AND {edges}) "
+            f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.target_id = j.value AND {edges})",
+            [json.dumps([int(i) for i in entity_ids]), *params, *edge_params, *edge_params],
         )
-        visible = {int(r[0]) for r in mentioned}
-        for edge in self.edges_touching(scope, entity_ids):
-            visible.update((edge.source_id, edge.target_id))
-        return visible & {int(i) for i in entity_ids}
+        return {int(r[0]) for r in rows}
 
     def entity_frequencies(self, namespace: str, entity_ids: Sequence[int]) -> dict[int, int]:
         if not entity_ids:

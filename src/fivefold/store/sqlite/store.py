@@ -700,19 +700,12 @@ class SQLiteStore:
             ).fetchone()
         return None if row is None else str(row[0])
 
-    def set_progress(self, key: str, value: str | None) -> None:
-        with self._transaction():
-            self._note_progress(key, value)
-
-    def _note_progress(self, key: str, value: str | None) -> None:
-        if value is None:
-            self._conn.execute("DELETE FROM meta WHERE key = ?", (PROGRESS_PREFIX + key,))
-        else:
-            self._conn.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (PROGRESS_PREFIX + key, value),
-            )
+    def _note_progress(self, key: str, value: str) -> None:
+        self._conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (PROGRESS_PREFIX + key, value),
+        )
 
     def copy_mark(self) -> str | None:
         with self._lock:
