@@ -33,6 +33,22 @@ def count(db: Path) -> int:
     return memories
 
 
+def _wait_for_rows(db: Path, rows: int, process: subprocess.Popen[Any]) -> None:
+    """Until the store another process imports into holds ``rows`` memories (or 120 s)."""
+    import sqlite3
+    import time
+
+    deadline = time.monotonic() + 120
+    stored = 0
+    while stored < rows and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                stored = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+        except sqlite3.Error:
+            pass  # not made yet
+
+
 def _lines(tmp: Path, name: str, data: bytes) -> str:
     path = tmp / name
     path.write_bytes(data)
@@ -186,10 +202,8 @@ def test_import_skip_reports_every_bad_line_and_keeps_the_good(tmp_path: Path) -
 def test_ctrl_c_during_an_import_says_how_far_it_got(tmp_path: Path) -> None:
     """It printed "Aborted!" alone: the user could not tell which records to import again."""
     import signal
-    import sqlite3
     import subprocess
     import sys
-    import time
 
     lines = [json.dumps({"content": f"note {i} about the lake"}) for i in range(5_000)]
     lines[1] = lines[4] = '{"content": "bad", "importance": 7}'  # left out, and said so
@@ -201,15 +215,7 @@ def test_ctrl_c_during_an_import_says_how_far_it_got(tmp_path: Path) -> None:
     command = [sys.executable, "-c", code, "--db", str(db), "import", path, "--batch-size", "50"]
     command += ["--on-error", "skip"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    stored = 0
-    while stored < 98 and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.2)
-        try:
-            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-                stored = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-        except sqlite3.Error:
-            pass  # not made yet
+    _wait_for_rows(db, 98, process)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
@@ -528,7 +534,6 @@ def test_an_import_killed_and_run_again_writes_each_record_once(tmp_path: Path) 
     the killed run committed, as its own transactions noted it (it wrote them all again)."""
     import random
     import signal
-    import sqlite3
     import time
 
     lines = [json.dumps({"content": f"note {i} about the kestrel"}) for i in range(3_000)]
@@ -537,15 +542,7 @@ def test_an_import_killed_and_run_again_writes_each_record_once(tmp_path: Path) 
     command = [sys.executable, "-c", "from fivefold.cli import main; main()", "--db", str(db)]
     command += ["import", path, "--batch-size", "50"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    stored = 0
-    while stored < 200 and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.05)
-        try:
-            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-                stored = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-        except sqlite3.Error:
-            pass  # not made yet
+    _wait_for_rows(db, 200, process)
     time.sleep(random.uniform(0.0, 0.3))
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=60)
