@@ -30,8 +30,10 @@ from fivefold import validate
 from fivefold.errors import InvalidInput
 from fivefold.extract.prepare import check
 from fivefold.memory import Memory
+from fivefold.store.base import Progress as JobProgress
 
 OnError = Literal["stop", "skip"]
+DEFAULT_NAMESPACE = "default"  # ``Memory.remember``'s
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +104,7 @@ def import_file(
     report = ImportReport() if report is None else report
     report.records = len(records)
     digests = _Digests(records, fmt)
-    mem = _Opened(opened, checked=checked, key=None if again else digests.key)
+    mem = _Opened(opened, checked=checked, resume=not again)
     # On stderr, as migrate's, and only to a terminal: stdout and a log get the result line
     # alone (the bar left a blank line on stdout, and to a log a blank line before an error).
     console = Console(stderr=True)
@@ -132,6 +134,8 @@ def import_file(
                 except _Noted as noted:  # the store, just opened, holds a note: nothing written
                     del report.skipped[skipped:]  # the batch is looked at again from the note
                     report.earlier = start = _resumed(noted, digests, path)
+                    done = {r.where for r in records[:start]}  # what the earlier run said
+                    report.skipped = [s for s in report.skipped if s[0] not in done]
                     state = (start, start, True, report.imported)
                     bar.advance(task, start)
                     continue
@@ -163,29 +167,33 @@ def _in(record: Record, namespace: str) -> Record:
 class _Opened:
     """The store, opened by the first batch with a record to write, once its records pass
     ``checked``: an import refused at its first record makes no store at a new path. Once
-    open, a progress noted under ``key`` is raised (``_Noted``) before anything is written."""
+    open, a progress noted under the batch's key is raised (``_Noted``, with ``resume``)
+    before anything is written; each batch then replaces the note it last saw, or none."""
 
     def __init__(
-        self, opened: Callable[[], Memory], *, checked: Callable[[object], None], key: str | None
+        self, opened: Callable[[], Memory], *, checked: Callable[[object], None], resume: bool
     ) -> None:
         self._opened = opened
         self._checked = checked
-        self._key = key
-        self.opened: Memory | None = None
+        self._resume = resume
+        self._mem: Memory | None = None
+        self._seen: str | None = None  # the note as this import last read or wrote it
 
     def remember_many(self, items: list[dict[str, Any]], progress: tuple[str, str]) -> None:
-        if self.opened is None:
+        key, value = progress
+        if self._mem is None:
             for position, item in enumerate(items):
                 try:
                     self._checked(item)
                 except InvalidInput as exc:
                     raise InvalidInput(exc.detail, item=position) from exc
-            self.opened = self._opened()
-            noted = None if self._key is None else self.opened.store.progress(self._key)
-            if noted is not None:
-                done, digest = _read_note(noted)
+            self._mem = self._opened()
+            self._seen = self._mem.store.progress(key)
+            if self._seen is not None and self._resume:
+                done, digest = _read_note(self._seen)
                 raise _Noted(done, digest)
-        self.opened._remember_noting(items, progress)  # its transaction notes it too
+        self._mem._remember_noting(items, JobProgress(key, value, self._seen))  # noted with it
+        self._seen = value
 
 
 def _resumed(noted: _Noted, digests: _Digests, path: Path) -> int:
@@ -196,9 +204,11 @@ def _resumed(noted: _Noted, digests: _Digests, path: Path) -> int:
     if noted.done <= digests.records and noted.digest == digests.of(noted.done):
         return noted.done
     raise InvalidInput(
-        f"{path}: its first records are not those an earlier import that began as it does "
-        f"wrote to this store (the file changed since, or another file begins as it does): "
-        f"nothing imported; --again imports every record, those already written a second time"
+        f"{path}: an earlier import into this store began with the same record but went on "
+        f"with other records ({noted.done:,} noted; this file has {digests.records:,}): the "
+        "file changed since, or another file begins as this one does, or the namespace "
+        "given differs. Nothing imported; to import only what is new, put it in a file of "
+        "its own; --again imports every record, those already written a second time"
     )
 
 
@@ -230,7 +240,12 @@ class _Digests:
 
 
 def _canonical(record: Record) -> bytes:
-    value = record.fields if record.fields is not None else {"unreadable": record.problem}
+    """A record as it is written: a record naming no namespace is written to "default", as
+    one given ``-n default`` (the two made different keys: the same memories twice)."""
+    if record.fields is None:
+        value: dict[str, Any] = {"unreadable": record.problem}
+    else:
+        value = {**record.fields, "namespace": record.fields.get("namespace") or DEFAULT_NAMESPACE}
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 

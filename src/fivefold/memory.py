@@ -34,6 +34,7 @@ from fivefold.model import (
 )
 from fivefold.reader import Reader, RecallArgs
 from fivefold.store import Store, StoreSettings, open_store
+from fivefold.store.base import Progress
 from fivefold.store.rows import refuse_self_edge
 from fivefold.text import normalize_name
 from fivefold.training import questions, train
@@ -143,14 +144,14 @@ class Memory:
 
     @gated
     def _remember_noting(
-        self, items: Iterable[Mapping[str, Any]], progress: tuple[str, str]
+        self, items: Iterable[Mapping[str, Any]], progress: Progress
     ) -> list[MemoryRecord]:
-        """``remember_many``, noting a long job's ``progress`` (key, value) in the same
-        transaction (``Store.progress`` reads it back): the import's resume."""
+        """``remember_many``, noting a long job's ``progress`` in the same transaction
+        (``Store.progress`` reads it back): the import's resume."""
         return self._remember_many(items, progress)
 
     def _remember_many(
-        self, items: Iterable[Mapping[str, Any]], progress: tuple[str, str] | None
+        self, items: Iterable[Mapping[str, Any]], progress: Progress | None
     ) -> list[MemoryRecord]:
         prepared, vectors = self._prepare_batch(items)
         if not prepared:

@@ -335,3 +335,25 @@ def test_workers_of_a_killed_server_stop_and_free_the_port(
                 os.kill(pid, signal.SIGKILL)
     with fivefold.Memory.open(server.db, embedder=minilm) as memory:
         assert memory.get(made.json()["id"]).content == "written before the kill"
+
+
+def test_a_single_worker_server_watches_no_inherited_supervisor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The variable a multi-worker server hands its workers, inherited by a single-worker
+    server, made it drain at once: its parent is no such supervisor."""
+    from fivefold.config import Config
+    from fivefold.serve import run
+
+    class Started:
+        started = True
+
+        def run(self) -> None:
+            assert run.SUPERVISOR_ENV not in os.environ  # what its application will read
+
+    for name in (run.DB_ENV, run.CONFIG_ENV, run.HOST_ENV):  # serve sets them: restored after
+        monkeypatch.setenv(name, "")
+    monkeypatch.setenv(run.SUPERVISOR_ENV, "1")
+    monkeypatch.setattr(run, "_quitting_server", lambda config: Started())
+    run.serve(str(tmp_path / "m.db"), None, Config())
+    assert run.SUPERVISOR_ENV not in os.environ

@@ -148,6 +148,7 @@ def serve(
     os.environ[DB_ENV] = db or ""
     os.environ[CONFIG_ENV] = "" if config_path is None else str(config_path.absolute())
     os.environ[HOST_ENV] = settings.host
+    os.environ.pop(SUPERVISOR_ENV, None)  # inherited: a single worker must watch no one
     made = None
     if settings.workers > 1 and not os.environ.get(METRICS_DIR_ENV):
         # prometheus-client merges the workers' counters through files in this folder: ours

@@ -82,13 +82,15 @@ class Store(Protocol):
         memories: Sequence[NewMemory],
         vectors: Vectors,
         *,
-        progress: tuple[str, str] | None = None,
+        progress: Progress | None = None,
     ) -> list[MemoryRecord]:
         """Write all memories (with embeddings, index entries, mentions, co-mention edges and
         session log) in one transaction; return their records in order, as ``get_memories``
         would read them (built from the write: nothing is read after the commit).
-        ``progress``: a (key, value) noted in the same transaction (read by ``progress``),
-        so that what it says was written always was, and nothing more."""
+        ``progress``: a job's note set in the same transaction (read by ``progress``), so
+        that what it says was written always was, and nothing more; the note must still be
+        ``previous`` (None: none), else ``StoreError`` and nothing is written (two runs of
+        one job at once would each write what the other does)."""
         ...
 
     def delete_memory(self, memory_id: int, scope: Scope) -> bool:
@@ -276,6 +278,19 @@ class Store(Protocol):
 
 COPY_MARK = "copy_in_progress"  # the meta key of ``Store.mark_copy``
 PROGRESS_PREFIX = "progress:"  # the meta keys of ``Store.progress``
+PROGRESS_MOVED = (
+    "another run of the same import wrote to this store meanwhile (its progress moved): "
+    "nothing of this batch was written; run the command again once the other has ended"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A long job's note under ``key``: ``value`` replaces ``previous`` (None: no note)."""
+
+    key: str
+    value: str
+    previous: str | None
 
 
 def labels_found(labels: Mapping[int, float], found: Iterable[int]) -> None:

@@ -48,7 +48,9 @@ from fivefold.store.base import (
     COPY_MARK,
     COPY_REFUSED,
     HELD_NAMESPACES,
+    PROGRESS_MOVED,
     PROGRESS_PREFIX,
+    Progress,
     StoreSettings,
     labels_found,
     mistyped_rows,
@@ -264,7 +266,7 @@ class PostgresStore(PostgresReads):
         memories: Sequence[NewMemory],
         vectors: Vectors,
         *,
-        progress: tuple[str, str] | None = None,
+        progress: Progress | None = None,
     ) -> list[MemoryRecord]:
         if len(memories) != len(vectors):
             raise InvalidInput("one vector per memory is required")
@@ -274,7 +276,7 @@ class PostgresStore(PostgresReads):
         def run(conn: psycopg.Connection, deltas: Deltas) -> list[MemoryRecord]:
             written = self._writer.memories(conn, deltas, memories, vectors)
             if progress is not None:
-                _note_progress(conn, *progress)
+                _note_progress(conn, progress, self._location)
             return written
 
         return self._write(run)
@@ -605,9 +607,17 @@ FROM memories WHERE namespace = %(ns)s
 __all__ = ["PostgresStore"]
 
 
-def _note_progress(conn: psycopg.Connection, key: str, value: str) -> None:
-    conn.execute(
-        "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        (PROGRESS_PREFIX + key, value),
-    )
+def _note_progress(conn: psycopg.Connection, progress: Progress, location: str) -> None:
+    key = PROGRESS_PREFIX + progress.key
+    if progress.previous is None:
+        noted = conn.execute(
+            "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
+            (key, progress.value),
+        )
+    else:
+        noted = conn.execute(
+            "UPDATE fivefold_meta SET value = %s WHERE key = %s AND value = %s",
+            (progress.value, key, progress.previous),
+        )
+    if noted.rowcount != 1:  # raised in the write's transaction: it is rolled back
+        raise StoreError(f"{location}: {PROGRESS_MOVED}")

@@ -54,7 +54,9 @@ from fivefold.store.base import (
     COPY_MARK,
     COPY_REFUSED,
     HELD_NAMESPACES,
+    PROGRESS_MOVED,
     PROGRESS_PREFIX,
+    Progress,
     StoreSettings,
     labels_found,
     mistyped_rows,
@@ -444,7 +446,7 @@ class SQLiteStore:
         memories: Sequence[NewMemory],
         vectors: Vectors,
         *,
-        progress: tuple[str, str] | None = None,
+        progress: Progress | None = None,
     ) -> list[MemoryRecord]:
         if len(memories) != len(vectors):
             raise InvalidInput("one vector per memory is required")
@@ -453,7 +455,7 @@ class SQLiteStore:
         with self._transaction():
             written = self._writer.memories(memories, vectors)
             if progress is not None:
-                self._note_progress(*progress)
+                self._note_progress(progress)
         with self._lock:  # the lexical indexes share the connection: never beside a reader
             self._lexical.written(m.scope.namespace for m in memories)
         return written
@@ -700,12 +702,20 @@ class SQLiteStore:
             ).fetchone()
         return None if row is None else str(row[0])
 
-    def _note_progress(self, key: str, value: str) -> None:
-        self._conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (PROGRESS_PREFIX + key, value),
-        )
+    def _note_progress(self, progress: Progress) -> None:
+        key = PROGRESS_PREFIX + progress.key
+        if progress.previous is None:
+            noted = self._conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                (key, progress.value),
+            )
+        else:
+            noted = self._conn.execute(
+                "UPDATE meta SET value = ? WHERE key = ? AND value = ?",
+                (progress.value, key, progress.previous),
+            )
+        if noted.rowcount != 1:  # raised in the write's transaction: it is rolled back
+            raise StoreError(f"{self._path}: {PROGRESS_MOVED}")
 
     def copy_mark(self) -> str | None:
         with self._lock:
