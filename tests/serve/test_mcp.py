@@ -51,6 +51,14 @@ async def _session(client: Client) -> dict[str, Any]:
     assert explained["memories"]
     bad = await client.call_tool("recall", {"query": "x", "k": "lots"})
     assert bad.is_error
+    # An argument a tool does not take is refused by name, nothing written, and the schema the
+    # agent reads says so (it was ignored: a misspelt ``user`` wrote into the shared scope).
+    assert all(t.input_schema["additionalProperties"] is False for t in tools.values())
+    stray = await client.call_tool("remember", {"content": "Mara moved to Oslo", "user": "mara"})
+    assert stray.is_error
+    assert "user\n  Extra inputs are not permitted" in stray.content[0].text
+    after = _data(await client.call_tool("recall", {"query": "Mara moved to Oslo", "k": 50}))
+    assert all("Oslo" not in m["content"] for m in after["memories"])
     missing = await client.call_tool("forget", {"memory_id": 987654321})
     assert missing.is_error
     assert "not_found" in missing.content[0].text

@@ -18,8 +18,9 @@ from typing import Annotated, Any, ClassVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.server.transport_security import TransportSecuritySettings
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
@@ -50,7 +51,10 @@ AgentId = Annotated[str | None, Field(description="Which agent wrote or reads it
 def build_server(
     memory: Callable[[], Memory], resolve: Resolve, *, keyed: bool = False
 ) -> MCPServer:
-    server = MCPServer(name="fivefold", instructions=INSTRUCTIONS, version=fivefold.__version__)
+    tools: list[Tool] = []
+
+    def tool(fn: Callable[..., dict[str, Any]]) -> None:
+        tools.append(_strict(Tool.from_function(fn)))
 
     def call(action: Callable[[], Any]) -> Any:
         try:
@@ -60,7 +64,7 @@ def build_server(
             message = tenant_message(exc, keyed=keyed)
             raise ToolError(f"{status_of(exc)[1]}: {message}") from exc
 
-    @server.tool()
+    @tool
     def remember(
         content: Annotated[str, Field(description="The memory, one self-contained statement")],
         type: Annotated[
@@ -92,7 +96,7 @@ def build_server(
         record = call(lambda: memory().remember(content, **fields, **scope))
         return {"id": record.id, "type": record.type.value, "entities": list(record.entities)}
 
-    @server.tool()
+    @tool
     def recall(
         query: Annotated[str, Field(description="The question, in plain words")],
         k: Annotated[int, Field(ge=1, le=50, description="How many memories")] = 5,
@@ -117,7 +121,7 @@ def build_server(
         ]
         return {"memories": hits, "plan": result.plan.name.value, "recall_id": result.recall_id}
 
-    @server.tool()
+    @tool
     def feedback(
         recall_id: Annotated[str, Field(description="The recall_id that recall returned")],
         used: Annotated[list[int], Field(description="Ids of the memories your answer used")],
@@ -131,7 +135,7 @@ def build_server(
 
         return {"feedback": call(give)}
 
-    @server.tool()
+    @tool
     def relate(
         source: Annotated[str, Field(description="An entity: a person, project, place")],
         relation: Annotated[str, Field(description="The relation, e.g. works_on, manages")],
@@ -147,7 +151,7 @@ def build_server(
         edge = call(lambda: memory().relate(source, relation, target, **scope))
         return {"id": edge.id, "memory_id": edge.memory_id}
 
-    @server.tool()
+    @tool
     def forget(
         memory_id: Annotated[int, Field(description="The id recall or remember returned")],
         namespace: Namespace = None,
@@ -160,7 +164,7 @@ def build_server(
         call(lambda: memory().forget(memory_id, **scope))
         return {"forgotten": memory_id}
 
-    @server.tool()
+    @tool
     def explain(
         query: Annotated[str, Field(description="The question to explain")],
         k: Annotated[int, Field(ge=1, le=50, description="How many memories")] = 5,
@@ -188,7 +192,20 @@ def build_server(
             "memories": hits,
         }
 
-    return server
+    return MCPServer(
+        name="fivefold", instructions=INSTRUCTIONS, version=fivefold.__version__, tools=tools
+    )
+
+
+def _strict(tool: Tool) -> Tool:
+    """``tool`` refusing an argument it does not take, by name, and saying so in the schema the
+    agent reads. The SDK's argument model ignores one: an agent's ``top_k=20`` went unread and
+    it got 5 memories, a misspelt ``user`` wrote into the server's scope instead of the user's."""
+    base = tool.fn_metadata.arg_model
+    config = ConfigDict(**{**base.model_config, "extra": "forbid"})
+    tool.fn_metadata.arg_model = type(base.__name__, (base,), {"model_config": config})
+    tool.parameters = {**tool.parameters, "additionalProperties": False}
+    return tool
 
 
 @dataclass(frozen=True, slots=True)
