@@ -307,11 +307,17 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads Linux's /proc")
 def test_workers_of_a_killed_server_stop_and_free_the_port(
-    tmp_path: Path, minilm: fivefold.MiniLMEmbedder
+    tmp_path: Path, minilm: fivefold.MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SIGKILL reaches the supervisor alone: its workers must notice and drain, not go on
-    serving the port and the store with nothing to stop them."""
+    serving the port and the store with nothing to stop them. The next multi-worker server
+    removes the metrics folder the killed one could not."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     server = start_server(tmp_path, workers=2)
+    (left,) = temp.glob("fivefold-metrics-*")
     workers = {  # uvicorn's workers, not multiprocessing's resource tracker
         pid
         for pid in _children(server.process.pid)
@@ -335,6 +341,13 @@ def test_workers_of_a_killed_server_stop_and_free_the_port(
                 os.kill(pid, signal.SIGKILL)
     with fivefold.Memory.open(server.db, embedder=minilm) as memory:
         assert memory.get(made.json()["id"]).content == "written before the kill"
+    assert left.is_dir()
+    again = start_server(tmp_path / "again", workers=2)
+    try:
+        assert not left.exists()
+        assert len(list(temp.glob("fivefold-metrics-*"))) == 1  # its own
+    finally:
+        again.stop()
 
 
 def test_a_single_worker_server_watches_no_inherited_supervisor(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import signal
 import socket
@@ -137,6 +138,31 @@ def address(host: str, port: int) -> str:
 
 
 METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+METRICS_PREFIX = "fivefold-metrics-"
+
+
+def sweep_metrics_folders() -> None:
+    """Remove the metrics folders of this user's multi-worker servers whose supervisor is gone
+    (killed: nothing else removed its folder; its workers drain and exit once it is gone)."""
+    temp = Path(tempfile.gettempdir())
+    for folder in temp.glob(f"{METRICS_PREFIX}*-*"):
+        found = re.fullmatch(rf"{METRICS_PREFIX}(\d+)-\w+", folder.name)
+        try:
+            mine = folder.is_dir() and folder.lstat().st_uid == os.getuid()
+        except OSError:
+            continue
+        if found and mine and not _running(int(found[1])):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process of that pid
+        return True
+    return True
 
 
 def serve(
@@ -152,8 +178,10 @@ def serve(
     made = None
     if settings.workers > 1 and not os.environ.get(METRICS_DIR_ENV):
         # prometheus-client merges the workers' counters through files in this folder: ours
-        # to remove when the server stops (each multi-worker run left one in /tmp).
-        made = tempfile.mkdtemp(prefix="fivefold-metrics-")
+        # to remove when the server stops (each multi-worker run left one in /tmp). Named by
+        # this process: a later server removes one whose supervisor was killed (SIGKILL).
+        sweep_metrics_folders()
+        made = tempfile.mkdtemp(prefix=f"{METRICS_PREFIX}{os.getpid()}-")
         os.environ[METRICS_DIR_ENV] = made
     options: dict[str, Any] = {
         "factory": True,
