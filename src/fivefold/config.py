@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import MappingProxyType
 
 from fivefold.model import Budget, ColumnWeights, OptimizerMode, RetrieverName, TypeFilterMode
@@ -266,6 +267,16 @@ class RewriteConfig:
     timeout_seconds: float = 5.0
 
 
+class MetricsAccess(StrEnum):
+    """Who reads ``/metrics``: the whole server's counts (every tenant's writes and recalls
+    over time, failed keys, the store's size), so not any tenant. ``auto``: served on a server
+    without keys (loopback only), not on one with keys."""
+
+    AUTO = "auto"
+    OPEN = "open"  # without a key, on a server with keys too: keep tenants from reaching it
+    OFF = "off"
+
+
 @dataclass(frozen=True, slots=True)
 class ServeConfig:
     """``fivefold serve``: where it listens and what one request may ask. API keys are not
@@ -282,6 +293,7 @@ class ServeConfig:
     max_body_bytes: int = 1_048_576
     max_k: int = 100
     max_batch: int = 1000
+    metrics: MetricsAccess = MetricsAccess.AUTO
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,7 +85,8 @@ def test_health_readiness_docs_and_page(http: httpx.Client) -> None:
     assert http.get("/readyz").json() == {"status": "ready"}
     spec = http.get("/openapi.json").json()
     assert {"/v1/recall", "/v1/memories", "/v1/explain", "/v1/relate"} <= set(spec["paths"])
-    assert http.get("/docs").status_code == 200
+    for path in ("/docs", "/redoc"):  # they ran a CDN's script with this origin's authority
+        assert http.get(path).status_code == 404
     page = http.get("/")
     assert page.status_code == 200
     assert "fivefold" in page.text
@@ -270,9 +271,24 @@ def test_a_hostile_pass_finds_on_the_http_surface(http: httpx.Client, ns: str) -
         assert (mcp.status_code, mcp.headers["allow"]) == (405, "POST"), method
     assert http.head("/healthz").status_code == 200  # probes that send HEAD got a 405
     assert http.head("/readyz").status_code == 200
-    page = http.get("/")
-    assert page.headers["x-frame-options"] == "DENY"
-    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    # On every answer (the page was framed by its /static/ path, which had none of them).
+    for answer in (
+        http.get("/"),
+        http.get("/static/index.html"),
+        http.get("/static/app.js"),
+        http.get("/healthz"),
+        http.get("/metrics"),
+        slash,
+        mcp,
+        _bad(http, "POST", "/v1/recall", json={"query": 3}),
+    ):
+        headers = answer.headers
+        assert headers["x-frame-options"] == "DENY", answer.url
+        assert headers["content-security-policy"] == (
+            "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        )
+        assert headers["x-content-type-options"] == "nosniff"
+        assert headers["referrer-policy"] == "no-referrer"
 
 
 def test_metrics_count_recalls_writes_and_errors(http: httpx.Client, ns: str) -> None:

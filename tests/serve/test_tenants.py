@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.serve.conftest import Server
+from tests.serve.conftest import Server, start_server
 
 
 def _call(server: Server, key: str | None, method: str, path: str, **kw: Any) -> httpx.Response:
@@ -206,3 +206,24 @@ def test_a_keyed_servers_tenants_are_not_told_where_the_store_lives() -> None:
         "postgresql://u@h1:5432,h2:5433/db"  # several hosts: it raised ValueError
     )
     assert _without_password("postgresql://h?password=p") == "postgresql://h"
+
+
+def test_a_keyed_server_serves_metrics_only_when_told(keyed_server: Server, tmp_path: Any) -> None:
+    """/metrics are the whole server's (every tenant's writes and recalls over time, failed
+    keys, the store's size): a keyed server served them to anyone, with or without a key."""
+    for headers in ({}, keyed_server.headers("alpha")):
+        hidden = httpx.get(keyed_server.url + "/metrics", headers=headers, timeout=30)
+        assert hidden.status_code == 404, hidden.text
+        assert "fivefold_" not in hidden.text
+        assert 'serve.metrics = \\"open\\"' in hidden.text
+    told = start_server(
+        tmp_path / "open-metrics",
+        keys={"alpha": {"namespace": "alpha"}},
+        settings='metrics = "open"',
+    )
+    try:
+        scraped = httpx.get(told.url + "/metrics", timeout=30)
+        assert scraped.status_code == 200
+        assert "fivefold_store_bytes" in scraped.text
+    finally:
+        told.stop()

@@ -111,3 +111,59 @@ def test_the_browser_forgets_and_a_bad_key_shows_an_error(page: Any, keyed_serve
     page.click("#search button")
     page.wait_for_selector("#status.error")
     assert "API key" in page.locator("#status").inner_text()
+
+
+def test_no_frame_of_the_page_by_either_path(page: Any, keyed_server: Server) -> None:
+    """The page is also ``/static/index.html``, which had no framing headers: inside another
+    site's invisible frame, a click there forgot a memory (a keyless server)."""
+    for path in ("/", "/static/index.html"):
+        target = keyed_server.url + path
+        page.set_content(f'<iframe src="{target}" width="800" height="600"></iframe>')
+        page.wait_for_timeout(500)
+        assert all(frame.url != target for frame in page.frames), path
+        assert all(frame.url in ("about:blank",) or "error" in frame.url for frame in page.frames)
+
+
+def test_a_long_unbroken_string_keeps_the_buttons_on_the_page(
+    page: Any, keyed_server: Server
+) -> None:
+    """A URL or a blob in a memory pushed every Forget button and the search box off a
+    1280-pixel page (nothing wrapped it)."""
+    stamp = uuid.uuid4().hex[:8]
+    content = f"The design doc {stamp} is at https://docs.example.com/d/{'AbC1' * 120}/edit"
+    made = httpx.post(
+        keyed_server.url + "/v1/memories",
+        json={"content": content},
+        headers=keyed_server.headers("beta"),
+    ).json()
+    page.goto(keyed_server.url + "/")
+    page.fill("#key", keyed_server.tokens["beta"])
+    page.dispatch_event("#key", "change")
+    page.click("#refresh")
+    row = page.locator(f"#memories li[data-id='{made['id']}']")
+    row.wait_for()
+    page.fill("#query", f"design doc {stamp}")
+    page.click("#search button")
+    page.wait_for_selector("#results li")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    for button in (row.locator("button"), page.locator("#search button")):
+        box = button.bounding_box()
+        assert box is not None
+        assert box["x"] + box["width"] <= 1280, box
+
+
+def test_the_page_works_where_the_browser_refuses_it_storage(
+    page: Any, keyed_server: Server
+) -> None:
+    """Storage refused (as a browser blocking it does: reading it throws) stopped the script
+    at its first line: no search, no browser."""
+    page.add_init_script(
+        "Object.defineProperty(window, 'sessionStorage', "
+        "{get() { throw new DOMException('refused', 'SecurityError'); }})"
+    )
+    page.goto(keyed_server.url + "/")
+    page.fill("#key", keyed_server.tokens["beta"])
+    page.dispatch_event("#key", "change")
+    page.fill("#query", "anything at all")
+    page.click("#search button")
+    page.locator("#status", has_text="memories in").wait_for()

@@ -26,7 +26,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import fivefold
-from fivefold.config import ServeConfig
+from fivefold.config import MetricsAccess, ServeConfig
 from fivefold.errors import FivefoldError
 from fivefold.memory import Memory
 from fivefold.serve import routes
@@ -80,6 +80,11 @@ def create_app(
         version=fivefold.__version__,
         summary="Long-term memory for AI agents: remember, recall, explain.",
         lifespan=lifespan,
+        # FastAPI's /docs and /redoc load their scripts from a CDN, which then ran with this
+        # origin's authority (the page's key in its storage, every write on a keyless
+        # server). The schema stays at /openapi.json.
+        docs_url=None,
+        redoc_url=None,
     )
     # A trailing slash is a 404, not a redirect built from the client's Host header.
     app.router.redirect_slashes = False
@@ -94,6 +99,7 @@ def create_app(
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     if not keys:  # no authentication: loopback only (``run.check_binding``), by name too
         app.add_middleware(LoopbackOnly)
+    app.add_middleware(Hardened)  # outermost: its headers are on every answer, refusals too
     return app
 
 
@@ -104,9 +110,7 @@ def _size(memory: Memory) -> int:
 def _add_service_routes(app: FastAPI) -> None:
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
-        # Never inside another site's frame: its Forget button is one click (clickjacking).
-        framing = {"X-Frame-Options": "DENY", "Content-Security-Policy": "frame-ancestors 'none'"}
-        return FileResponse(str(WEB / "index.html"), headers=framing)
+        return FileResponse(str(WEB / "index.html"))
 
     # HEAD too: health probes that send it got a 405.
     @app.api_route("/healthz", methods=["GET", "HEAD"], summary="The process is up")
@@ -124,6 +128,14 @@ def _add_service_routes(app: FastAPI) -> None:
     @app.get("/metrics", summary="Prometheus exposition")
     def metrics(request: Request) -> Response:
         served: Served = routes.state_of(request)
+        access = served.settings.metrics
+        if access is MetricsAccess.OFF or (access is MetricsAccess.AUTO and served.keys):
+            # The whole server's counts: every tenant's traffic, not any one tenant's to read.
+            message = (
+                "metrics are off (serve.metrics); on a server with keys they are the whole "
+                'server\'s, served by serve.metrics = "open" where tenants cannot reach them'
+            )
+            return JSONResponse(error_body("not_found", message), status_code=404)
         return Response(served.telemetry.exposition(), media_type=CONTENT_TYPE)
 
 
@@ -178,6 +190,40 @@ def _describe(errors: list[Any]) -> str:
         where = ".".join(str(p) for p in error.get("loc", ()))
         parts.append(f"{where}: {error.get('msg', 'invalid')}")
     return "; ".join(parts)
+
+
+# On every answer: nothing of this server inside another site's frame (the page's Forget is
+# one click, and the page is also /static/index.html), scripts and styles from this origin only
+# (the page loads nothing else and runs no inline script), no type sniffing, no referrer.
+SECURITY_HEADERS = (
+    (
+        b"content-security-policy",
+        b"default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
+
+
+class Hardened:
+    """Adds ``SECURITY_HEADERS`` to every HTTP response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", ()), *SECURITY_HEADERS]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, sending)
 
 
 class BodyLimit:

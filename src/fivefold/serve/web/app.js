@@ -5,10 +5,17 @@
 const $ = (id) => document.getElementById(id);
 let oldest = null;
 
+// The key and namespace outlive a reload in this tab, where the browser keeps storage; where
+// it refuses (storage blocked), the page works without it.
+const kept = {
+  get(name) { try { return sessionStorage.getItem(name); } catch { return null; } },
+  set(name, value) { try { sessionStorage.setItem(name, value); } catch { /* not kept */ } },
+};
+
 for (const field of ["key", "namespace"]) {
-  $(field).value = sessionStorage.getItem(field) || "";
+  $(field).value = kept.get(field) || "";
   $(field).addEventListener("change", () => {
-    sessionStorage.setItem(field, $(field).value);
+    kept.set(field, $(field).value);
     browse(true);
   });
 }
