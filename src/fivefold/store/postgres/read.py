@@ -54,11 +54,12 @@ REACHED_MENTIONS_DIVISOR = 4
 _TABLES = ("memories", "postings", "term_stats", "entities", "aliases", "mentions", "edges")
 
 
-# A connection the server ended (shut down, restarted, terminated it) or that was lost.
-_LOST = frozenset({"57P01", "57P02", "57P03"})
+# A connection the server ended (shut down, restarted, terminated it, its idle session timed
+# out) or that was lost.
+_LOST = frozenset({"57P01", "57P02", "57P03", "57P05"})
 
 
-def _lost(exc: BaseException) -> bool:
+def lost_connection(exc: BaseException) -> bool:
     """Not a pool that gave no connection in its time (``PoolTimeout`` is an operational error
     too): asking again would wait as long again."""
     if isinstance(exc, PoolTimeout) or not isinstance(exc, psycopg.OperationalError):
@@ -83,7 +84,7 @@ def translating(cls: type[T], *, reads: bool = False) -> type[T]:
                     try:
                         return method(self, *args, **kwargs)
                     except psycopg.Error as exc:
-                        if not (reads and _lost(exc)):
+                        if not (reads and lost_connection(exc)):
                             raise
                         self._pool.check()  # the idle connections: the dead ones replaced
                         return method(self, *args, **kwargs)

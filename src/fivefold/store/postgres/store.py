@@ -68,7 +68,7 @@ from fivefold.store.postgres.context_rows import (
 )
 from fivefold.store.postgres.lexical import Lexical, namespace_row
 from fivefold.store.postgres.lists import Version
-from fivefold.store.postgres.read import PostgresReads
+from fivefold.store.postgres.read import PostgresReads, lost_connection
 from fivefold.store.postgres.read import translating as _translating
 from fivefold.store.postgres.upkeep import Upkeep
 from fivefold.store.postgres.write import Writer, no_nul
@@ -87,9 +87,14 @@ from fivefold.text import normalize_name
 T = TypeVar("T")
 log = logging.getLogger("fivefold.store")
 POOL_SIZE = 8
-# Writers that deadlock or find a session turn rewritten under them start again, after a
-# jittered wait (without it, two writers of one session retried in step and met again).
+# Writers that deadlock, time out waiting for a lock (``lock_timeout``: rolled back as a
+# deadlock is) or find a session turn rewritten under them start again, after a jittered wait
+# (without it, two writers of one session retried in step and met again).
 WRITE_ATTEMPTS = 8
+# A server gone: the pool's attempts to connect back off (1, 2, 4 ... s) this long, then the
+# next call starts them over. psycopg_pool's 300 s let the waits grow to minutes: a store down
+# 150 s stayed down ~85 s after the server came back (a hostile pass).
+RECONNECT_SECONDS = 10.0
 _SMOOTHING_KEY = "context_smoothing"
 
 
@@ -121,6 +126,7 @@ class PostgresStore(PostgresReads):
                 max_size=POOL_SIZE,
                 kwargs={"autocommit": True},
                 configure=register_vector,
+                reconnect_timeout=RECONNECT_SECONDS,
                 open=True,
                 name="fivefold",
             )
@@ -168,7 +174,7 @@ class PostgresStore(PostgresReads):
             conn.execute(schema.META_DDL)
             found = conn.execute("SELECT key, value FROM fivefold_meta").fetchall()
             meta: dict[str, str] = {str(k): str(v) for k, v in found}
-            version = int(meta.get("schema_version", "0"))
+            version = _schema_version(meta.get("schema_version", "0"), self._location)
             if version > schema.SCHEMA_VERSION:
                 raise NotAFivefoldStore(
                     f"{self._location} has fivefold schema version {version}; this version of "
@@ -247,16 +253,33 @@ class PostgresStore(PostgresReads):
         """``work`` in one transaction, its gathered deltas applied last; retried when two
         writers deadlock (Postgres aborts one of them)."""
         for attempt in range(WRITE_ATTEMPTS):
+            began = False
             try:
                 with self._pool.connection() as conn, conn.transaction():
+                    began = True
                     deltas = Deltas()
                     result = work(conn, deltas)
                     growth = deltas.flush(conn)
                 break
-            except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, MemoryGone):
+            except (
+                pg_errors.DeadlockDetected,
+                pg_errors.SerializationFailure,
+                pg_errors.LockNotAvailable,
+                MemoryGone,
+            ):
                 if attempt == WRITE_ATTEMPTS - 1:
                     raise
                 time.sleep(0.01 * 2**attempt * random.uniform(0.5, 1.5))
+            except psycopg.OperationalError as exc:  # after those: they are operational too
+                # A connection the server ended while it idled in the pool (a restart,
+                # ``idle_session_timeout``, a proxy's cut) fails its BEGIN: nothing was sent,
+                # so the write starts again once the pool has replaced its dead ones (after a
+                # restart, 7 forgets in a row failed). Not one cut off later: it may have
+                # committed. (A check as each connection is handed out would cost a round trip
+                # a call, and psycopg_pool waits 1, 2, 4 ... s between failed ones.)
+                if began or not lost_connection(exc) or attempt == WRITE_ATTEMPTS - 1:
+                    raise
+                self._pool.check()
         self._upkeep.ask(growth)  # after the write has returned (``upkeep.py``)
         return result
 
@@ -605,6 +628,17 @@ FROM memories WHERE namespace = %(ns)s
 
 
 __all__ = ["PostgresStore"]
+
+
+def _schema_version(value: str, location: str) -> int:
+    """The stored schema version; another program's value in fivefold's meta table is not a
+    store of ours (it was a raw ``ValueError``, or a negative one indexed the migrations)."""
+    if not (value.isascii() and value.isdigit()):
+        raise NotAFivefoldStore(
+            f"{location}: its fivefold_meta table holds schema_version {value!r}, which "
+            "fivefold never writes; use another database or schema"
+        )
+    return int(value)
 
 
 def _note_progress(conn: psycopg.Connection, progress: Progress, location: str) -> None:
