@@ -59,6 +59,31 @@ async def _session(client: Client) -> dict[str, Any]:
     assert "user\n  Extra inputs are not permitted" in stray.content[0].text
     after = _data(await client.call_tool("recall", {"query": "Mara moved to Oslo", "k": 50}))
     assert all("Oslo" not in m["content"] for m in after["memories"])
+    # No value is converted into another type, as the /v1 API reads a body: `true` forgot
+    # memory 1, "5" was k=5.
+    for tool, arguments in [
+        ("forget", {"memory_id": True}),
+        ("forget", {"memory_id": str(made["id"])}),
+        ("recall", {"query": "badge", "k": True}),
+        ("recall", {"query": "badge", "k": "5"}),
+        ("feedback", {"recall_id": found["recall_id"], "used": [True]}),
+    ]:
+        refused = await client.call_tool(tool, arguments)
+        assert refused.is_error, (tool, arguments)
+        assert "Input should be a valid integer" in refused.content[0].text
+    kept = _data(await client.call_tool("recall", {"query": "Mara's badge number", "k": 50}))
+    assert made["id"] in [m["id"] for m in kept["memories"]]  # not forgotten by `true`
+    # A string argument is the string sent: "null" was None (a memory every user sees).
+    odd = _data(await client.call_tool("remember", {"content": "Odd's note", "user_id": "null"}))
+    mine = _data(
+        await client.call_tool("recall", {"query": "Odd's note", "k": 50, "user_id": "null"})
+    )
+    assert odd["id"] in [m["id"] for m in mine["memories"]]
+    other = _data(
+        await client.call_tool("recall", {"query": "Odd's note", "k": 50, "user_id": "someone"})
+    )
+    assert odd["id"] not in [m["id"] for m in other["memories"]]
+    assert all("\n" not in (t.description or "") for t in tools.values())  # one paragraph
     missing = await client.call_tool("forget", {"memory_id": 987654321})
     assert missing.is_error
     assert "not_found" in missing.content[0].text
@@ -87,9 +112,12 @@ def test_stdio(tmp_path: Path, minilm: fivefold.MiniLMEmbedder) -> None:
             return out
 
     out = asyncio.run(main())
-    # The process wrote into the namespace it was bound to: the relation's fact is left.
+    # The process wrote into the namespace it was bound to: the relation's fact and Odd's
+    # note are left, the note under the user named "null".
     with fivefold.Memory.open(db, embedder=minilm) as memory:
-        assert memory.stats(namespace="agent").memories == 1
+        assert memory.stats(namespace="agent").memories == 2
+        noted = memory.recall("Odd's note", k=50, namespace="agent", user_id="null").hits
+        assert [h.memory.user_id for h in noted if h.memory.content == "Odd's note"] == ["null"]
         assert memory.get(out["edge"]["memory_id"], namespace="agent").content == "Mara owns Badge."
 
 

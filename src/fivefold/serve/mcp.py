@@ -10,6 +10,7 @@ because that text is all an agent reads before deciding.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
@@ -19,6 +20,7 @@ from typing import Annotated, Any, ClassVar
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import ConfigDict, Field
 from starlette.responses import JSONResponse
@@ -198,14 +200,44 @@ def build_server(
 
 
 def _strict(tool: Tool) -> Tool:
-    """``tool`` refusing an argument it does not take, by name, and saying so in the schema the
-    agent reads. The SDK's argument model ignores one: an agent's ``top_k=20`` went unread and
-    it got 5 memories, a misspelt ``user`` wrote into the server's scope instead of the user's."""
-    base = tool.fn_metadata.arg_model
-    config = ConfigDict(**{**base.model_config, "extra": "forbid"})
-    tool.fn_metadata.arg_model = type(base.__name__, (base,), {"model_config": config})
+    """``tool`` reading its arguments as the ``/v1`` API reads a body: an argument it does not
+    take refused by name (the schema the agent reads says so), and no value converted into
+    another type (``strict``). The SDK's argument model ignored the first (an agent's
+    ``top_k=20`` went unread and it got 5 memories; a misspelt ``user`` wrote into the shared
+    scope) and converted the second: ``forget(memory_id=true)`` forgot memory 1."""
+    meta = tool.fn_metadata
+    base = meta.arg_model
+    config = ConfigDict(**{**base.model_config, "extra": "forbid", "strict": True})
+    strict = type(base.__name__, (base,), {"model_config": config})
+    tool.fn_metadata = _AsSent(
+        arg_model=strict,
+        output_schema=meta.output_schema,
+        output_model=meta.output_model,
+        wrap_output=meta.wrap_output,
+    )
     tool.parameters = {**tool.parameters, "additionalProperties": False}
+    # One paragraph: the docstring's line breaks and indentation are not the agent's to read.
+    tool.description = " ".join(tool.description.split())
     return tool
+
+
+class _AsSent(FuncMetadata):
+    """The SDK parses an argument given as a JSON text (hosts send a list as '["a", "b"]'),
+    also for one that takes a string: ``user_id="null"`` became None (the shared scope) and
+    ``namespace="{}"`` a dict. A string stays a string where the argument takes one."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = super().pre_parse_json(data)
+        fields = self.arg_model.model_fields
+        for key, value in data.items():
+            field = fields.get(key)
+            if isinstance(value, str) and field is not None and _takes_text(field.annotation):
+                parsed[key] = value
+        return parsed
+
+
+def _takes_text(annotation: Any) -> bool:
+    return annotation is str or str in typing.get_args(annotation)
 
 
 @dataclass(frozen=True, slots=True)
