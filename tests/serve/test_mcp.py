@@ -275,3 +275,41 @@ def test_stdio_answers_a_line_it_cannot_read_and_serves_on(tmp_path: Path) -> No
         assert pong == {"jsonrpc": "2.0", "id": 7, "result": {}}
         stdin.close()
         assert child.wait(timeout=60) == 0
+
+
+def test_stdio_answers_what_it_was_asked_before_stdin_closed(
+    tmp_path: Path, minilm: fivefold.MiniLMEmbedder
+) -> None:
+    """A piped one-shot session (initialize, a write, end of input): the SDK cancelled the
+    requests in flight at the end of stdin, so the write was done and never answered."""
+    import subprocess
+
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    hello["clientInfo"] = {"name": "test", "version": "1"}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ] + [
+        {
+            "jsonrpc": "2.0",
+            "id": n,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"content": f"piped write {n}"}},
+        }
+        for n in (2, 3)
+    ]
+    db = tmp_path / "m.db"
+    done = subprocess.run(
+        [sys.executable, "-c", "from fivefold.cli import main; main()", "--db", str(db), "mcp"],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert set(answers) == {1, 2, 3}, done.stdout
+    for n in (2, 3):
+        written = json.loads(answers[n]["result"]["content"][0]["text"])
+        with fivefold.Memory.open(db, embedder=minilm) as memory:
+            assert memory.get(written["id"]).content == f"piped write {n}"

@@ -21,9 +21,18 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from mcp_types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+)
 from pydantic import ValidationError
 
+CANCELLED = "notifications/cancelled"
 # pydantic's error types for input that is not JSON at all (or not text JSON can carry).
 _UNPARSED = frozenset({"json_invalid", "string_unicode", "json_type"})
 
@@ -38,9 +47,10 @@ async def _serve(server: MCPServer) -> None:
     # The low-level server has no public name in SDK 2.3.0 (pinned; the stdio test runs it).
     lowlevel = server._lowlevel_server
     async with stdio_server() as (read_stream, write_stream):
+        answered = _Answered(write_stream)
         await lowlevel.run(
-            _Answering(read_stream, write_stream),
-            write_stream,
+            _Answering(read_stream, answered),
+            answered,
             lowlevel.create_initialization_options(),
         )
 
@@ -100,15 +110,67 @@ def _error(request_id: int | str | None, code: int, message: str) -> JSONRPCErro
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=message))
 
 
+# How long the end of stdin waits for the requests still running to be answered.
+DRAIN_SECONDS = 60.0
+
+
+class _Answered:
+    """The transport's write stream, noting which requests are still to be answered: the end
+    of stdin waits for them (the SDK cancelled them there, and a piped one-shot ``remember``
+    was written and never answered)."""
+
+    def __init__(self, inner: WriteStream[SessionMessage]) -> None:
+        self._inner = inner
+        self.pending: set[int | str] = set()
+        self._settled = anyio.Event()
+
+    def asked(self, message: object) -> None:
+        """A message read: a request is pending until answered (or cancelled)."""
+        if isinstance(message, JSONRPCRequest):
+            self.pending.add(message.id)
+        elif isinstance(message, JSONRPCNotification) and message.method == CANCELLED:
+            self._done((message.params or {}).get("requestId"))
+
+    async def send(self, item: SessionMessage, /) -> None:
+        await self._inner.send(item)
+        if isinstance(item.message, JSONRPCResponse | JSONRPCError):
+            self._done(item.message.id)
+
+    def _done(self, request_id: object) -> None:
+        if isinstance(request_id, int | str):
+            self.pending.discard(request_id)
+        if not self.pending:
+            self._settled.set()
+            self._settled = anyio.Event()
+
+    async def drained(self) -> None:
+        """Until every pending request is answered, for ``DRAIN_SECONDS`` at most."""
+        with anyio.move_on_after(DRAIN_SECONDS):
+            while self.pending:
+                await self._settled.wait()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
 class _Answering:
     """The transport's read stream, less its parse errors: each is answered on the write stream
-    and the next message is read instead."""
+    and the next message is read instead. Its end waits until the requests read have been
+    answered."""
 
-    def __init__(
-        self,
-        inner: ReadStream[SessionMessage | Exception],
-        write: WriteStream[SessionMessage],
-    ) -> None:
+    def __init__(self, inner: ReadStream[SessionMessage | Exception], write: _Answered) -> None:
         self._inner = inner
         self._write = write
 
@@ -119,8 +181,13 @@ class _Answering:
 
     async def receive(self) -> SessionMessage | Exception:
         while True:
-            item = await self._inner.receive()
+            try:
+                item = await self._inner.receive()
+            except anyio.EndOfStream:
+                await self._write.drained()
+                raise
             if not isinstance(item, Exception):
+                self._write.asked(item.message)
                 return item
             answer = rejection(item)
             if answer is not None:
