@@ -996,3 +996,17 @@ def test_numpy_scalars_are_numbers_and_numpy_bools_are_not() -> None:
                 memory.recall("coffee", k=bad)
         memory.forget(np.int32(made.id))
         assert memory.stats().memories == 0
+
+
+@pytest.mark.parametrize(
+    "invisible", ["\u200b", "\ufeff\u200b \u200d", "\u200e\u2060\x07", " \t\u00ad"]
+)
+def test_text_of_invisible_characters_alone_is_refused(mem: Memory, invisible: str) -> None:
+    """Zero-width spaces, a byte order mark, direction marks: nothing to read and nothing any
+    leg could match, stored as a memory (an MCP hostile pass's find)."""
+    before = mem.stats().memories
+    assert_rejected(lambda: mem.remember(invisible), InvalidInput, "content", "invisible")
+    assert_rejected(lambda: mem.recall(invisible), InvalidInput, "query", "invisible")
+    assert mem.stats().memories == before
+    assert mem.remember(f"zero\u200bwidth inside words {invisible} is kept").id
+    assert_store_works(mem)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -40,6 +41,11 @@ def text(value: object, name: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str
         raise InvalidInput(f"{name} must be a string, got {type(value).__name__}")
     if not value.strip():
         raise InvalidInput(f"{name} is empty; give some text")
+    if not any(_visible(c) for c in value):
+        raise InvalidInput(
+            f"{name} holds only invisible characters (zero-width spaces, format or control "
+            "characters); give some text"
+        )
     if len(value) > max_chars:
         raise InvalidInput(f"{name} is {len(value):,} characters; the limit is {max_chars:,}")
     try:
@@ -49,6 +55,12 @@ def text(value: object, name: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str
             f"{name} contains a lone surrogate at position {exc.start}; pass valid Unicode text"
         ) from None
     return value
+
+
+def _visible(char: str) -> bool:
+    """Not white space, and not a format or control character (a zero-width space, a byte
+    order mark, a direction mark: nothing to read, nothing any leg could match)."""
+    return not char.isspace() and unicodedata.category(char) not in ("Cf", "Cc")
 
 
 def optional_text(value: object, name: str, *, max_chars: int) -> str | None:
