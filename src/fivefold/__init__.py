@@ -44,8 +44,7 @@ from fivefold.model import (
     TimeWindow,
     TrainReport,
 )
-
-__version__ = "0.1.0"
+from fivefold.version import __version__
 
 
 def __getattr__(name: str) -> object:

@@ -25,7 +25,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-import fivefold
 from fivefold.config import MetricsAccess, ServeConfig
 from fivefold.errors import FivefoldError
 from fivefold.memory import Memory
@@ -35,6 +34,7 @@ from fivefold.serve.keys import KeyRing
 from fivefold.serve.loopback import LoopbackOnly
 from fivefold.serve.state import Served
 from fivefold.serve.telemetry import CONTENT_TYPE, Telemetry
+from fivefold.version import __version__
 
 __all__ = ["create_app"]
 
@@ -77,7 +77,7 @@ def create_app(
 
     app = FastAPI(
         title="fivefold",
-        version=fivefold.__version__,
+        version=__version__,
         summary="Long-term memory for AI agents: remember, recall, explain.",
         lifespan=lifespan,
         # FastAPI's /docs and /redoc load their scripts from a CDN, which then ran with this

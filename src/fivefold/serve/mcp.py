@@ -26,11 +26,11 @@ from pydantic import ConfigDict, Field
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-import fivefold
 from fivefold.errors import FivefoldError
 from fivefold.memory import Memory
 from fivefold.serve.errors import error_body, status_of, tenant_message
 from fivefold.serve.keys import ApiKey, KeyRing, check_recall_scope, scope_for, token_of
+from fivefold.version import __version__
 
 __all__ = ["McpEndpoint", "build_server"]
 
@@ -194,9 +194,7 @@ def build_server(
             "memories": hits,
         }
 
-    return MCPServer(
-        name="fivefold", instructions=INSTRUCTIONS, version=fivefold.__version__, tools=tools
-    )
+    return MCPServer(name="fivefold", instructions=INSTRUCTIONS, version=__version__, tools=tools)
 
 
 def _strict(tool: Tool) -> Tool:
