@@ -999,7 +999,8 @@ def test_numpy_scalars_are_numbers_and_numpy_bools_are_not() -> None:
 
 
 @pytest.mark.parametrize(
-    "invisible", ["\u200b", "\ufeff\u200b \u200d", "\u200e\u2060\x07", " \t\u00ad"]
+    "invisible",
+    ["\u200b", "\ufeff\u200b \u200d", "\u200e\u2060\x07", " \t\u00ad", "\u3164\u2800\ufe0f"],
 )
 def test_text_of_invisible_characters_alone_is_refused(mem: Memory, invisible: str) -> None:
     """Zero-width spaces, a byte order mark, direction marks: nothing to read and nothing any

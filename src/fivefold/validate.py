@@ -58,9 +58,19 @@ def text(value: object, name: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str
 
 
 def _visible(char: str) -> bool:
-    """Not white space, and not a format or control character (a zero-width space, a byte
-    order mark, a direction mark: nothing to read, nothing any leg could match)."""
-    return not char.isspace() and unicodedata.category(char) not in ("Cf", "Cc")
+    """Not white space, not a format or control character (a zero-width space, a byte order
+    mark, a direction mark), not a blank filler or a variation selector: nothing to read,
+    nothing any leg could match."""
+    return (
+        not char.isspace()
+        and unicodedata.category(char) not in ("Cf", "Cc")
+        and char not in BLANK
+        and not ("\ufe00" <= char <= "\ufe0f")
+    )
+
+
+# Letters and symbols drawn as nothing (Hangul fillers, the blank Braille pattern).
+BLANK = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 
 def optional_text(value: object, name: str, *, max_chars: int) -> str | None:

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from tests.serve.conftest import Server
+from tests.serve.conftest import Server, free_port
+
+import fivefold
 
 
 @pytest.fixture
@@ -382,3 +386,43 @@ def test_a_request_without_a_host_is_no_browsers_and_is_answered(open_server: Se
         while chunk := sock.recv(4096):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+
+
+def test_an_internal_error_is_json_with_the_security_headers(tmp_path: Path) -> None:
+    """Starlette's server-error middleware sits outside any added middleware: a 500 went out
+    without the headers every other answer carries. A store that fails in a way nothing
+    expects, served over a real socket."""
+    import threading
+
+    import uvicorn
+
+    from fivefold.config import ServeConfig
+    from fivefold.serve.app import create_app
+    from fivefold.serve.keys import KeyRing
+
+    class Broken(fivefold.Memory):
+        def stats(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("a failure nothing expects")
+
+    def broken() -> fivefold.Memory:
+        return Broken.open(tmp_path / "m.db", embedder=fivefold.HashingEmbedder())
+
+    port = free_port()
+    app = create_app(broken, settings=ServeConfig(port=port), keys=KeyRing([]), mcp=False)
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        answer = httpx.get(f"http://127.0.0.1:{port}/v1/stats", timeout=30)
+        assert answer.status_code == 500
+        assert answer.json()["error"]["code"] == "internal"
+        assert "failure nothing expects" not in answer.text
+        assert answer.headers["x-frame-options"] == "DENY"
+        assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+        assert answer.headers["x-content-type-options"] == "nosniff"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

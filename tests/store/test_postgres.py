@@ -1568,8 +1568,8 @@ def _cut_idle(url: str, began: Any) -> int:
 
 def test_writes_after_the_servers_connections_were_cut_succeed(url: str) -> None:
     """A write that did not read first (forget, alias) met the dead pooled connections one
-    after the other: 7 forgets failed after a restart (a hostile pass). The pool checks a
-    connection as it hands it out."""
+    after the other: 7 forgets failed after a restart (a hostile pass). A write whose BEGIN
+    meets one starts again once the pool has replaced them."""
     with psycopg.connect(url, autocommit=True) as admin:
         began = admin.execute("SELECT now()").fetchone()[0]
     with _open(url) as memory:
@@ -1595,7 +1595,9 @@ def test_writes_after_the_servers_connections_were_cut_succeed(url: str) -> None
 
 def test_calls_after_an_idle_spell_succeed_under_an_idle_session_timeout(url: str) -> None:
     """With ``idle_session_timeout`` (managed servers, proxies), every call after a pause met a
-    connection the server had ended while it idled: reads, writes, all of them."""
+    connection the server had ended while it idled: reads, writes, all of them. (The ended
+    connection's code, 57P05, is what this checks; a write's own retry is the test above's:
+    each write here reads first.)"""
     timed = url.replace("options=", "options=-cidle_session_timeout%3D500%20", 1)
     assert timed != url
     with _open(timed) as memory:

@@ -75,7 +75,7 @@ def create_app(
             # Ctrl-C.
             await to_thread.run_sync(memory.close)
 
-    app = FastAPI(
+    app = _Hardened(
         title="fivefold",
         version=__version__,
         summary="Long-term memory for AI agents: remember, recall, explain.",
@@ -99,7 +99,6 @@ def create_app(
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     if not keys:  # no authentication: loopback only (``run.check_binding``), by name too
         app.add_middleware(LoopbackOnly)
-    app.add_middleware(Hardened)  # outermost: its headers are on every answer, refusals too
     return app
 
 
@@ -204,6 +203,14 @@ SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
 )
+
+
+class _Hardened(FastAPI):
+    """FastAPI with ``Hardened`` around its whole stack: outside Starlette's server-error
+    middleware too, which user middleware sits inside (a 500 went out without the headers)."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return Hardened(super().build_middleware_stack())
 
 
 class Hardened:

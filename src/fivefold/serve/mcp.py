@@ -199,43 +199,52 @@ def build_server(
 
 def _strict(tool: Tool) -> Tool:
     """``tool`` reading its arguments as the ``/v1`` API reads a body: an argument it does not
-    take refused by name (the schema the agent reads says so), and no value converted into
-    another type (``strict``). The SDK's argument model ignored the first (an agent's
-    ``top_k=20`` went unread and it got 5 memories; a misspelt ``user`` wrote into the shared
-    scope) and converted the second: ``forget(memory_id=true)`` forgot memory 1."""
+    take refused by name, and no value converted into another type (``strict``; a whole
+    number sent as 5.0 is the integer JSON Schema takes it for). The SDK's argument model
+    ignored the first (an agent's ``top_k=20`` went unread and it got 5 memories; a misspelt
+    ``user`` wrote into the shared scope) and converted the second: ``forget(memory_id=true)``
+    forgot memory 1. (Not said in the schema as ``additionalProperties: false``: hosts that
+    hand schemas to Gemini as they are fail on that key.)"""
     meta = tool.fn_metadata
     base = meta.arg_model
     config = ConfigDict(**{**base.model_config, "extra": "forbid", "strict": True})
     strict = type(base.__name__, (base,), {"model_config": config})
-    tool.fn_metadata = _AsSent(
-        arg_model=strict,
-        output_schema=meta.output_schema,
-        output_model=meta.output_model,
-        wrap_output=meta.wrap_output,
-    )
-    tool.parameters = {**tool.parameters, "additionalProperties": False}
+    tool.fn_metadata = _AsSent(**{**dict(meta), "arg_model": strict})
     # One paragraph: the docstring's line breaks and indentation are not the agent's to read.
     tool.description = " ".join(tool.description.split())
     return tool
 
 
 class _AsSent(FuncMetadata):
-    """The SDK parses an argument given as a JSON text (hosts send a list as '["a", "b"]'),
-    also for one that takes a string: ``user_id="null"`` became None (the shared scope) and
-    ``namespace="{}"`` a dict. A string stays a string where the argument takes one."""
+    """Arguments as sent, but for two readings. The SDK parses an argument given as a JSON
+    text (hosts send a list as '["a", "b"]'), also for one that takes a string:
+    ``user_id="null"`` became None (the shared scope) and ``namespace="{}"`` a dict; a string
+    stays a string where the argument takes one. A whole number sent as a float (5.0, what a
+    host that parsed the model's JSON in Python may forward) is the integer an integer
+    argument takes."""
 
     def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
         parsed = super().pre_parse_json(data)
         fields = self.arg_model.model_fields
         for key, value in data.items():
             field = fields.get(key)
-            if isinstance(value, str) and field is not None and _takes_text(field.annotation):
+            if field is None:
+                continue
+            if isinstance(value, str) and _takes(field.annotation, str):
                 parsed[key] = value
+            elif _takes(field.annotation, int):
+                parsed[key] = _whole(parsed[key])
+            elif isinstance(parsed[key], list) and _takes(field.annotation, list[int]):
+                parsed[key] = [_whole(item) for item in parsed[key]]
         return parsed
 
 
-def _takes_text(annotation: Any) -> bool:
-    return annotation is str or str in typing.get_args(annotation)
+def _takes(annotation: Any, kind: Any) -> bool:
+    return annotation == kind or kind in typing.get_args(annotation)
+
+
+def _whole(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ id is null, a float or an object, which the SDK reads as a notification (the id 
 
 from __future__ import annotations
 
+from collections import Counter
 from types import TracebackType
 from typing import Any, Self
 
@@ -121,13 +122,14 @@ class _Answered:
 
     def __init__(self, inner: WriteStream[SessionMessage]) -> None:
         self._inner = inner
-        self.pending: set[int | str] = set()
+        # Counted: a request id sent twice (the spec forbids it; hosts do) is two answers.
+        self.pending: Counter[int | str] = Counter()
         self._settled = anyio.Event()
 
     def asked(self, message: object) -> None:
         """A message read: a request is pending until answered (or cancelled)."""
         if isinstance(message, JSONRPCRequest):
-            self.pending.add(message.id)
+            self.pending[message.id] += 1
         elif isinstance(message, JSONRPCNotification) and message.method == CANCELLED:
             self._done((message.params or {}).get("requestId"))
 
@@ -136,9 +138,16 @@ class _Answered:
         if isinstance(item.message, JSONRPCResponse | JSONRPCError):
             self._done(item.message.id)
 
+    async def reject(self, answer: JSONRPCError) -> None:
+        """A line that was no request answered: whatever id it names, no request of that id
+        is answered by it."""
+        await self._inner.send(SessionMessage(answer))
+
     def _done(self, request_id: object) -> None:
-        if isinstance(request_id, int | str):
-            self.pending.discard(request_id)
+        if isinstance(request_id, int | str) and self.pending[request_id] > 0:
+            self.pending[request_id] -= 1
+            if not self.pending[request_id]:
+                del self.pending[request_id]
         if not self.pending:
             self._settled.set()
             self._settled = anyio.Event()
@@ -191,7 +200,7 @@ class _Answering:
                 return item
             answer = rejection(item)
             if answer is not None:
-                await self._write.send(SessionMessage(answer))
+                await self._write.reject(answer)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import shutil
 import signal
 import socket
@@ -25,7 +24,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from fivefold.config import Config
 from fivefold.config_file import settings_in_effect
@@ -139,30 +138,45 @@ def address(host: str, port: int) -> str:
 
 METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 METRICS_PREFIX = "fivefold-metrics-"
+SUPERVISOR_LOCK = "supervisor.lock"  # in a metrics folder: locked while its server runs
+
+
+def hold_metrics_folder(folder: str) -> IO[bytes] | None:
+    """This process's lock on its metrics folder, held until it exits (the kernel lets go of
+    it then, however it ends: SIGKILL too); None where there is no ``flock``."""
+    if os.name != "posix":
+        return None
+    import fcntl  # POSIX only
+
+    held = open(os.path.join(folder, SUPERVISOR_LOCK), "wb")  # noqa: SIM115 (held past here)
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return held
 
 
 def sweep_metrics_folders() -> None:
-    """Remove the metrics folders of this user's multi-worker servers whose supervisor is gone
-    (killed: nothing else removed its folder; its workers drain and exit once it is gone)."""
-    temp = Path(tempfile.gettempdir())
-    for folder in temp.glob(f"{METRICS_PREFIX}*-*"):
-        found = re.fullmatch(rf"{METRICS_PREFIX}(\d+)-\w+", folder.name)
+    """Remove this user's metrics folders whose server is gone (killed: nothing else removed
+    its folder; its workers drain and exit once it is gone): those whose lock can be taken.
+    Not by a pid: one of another PID namespace sharing /tmp looked gone."""
+    if os.name != "posix":
+        return
+    import fcntl  # POSIX only
+
+    for folder in Path(tempfile.gettempdir()).glob(f"{METRICS_PREFIX}*"):
         try:
-            mine = folder.is_dir() and folder.lstat().st_uid == os.getuid()
+            if folder.is_symlink() or folder.lstat().st_uid != os.getuid():
+                continue
+            # Not created here: a folder without one is being made, or of an older fivefold.
+            lock = os.open(folder / SUPERVISOR_LOCK, os.O_RDWR | os.O_NOFOLLOW)
         except OSError:
             continue
-        if found and mine and not _running(int(found[1])):
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its server runs
+            continue
+        else:
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process of that pid
-        return True
-    return True
+        finally:
+            os.close(lock)
 
 
 def serve(
@@ -175,13 +189,14 @@ def serve(
     os.environ[CONFIG_ENV] = "" if config_path is None else str(config_path.absolute())
     os.environ[HOST_ENV] = settings.host
     os.environ.pop(SUPERVISOR_ENV, None)  # inherited: a single worker must watch no one
-    made = None
+    made, held = None, None
     if settings.workers > 1 and not os.environ.get(METRICS_DIR_ENV):
         # prometheus-client merges the workers' counters through files in this folder: ours
         # to remove when the server stops (each multi-worker run left one in /tmp). Named by
         # this process: a later server removes one whose supervisor was killed (SIGKILL).
         sweep_metrics_folders()
-        made = tempfile.mkdtemp(prefix=f"{METRICS_PREFIX}{os.getpid()}-")
+        made = tempfile.mkdtemp(prefix=METRICS_PREFIX)
+        held = hold_metrics_folder(made)
         os.environ[METRICS_DIR_ENV] = made
     options: dict[str, Any] = {
         "factory": True,
@@ -201,6 +216,8 @@ def serve(
             os.environ.pop(SUPERVISOR_ENV, None)
             if made is not None:
                 shutil.rmtree(made, ignore_errors=True)
+            if held is not None:
+                held.close()
         return
     server = _quitting_server(uvicorn.Config("fivefold.serve.run:app_from_env", **options))
     server.run()

@@ -250,8 +250,9 @@ class PostgresStore(PostgresReads):
 
     # -- plumbing -------------------------------------------------------------------------------
     def _write(self, work: Callable[[psycopg.Connection, Deltas], T]) -> T:
-        """``work`` in one transaction, its gathered deltas applied last; retried when two
-        writers deadlock (Postgres aborts one of them)."""
+        """``work`` in one transaction, its gathered deltas applied last; retried when
+        Postgres rolled it back (two writers deadlocked, a lock wait timed out, a session
+        turn changed under it) or its BEGIN met a connection the server had ended."""
         for attempt in range(WRITE_ATTEMPTS):
             began = False
             try:
