@@ -382,7 +382,7 @@ def doctor(ctx: click.Context, /, repair: bool) -> None:
     failing = {finding.part for finding in findings if not finding.ok}
     if failing:
         # Rows and an unfinished copy are not repaired: their findings say what to do.
-        rebuilt = not repair and failing - {"database", "copy", "indexes"}
+        rebuilt = not repair and failing - {"database", "copy", "indexes", "tables", "rows"}
         raise errors.StoreError("problems remain" + ("; --repair rebuilds indexes" * bool(rebuilt)))
 
 

@@ -1623,3 +1623,40 @@ def test_a_write_that_times_out_on_a_lock_starts_again(url: str) -> None:
         made = memory.remember("written once the row is free")
     with _open(url) as memory:
         assert memory.get(made.id).content == "written once the row is free"
+
+
+def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
+    url: str, minilm: fivefold.MiniLMEmbedder
+) -> None:
+    """Every write failed (``column "importance" does not exist``) while doctor printed only
+    ``ok`` lines and exited 0 (a hostile pass). The tables are compared with the schema this
+    version makes, made afresh in a scratch schema and rolled back."""
+    from click.testing import CliRunner
+
+    from fivefold.cli import cli
+
+    with Memory.open(url, embedder=minilm) as memory:  # the command line's model
+        memory.remember("Priya leads Kestrel")
+        findings = {f.part: f for f in memory.store.check()}
+        assert findings["tables"].ok, findings["tables"]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE memories DROP COLUMN importance")
+        conn.execute("ALTER TABLE aliases ALTER COLUMN alias TYPE varchar(200)")
+        scratch = conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'fivefold_check_%'"
+        ).fetchone()
+    with Memory.open(url, embedder=minilm) as memory:
+        findings = {f.part: f for f in memory.store.check()}
+    assert not findings["tables"].ok
+    assert "memories.importance is missing" in findings["tables"].detail
+    assert "aliases.alias is varchar, not text" in findings["tables"].detail
+    assert not findings["rows"].ok  # not read from tables that are not whole
+    with psycopg.connect(url, autocommit=True) as conn:  # the scratch schema rolled back
+        after = conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'fivefold_check_%'"
+        ).fetchone()
+    assert after == scratch
+    result = CliRunner().invoke(cli, ["--db", url, "doctor"])
+    assert result.exit_code == 4, result.output
+    assert "problem: tables: differ from the schema: " in result.output
+    assert "--repair" not in result.output

@@ -458,6 +458,10 @@ class PostgresStore(PostgresReads):
         with self._read() as conn:
             conn.execute("SELECT 1")
             findings.append(Finding("database", True, "reachable"))
+        tables = self._tables_finding()
+        findings.append(tables)
+        if tables.detail.startswith("differ"):  # what follows reads those tables
+            return [*findings, Finding("rows", False, "not checked: the tables are not whole")]
         if (note := self.copy_mark()) is not None:
             findings.append(unfinished_copy(note, self.stats().memories))
         with self._read() as conn:
@@ -488,6 +492,18 @@ class PostgresStore(PostgresReads):
             fixed = repair and self._statistics_agree(namespace)
             findings.append(Finding(part, fixed, "out of step with the rows", fixed))
         return findings
+
+    def _tables_finding(self) -> Finding:
+        """The store's tables against those this version makes: a column dropped or retyped
+        by hand failed every write while doctor said all was well (a hostile pass)."""
+        try:
+            with self._read() as conn:
+                drift = schema_drift(conn, self._dim)
+        except psycopg.Error as exc:  # a role that may not make a schema, even rolled back
+            return Finding("tables", False, f"not checked: {exc}".strip())
+        if not drift:
+            return Finding("tables", True, "match the schema")
+        return Finding("tables", False, "differ from the schema: " + "; ".join(drift))
 
     def mark_copy(self, note: str | None) -> None:
         with self._pool.connection() as conn, conn.transaction():
@@ -629,6 +645,35 @@ FROM memories WHERE namespace = %(ns)s
 
 
 __all__ = ["PostgresStore"]
+
+
+_COLUMNS = """
+SELECT table_name, column_name, udt_name FROM information_schema.columns
+WHERE table_schema = current_schema()
+"""
+
+
+def schema_drift(conn: psycopg.Connection, dim: int) -> list[str]:
+    """Each column this version's tables have that the store's lack or hold as another type:
+    the expected ones read from the schema made afresh in a scratch schema, rolled back (no
+    second list of columns to keep in step with the migrations)."""
+    found = {(str(t), str(c)): str(u) for t, c, u in conn.execute(_COLUMNS)}
+    scratch = f"fivefold_check_{uuid.uuid4().hex[:12]}"
+    with conn.transaction(force_rollback=True):
+        conn.execute(f"CREATE SCHEMA {scratch}")
+        conn.execute(f"SET LOCAL search_path = {scratch}, public")
+        conn.execute(schema.META_DDL)
+        for step in schema.MIGRATIONS:
+            conn.execute(step.format(dim=dim))
+        expected = {(str(t), str(c)): str(u) for t, c, u in conn.execute(_COLUMNS)}
+    drift = []
+    for (table, column), kind in sorted(expected.items()):
+        held = found.get((table, column))
+        if held is None:
+            drift.append(f"{table}.{column} is missing")
+        elif held != kind:
+            drift.append(f"{table}.{column} is {held}, not {kind}")
+    return drift
 
 
 def _schema_version(value: str, location: str) -> int:
