@@ -1642,6 +1642,7 @@ def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ALTER TABLE memories DROP COLUMN importance")
         conn.execute("ALTER TABLE aliases ALTER COLUMN alias TYPE varchar(200)")
+        conn.execute("DROP TABLE feedback_labels")
         scratch = conn.execute(
             "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'fivefold_check_%'"
         ).fetchone()
@@ -1650,6 +1651,8 @@ def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
     assert not findings["tables"].ok
     assert "memories.importance is missing" in findings["tables"].detail
     assert "aliases.alias is varchar, not text" in findings["tables"].detail
+    assert "table feedback_labels is missing" in findings["tables"].detail
+    assert "feedback_labels." not in findings["tables"].detail  # the table once, not each column
     assert not findings["rows"].ok  # not read from tables that are not whole
     with psycopg.connect(url, autocommit=True) as conn:  # the scratch schema rolled back
         after = conn.execute(

@@ -666,9 +666,12 @@ def schema_drift(conn: psycopg.Connection, dim: int) -> list[str]:
         for step in schema.MIGRATIONS:
             conn.execute(step.format(dim=dim))
         expected = {(str(t), str(c)): str(u) for t, c, u in conn.execute(_COLUMNS)}
-    drift = []
+    tables = {table for table, _ in found}
+    drift = sorted({f"table {t} is missing" for t, _ in expected if t not in tables})
     for (table, column), kind in sorted(expected.items()):
         held = found.get((table, column))
+        if table not in tables:
+            continue
         if held is None:
             drift.append(f"{table}.{column} is missing")
         elif held != kind:
