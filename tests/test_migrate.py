@@ -109,6 +109,11 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
         # the embedded lexical index counting the forgotten text until compacted).
         memory.store.compact()
         before = _rankings(memory)
+        held = {
+            r.id: (r.namespace, r.user_id, r.content)
+            for ns in ("acme", "globex")
+            for r in memory.browse(namespace=ns, limit=100)
+        }
     progress: list[tuple[int, int]] = []
     with _open(source) as src, _open(target) as dst:
         report = migrate(src, dst, batch=7, on_progress=lambda d, t: progress.append((d, t)))
@@ -119,6 +124,14 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
     assert progress[-1][0] == progress[-1][1] == 67  # 64 and 4 relations written, 1 forgotten
     with _open(target) as memory:
         assert _same(_rankings(memory), before)
+        # Every memory under its own id (ids were numbered anew: a saved one named another).
+        copied_ids = {
+            r.id: (r.namespace, r.user_id, r.content)
+            for ns in ("acme", "globex")
+            for r in memory.browse(namespace=ns, limit=100)
+        }
+        assert copied_ids == held
+        assert memory.remember("written after the copy", namespace="acme").id > max(held)
         records = {r.content: r for r in memory.browse(namespace="globex", limit=100)}
         record = records["Sarah Chen: hiring plan note 3 for globex"]
         assert dict(record.metadata) == {"n": 3, "tags": ["x", "y"]}

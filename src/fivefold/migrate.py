@@ -1,12 +1,12 @@
 """Copy a store into another, on either backend (``fivefold migrate SRC DST``).
 
-Memories go over namespace by namespace in write order with their own embeddings, so the
-destination derives the same session context, mentions and co-mention edges; then the explicit
-edges (``relate``, each pointing at its copied fact memory), the declared aliases, learned
-fusion's feedback (its labels pointing at the copied memories) and the namespace's ranking
-model (its newest accepted one). Ids are the destination's own. The copy is then verified: the
-counts of every namespace, and a sample of recalls whose rankings (by content, since ids
-differ) must agree.
+Memories go over in write order (their ids' order, across namespaces) under their own ids and
+with their own embeddings, so the destination derives the same session context, mentions and
+co-mention edges, and an id saved from the source names the same memory in the copy; then per
+namespace the explicit edges (``relate``, each pointing at its fact memory), the declared
+aliases, learned fusion's feedback and the namespace's ranking model (its newest accepted one).
+The copy is then verified: the counts of every namespace, and a sample of recalls whose
+rankings (ids and scores) must agree.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from fivefold.model import MemoryRecord, NewEdge, NewMemory, Scope
 from fivefold.store.base import Store
 
 PAGE = 1000
+T = TypeVar("T")
 Progress = Callable[[int, int], None]
 
 
@@ -107,24 +108,32 @@ def migrate(
     total, done = src.stats().memories, 0
     relations = aliases = feedback = models = 0
     left_out: list[str] = []
+    # Every namespace's ids in one ascending list: a store's ids are its own across namespaces,
+    # and the destination takes given ids only above those it holds.
+    listed = sorted((i, ns) for ns in namespaces for i in _oldest_first(src, ns))
+    copied: set[int] = set()
+    for chunk in _chunks(listed, batch):
+        records: dict[int, MemoryRecord] = {}
+        vectors: dict[int, Any] = {}
+        for namespace, ids in _by_namespace(chunk).items():
+            records.update(src.get_memories(namespace, ids))
+            vectors.update(src.vectors(namespace, ids))
+        # A memory forgotten since the ids were listed (or a row the source cannot read) is
+        # not copied: the counts below compare the stores as they end.
+        kept = [i for i, _ in chunk if i in records and i in vectors]
+        if kept:
+            dst.insert_memories(
+                [_as_new(records[i]) for i in kept],
+                np.stack([vectors[i] for i in kept]),
+                ids=kept,
+            )
+            copied.update(kept)
+        done += len(chunk)
+        if on_progress is not None:
+            on_progress(done, total)
     for namespace in namespaces:
-        mapping: dict[int, int] = {}
-        for listed in _chunks(_oldest_first(src, namespace), batch):
-            records = src.get_memories(namespace, listed)
-            vectors = src.vectors(namespace, listed)
-            # A memory forgotten since the ids were listed (or a row the source cannot read)
-            # is not copied: the counts below compare the stores as they end.
-            chunk = [i for i in listed if i in records and i in vectors]
-            if chunk:
-                copied = dst.insert_memories(
-                    [_as_new(records[i]) for i in chunk], np.stack([vectors[i] for i in chunk])
-                )
-                mapping.update(zip(chunk, (r.id for r in copied), strict=True))
-            done += len(listed)
-            if on_progress is not None:
-                on_progress(done, total)
         for edge in src.relations(namespace):
-            memory_id = None if edge.memory_id is None else mapping.get(edge.memory_id)
+            memory_id = edge.memory_id if edge.memory_id in copied else None
             dst.add_edge(replace(edge, memory_id=memory_id))
             relations += 1
         for name, alias in src.aliases(namespace):
@@ -135,7 +144,7 @@ def migrate(
                 continue
             aliases += 1
         for entry in src.feedback(namespace):
-            labels = {mapping[i]: v for i, v in entry.labels.items() if i in mapping}
+            labels = {i: v for i, v in entry.labels.items() if i in copied}
             dst.add_feedback(namespace, entry.query, entry.args, labels, entry.created_at)
             feedback += 1
         # The model that ranks the namespace, so both stores rank alike (its older versions
@@ -221,9 +230,16 @@ def _oldest_first(store: Store, namespace: str) -> list[int]:
     return ids[::-1]
 
 
-def _chunks(ids: Sequence[int], size: int) -> Iterator[list[int]]:
-    for start in range(0, len(ids), size):
-        yield list(ids[start : start + size])
+def _chunks(items: Sequence[T], size: int) -> Iterator[list[T]]:
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+def _by_namespace(chunk: Sequence[tuple[int, str]]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for memory_id, namespace in chunk:
+        out.setdefault(namespace, []).append(memory_id)
+    return out
 
 
 def _as_new(record: MemoryRecord) -> NewMemory:
@@ -247,13 +263,13 @@ def _counts(src: Store, dst: Store, namespace: str) -> NamespaceCounts:
     return NamespaceCounts((a.memories, b.memories), (a.entities, b.entities), (a.edges, b.edges))
 
 
-def _ranking(memory: Memory, query: str, args: dict[str, Any]) -> list[tuple[str, float]]:
+def _ranking(memory: Memory, query: str, args: dict[str, Any]) -> list[tuple[int, float]]:
     hits = memory.recall(query, **args).hits
-    return [(h.memory.content, h.score) for h in hits]
+    return [(h.memory.id, h.score) for h in hits]
 
 
-def _same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
-    """The same contents in the same order, scores equal but for float noise (each backend
+def _same(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> bool:
+    """The same memories in the same order, scores equal but for float noise (each backend
     sums float32 vectors in its own order: about 1e-7)."""
     return [c for c, _ in a] == [c for c, _ in b] and all(
         abs(x - y) <= 1e-5 for (_, x), (_, y) in zip(a, b, strict=True)
@@ -264,7 +280,7 @@ def _compare_recalls(
     source: Memory, target: Memory, namespaces: Sequence[str], sample: int
 ) -> tuple[int, int]:
     """Recall the start of ``sample`` memories' own text on both stores; a ranking agrees when
-    the same contents come back in the same order with the same scores (``_same``)."""
+    the same memories (ids) come back in the same order with the same scores (``_same``)."""
     rng = random.Random(0)
     everyone = [(ns, i) for ns in namespaces for i in _oldest_first(source.store, ns)]
     picked = rng.sample(everyone, min(sample, len(everyone)))

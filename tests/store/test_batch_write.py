@@ -127,6 +127,42 @@ def test_ids_are_never_reused_after_forgetting_the_newest(store_url: str) -> Non
         assert first.id < newest.id
 
 
+def test_a_batch_written_under_given_ids(store_url: str) -> None:
+    """A copy keeps its source's ids (``fivefold migrate``): given ids ascend, none below the
+    store's next, and the store's own ids go on above them; a refused batch writes nothing."""
+    from fivefold.model import MemoryType, NewMemory, Scope
+
+    def new(text: str, session: str | None = None) -> NewMemory:
+        return NewMemory(
+            content=text,
+            type=MemoryType.FACT,
+            predicate=None,
+            event_at=None,
+            created_at=datetime.now(UTC),
+            entities=(),
+            importance=0.5,
+            scope=Scope("default"),
+            session_id=session,
+        )
+
+    with fivefold.Memory.open(store_url, embedder=fivefold.HashingEmbedder()) as mem:
+        vectors = mem.embedder.embed(["a", "b", "c"])
+        first = mem.remember("the store's own first")
+        made = mem.store.insert_memories(
+            [new("Priya leads Kestrel", "s"), new("Kestrel ships in May", "s")],
+            vectors[:2],
+            ids=[first.id + 10, first.id + 25],
+        )
+        assert [r.id for r in made] == [first.id + 10, first.id + 25]
+        assert mem.get(first.id + 25).content == "Kestrel ships in May"
+        assert mem.recall("when does Kestrel ship?").hits[0].memory.id == first.id + 25
+        for ids in ([first.id + 40, first.id + 30], [first.id + 20, first.id + 50], [1, 2]):
+            with pytest.raises(fivefold.InvalidInput, match=r"ascend|below"):
+                mem.store.insert_memories([new("x"), new("y")], vectors[:2], ids=ids)
+        assert mem.stats().memories == 3
+        assert mem.remember("the store's own again").id == first.id + 26
+
+
 def test_a_batch_is_found_by_every_leg_as_written(store_url: str) -> None:
     """Context written with the row (not after it): the lexical leg finds a turn, and the two
     before it, by the new turn's word."""

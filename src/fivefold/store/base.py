@@ -83,6 +83,7 @@ class Store(Protocol):
         vectors: Vectors,
         *,
         progress: Progress | None = None,
+        ids: Sequence[int] | None = None,
     ) -> list[MemoryRecord]:
         """Write all memories (with embeddings, index entries, mentions, co-mention edges and
         session log) in one transaction; return their records in order, as ``get_memories``
@@ -90,7 +91,8 @@ class Store(Protocol):
         ``progress``: a job's note set in the same transaction (read by ``progress``), so
         that what it says was written always was, and nothing more; the note must still be
         ``previous`` (None: none), else ``StoreError`` and nothing is written (two runs of
-        one job at once would each write what the other does)."""
+        one job at once would each write what the other does). ``ids``: the memories' ids,
+        given (a copy keeps its source's: ``batch.given_ids``), instead of the store's next."""
         ...
 
     def delete_memory(self, memory_id: int, scope: Scope) -> bool:

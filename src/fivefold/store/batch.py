@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from fivefold.embed.base import Vectors
@@ -212,3 +213,17 @@ __all__ = [
     "session_members",
     "sessions",
 ]
+
+
+def given_ids(ids: Sequence[int], count: int, next_id: int) -> list[int]:
+    """Ids a caller gives a batch (a copy keeps its source's), held to what the store's own
+    would be: one a memory, ascending (a session's newest has its highest id), none below the
+    store's next (no id given twice, and a later write's own ids stay above them)."""
+    given = [int(i) for i in ids]
+    if len(given) != count:
+        raise InvalidInput(f"{len(given)} ids given for {count} memories")
+    if any(b <= a for a, b in pairwise(given)):
+        raise InvalidInput("given ids must ascend")
+    if given and given[0] < next_id:
+        raise InvalidInput(f"id {given[0]} is below this store's next id, {next_id}")
+    return given

@@ -291,6 +291,7 @@ class PostgresStore(PostgresReads):
         vectors: Vectors,
         *,
         progress: Progress | None = None,
+        ids: Sequence[int] | None = None,
     ) -> list[MemoryRecord]:
         if len(memories) != len(vectors):
             raise InvalidInput("one vector per memory is required")
@@ -298,7 +299,7 @@ class PostgresStore(PostgresReads):
             raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> list[MemoryRecord]:
-            written = self._writer.memories(conn, deltas, memories, vectors)
+            written = self._writer.memories(conn, deltas, memories, vectors, ids)
             if progress is not None:
                 _note_progress(conn, progress, self._location)
             return written

@@ -58,10 +58,12 @@ class Writer:
         deltas: Deltas,
         memories: Sequence[NewMemory],
         vectors: Vectors,
+        given: Sequence[int] | None = None,
     ) -> list[MemoryRecord]:
-        """A batch in a few statements: ids reserved at once, rows and postings sent together,
-        entities, mentions, co-mentions and sessions resolved per batch (the same rules as
-        the SQLite backend's row-by-row path), then the session context."""
+        """A batch in a few statements: ids reserved at once (or ``given``), rows and
+        postings sent together, entities, mentions, co-mentions and sessions resolved per
+        batch (the same rules as the SQLite backend's row-by-row path), then the session
+        context."""
         if not memories:
             return []
         for position, memory in enumerate(memories):
@@ -80,10 +82,14 @@ class Writer:
         # Before the ids: a session's writes then take their ids in the order they commit.
         _lock_sessions(conn, (g for m in memories if (g := batch.group_of(m)) is not None))
         counted = self._lines.count([(m.predicate or "", m.content) for m in memories])
-        reserved = conn.execute(
-            "SELECT nextval('fivefold_memory_ids') FROM generate_series(1, %s)", (len(memories),)
-        ).fetchall()
-        ids = sorted(int(r[0]) for r in reserved)
+        if given is None:
+            reserved = conn.execute(
+                "SELECT nextval('fivefold_memory_ids') FROM generate_series(1, %s)",
+                (len(memories),),
+            ).fetchall()
+            ids = sorted(int(r[0]) for r in reserved)
+        else:
+            ids = _take_ids(conn, given, len(memories))
         # Each new row is written once with its final context and searched vector, and each
         # older row its context changes in one update: every row version is an insertion into
         # the HNSW graph.
@@ -400,6 +406,20 @@ class OlderRows:
     updates: list[tuple[Any, ...]] = field(default_factory=list)
     gone: list[tuple[str, int, list[str], int]] = field(default_factory=list)
     fresh: list[Posting] = field(default_factory=list)
+
+
+def _take_ids(conn: psycopg.Connection, given: Sequence[int], count: int) -> list[int]:
+    """``given`` ids (``batch.given_ids``), the sequence moved past them at once: a writer
+    beside this one then takes ids above them. (Sequences are not rolled back: a batch that
+    fails leaves a gap, as a reserved one does.)"""
+    row = conn.execute(
+        "SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END "
+        "FROM fivefold_memory_ids"
+    ).fetchone()
+    ids = batch.given_ids(given, count, int(row[0]) if row else 1)
+    if ids:
+        conn.execute("SELECT setval('fivefold_memory_ids', %s)", (ids[-1],))
+    return ids
 
 
 def _execute_many(conn: psycopg.Connection, statement: str, params: Sequence[Any]) -> None:

@@ -447,13 +447,14 @@ class SQLiteStore:
         vectors: Vectors,
         *,
         progress: Progress | None = None,
+        ids: Sequence[int] | None = None,
     ) -> list[MemoryRecord]:
         if len(memories) != len(vectors):
             raise InvalidInput("one vector per memory is required")
         if len(vectors) and vectors.shape[1] != self._dim:
             raise InvalidInput(f"vectors must have {self._dim} dimensions, got {vectors.shape[1]}")
         with self._transaction():
-            written = self._writer.memories(memories, vectors)
+            written = self._writer.memories(memories, vectors, ids)
             if progress is not None:
                 self._note_progress(progress)
         with self._lock:  # the lexical indexes share the connection: never beside a reader

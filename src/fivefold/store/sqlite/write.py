@@ -46,7 +46,12 @@ class Writer:
         self._context = context_rows
         self._dim = dim
 
-    def memories(self, memories: Sequence[NewMemory], vectors: Vectors) -> list[MemoryRecord]:
+    def memories(
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Vectors,
+        given: Sequence[int] | None = None,
+    ) -> list[MemoryRecord]:
         """Inside a transaction: a batch in a statement per table. Ids are taken first, the
         session context is worked out in memory, and each new memory is written once, with
         its final context; then the ones before it in its session, entities, mentions,
@@ -58,7 +63,10 @@ class Writer:
             batch.entity_keys(m.entities[: self._settings.write.max_entities]) for m in memories
         ]  # refuses a bad name before anything is written
         first = int(self._conn.execute(schema.NEXT_MEMORY_ID).fetchone()[0])
-        ids = list(range(first, first + len(memories)))
+        if given is None:
+            ids = list(range(first, first + len(memories)))
+        else:
+            ids = batch.given_ids(given, len(memories), first)
         blobs = [np.asarray(v, np.float32).tobytes() for v in vectors]
         rows = batch.session_context(
             memories, ids, vectors, self._settings.smoothing, self._context.newest
