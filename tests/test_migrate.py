@@ -540,3 +540,46 @@ def test_a_refused_copy_makes_no_destination(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "copied on, it would look whole" in result.output
     assert not destination.exists()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_ids_a_destination_gave_before_are_not_given_again(
+    backend: str, tmp_path: Path, pg_url: str
+) -> None:
+    """A destination whose memories were all forgotten looked empty: the copy marked it, then
+    failed on its first batch (the ids it gave before are not given twice), leaving it marked
+    unfinished for good. Refused before anything is marked; and the source's own forgotten
+    newest id is not given anew in the copy."""
+    source = _open(str(tmp_path / "src.db"))
+    kept, newest = source.remember_many([{"content": "kept note"}, {"content": "newest note"}])
+    source.forget(newest.id)
+    used = _empty(backend, tmp_path, pg_url)
+    for n in range(5):
+        used.forget(used.remember(f"gone {n}").id)
+    with pytest.raises(fivefold.InvalidInput, match="has given ids up to"):
+        migrate(source, used, batch=1)
+    assert used.store.copy_mark() is None  # not left marked
+    fresh = _open(str(tmp_path / "fresh.db"))
+    assert migrate(source, fresh).verified
+    assert fresh.get(kept.id).content == "kept note"
+    assert fresh.remember("after the copy").id > newest.id
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_writer_into_the_destination_stops_the_copy(
+    backend: str, tmp_path: Path, pg_url: str
+) -> None:
+    """Its ids pass the copy's: the copy stops, saying so (it was "id N is below this store's
+    next id"), and no id is held by two memories."""
+    source = _open(str(tmp_path / "src.db"))
+    _seed(source)
+    target = _empty(backend, tmp_path, pg_url)
+
+    def meanwhile(done: int, total: int) -> None:
+        if done == 5:
+            target.remember("a writer into the destination", namespace="other")
+
+    with pytest.raises(fivefold.StoreError, match="another process wrote into it during the copy"):
+        migrate(source, target, batch=5, on_progress=meanwhile)
+    ids = [r.id for ns in ("acme", "other") for r in target.browse(namespace=ns, limit=100)]
+    assert len(ids) == len(set(ids)) == 6

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from fivefold import validate
-from fivefold.errors import InvalidInput
+from fivefold.errors import InvalidInput, StoreError
 from fivefold.memory import Memory
 from fivefold.model import MemoryRecord, NewEdge, NewMemory, Scope
 from fivefold.store.base import Store
@@ -101,6 +101,15 @@ def migrate(
         )
     src, dst = source.store, target.store
     namespaces = src.held_namespaces()
+    # Every namespace's ids in one ascending list: a store's ids are its own across namespaces,
+    # and the destination takes given ids only from its next one on (never one it gave).
+    listed = sorted((i, ns) for ns in namespaces for i in _oldest_first(src, ns))
+    if listed and (after := dst.next_memory_id()) > listed[0][0]:
+        raise InvalidInput(
+            f"{dst.location} has given ids up to {after - 1} (to memories forgotten since): "
+            f"a copy keeps its source's ids, from {listed[0][0]}, and no store gives an id "
+            "twice: migrate into a new store"
+        )
     # Marked until the copy is whole: a copy killed half way leaves a store `fivefold doctor`
     # reports (it said "ok" of the part copied) and this function refuses to copy into or
     # from. Claimed at once with the emptiness: of two copies into one store, one goes on.
@@ -108,9 +117,6 @@ def migrate(
     total, done = src.stats().memories, 0
     relations = aliases = feedback = models = 0
     left_out: list[str] = []
-    # Every namespace's ids in one ascending list: a store's ids are its own across namespaces,
-    # and the destination takes given ids only above those it holds.
-    listed = sorted((i, ns) for ns in namespaces for i in _oldest_first(src, ns))
     copied: set[int] = set()
     for chunk in _chunks(listed, batch):
         records: dict[int, MemoryRecord] = {}
@@ -122,15 +128,23 @@ def migrate(
         # not copied: the counts below compare the stores as they end.
         kept = [i for i, _ in chunk if i in records and i in vectors]
         if kept:
-            dst.insert_memories(
-                [_as_new(records[i]) for i in kept],
-                np.stack([vectors[i] for i in kept]),
-                ids=kept,
-            )
+            try:
+                dst.insert_memories(
+                    [_as_new(records[i]) for i in kept],
+                    np.stack([vectors[i] for i in kept]),
+                    ids=kept,
+                )
+            except InvalidInput as exc:  # its ids passed the copy's: another writer's
+                raise StoreError(
+                    f"{dst.location}: another process wrote into it during the copy ({exc}); "
+                    "the copy stopped there, unfinished: migrate into a new store"
+                ) from exc
             copied.update(kept)
         done += len(chunk)
         if on_progress is not None:
             on_progress(done, total)
+    # The source's next id too: one it gave a memory forgotten since is not given anew here.
+    dst.next_memory_id(at_least=src.next_memory_id())
     for namespace in namespaces:
         for edge in src.relations(namespace):
             memory_id = edge.memory_id if edge.memory_id in copied else None

@@ -1629,8 +1629,8 @@ def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
     url: str, minilm: fivefold.MiniLMEmbedder
 ) -> None:
     """Every write failed (``column "importance" does not exist``) while doctor printed only
-    ``ok`` lines and exited 0 (a hostile pass). The tables are compared with the schema this
-    version makes, made afresh in a scratch schema and rolled back."""
+    ``ok`` lines and exited 0 (a hostile pass). The tables are compared with those this
+    version makes, made afresh as temporary tables and rolled back."""
     from click.testing import CliRunner
 
     from fivefold.cli import cli
@@ -1643,23 +1643,126 @@ def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
         conn.execute("ALTER TABLE memories DROP COLUMN importance")
         conn.execute("ALTER TABLE aliases ALTER COLUMN alias TYPE varchar(200)")
         conn.execute("DROP TABLE feedback_labels")
-        scratch = conn.execute(
-            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'fivefold_check_%'"
-        ).fetchone()
+        conn.execute("ALTER TABLE memories ALTER COLUMN content DROP NOT NULL")
+        conn.execute("ALTER TABLE memories ADD COLUMN extra int NOT NULL DEFAULT 0")
+        conn.execute("ALTER TABLE memories ALTER COLUMN extra DROP DEFAULT")
+        conn.execute("DROP SEQUENCE fivefold_edge_ids CASCADE")
     with Memory.open(url, embedder=minilm) as memory:
         findings = {f.part: f for f in memory.store.check()}
     assert not findings["tables"].ok
     assert "memories.importance is missing" in findings["tables"].detail
-    assert "aliases.alias is varchar, not text" in findings["tables"].detail
+    assert "aliases.alias is character varying(200), not text" in findings["tables"].detail
     assert "table feedback_labels is missing" in findings["tables"].detail
     assert "feedback_labels." not in findings["tables"].detail  # the table once, not each column
+    assert "memories.content is not NOT NULL" in findings["tables"].detail
+    assert "memories.extra is an added NOT NULL column with no default" in findings["tables"].detail
+    assert "sequence fivefold_edge_ids is missing" in findings["tables"].detail
     assert not findings["rows"].ok  # not read from tables that are not whole
-    with psycopg.connect(url, autocommit=True) as conn:  # the scratch schema rolled back
-        after = conn.execute(
-            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'fivefold_check_%'"
-        ).fetchone()
-    assert after == scratch
     result = CliRunner().invoke(cli, ["--db", url, "doctor"])
     assert result.exit_code == 4, result.output
     assert "problem: tables: differ from the schema: " in result.output
     assert "--repair" not in result.output
+
+
+def test_given_ids_wait_for_a_writer_that_took_ids(url: str) -> None:
+    """A copy's given ids were checked against the sequence while another writer, between its
+    ``nextval`` and its commit, held one of them: two memories of one id (in two namespaces,
+    the key allows it), and the sequence set back under them (a hostile pass). The copy now
+    waits for such a writer and then sees its ids."""
+    from fivefold.model import MemoryType, NewMemory
+    from fivefold.store.postgres import schema as pg_schema
+
+    with _open(url) as memory:
+        memory.remember("the first")
+        writer = psycopg.connect(url)  # a writer in the middle of its transaction
+        writer.execute(pg_schema.IDS_SHARED)
+        taken = writer.execute("SELECT nextval('fivefold_memory_ids')").fetchone()[0]
+        new = NewMemory(
+            content="copied under its own id",
+            type=MemoryType.FACT,
+            predicate=None,
+            event_at=None,
+            created_at=NOW,
+            entities=(),
+            importance=0.5,
+            scope=Scope("copy"),
+            session_id=None,
+        )
+        outcome: list[BaseException | int] = []
+
+        def copy() -> None:
+            try:
+                made = memory.store.insert_memories(
+                    [new], memory.embedder.embed([new.content]), ids=[taken]
+                )
+                outcome.append(made[0].id)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=copy)
+        thread.start()
+        time.sleep(0.5)
+        assert outcome == []  # waits for the writer
+        writer.execute(
+            "INSERT INTO memories (namespace, id, content, type, created_at, importance, "
+            "searched, embedding) SELECT 'other', %s, 'the writer''s', 'fact', 0, 0.5, "
+            "searched, embedding FROM memories LIMIT 1",
+            (taken,),
+        )
+        writer.commit()
+        writer.close()
+        thread.join(timeout=60)
+        assert len(outcome) == 1
+        assert isinstance(outcome[0], fivefold.InvalidInput), outcome
+        assert "below this store's next id" in str(outcome[0])
+        assert memory.remember("after both").id > taken
+
+
+def test_a_writer_waits_while_ids_are_given(url: str) -> None:
+    """The other side of the ids lock: a write that takes ids from the sequence waits while a
+    copy's batch holds it (its ids checked and the sequence moved past them), then takes ids
+    above."""
+    from fivefold.store.postgres import schema as pg_schema
+
+    with _open(url) as memory:
+        memory.remember("the first")
+        copying = psycopg.connect(url)
+        copying.execute(pg_schema.IDS_EXCLUSIVE)
+        copying.execute("SELECT setval('fivefold_memory_ids', 500, false)")
+        made: list[int] = []
+        thread = threading.Thread(target=lambda: made.append(memory.remember("waits").id))
+        thread.start()
+        time.sleep(0.5)
+        assert made == []  # waits for the copy's batch
+        copying.commit()
+        copying.close()
+        thread.join(timeout=60)
+        assert made == [500]
+
+
+def test_doctor_checks_the_tables_with_pgvector_elsewhere_and_no_right_to_make_schemas(
+    postgres_server: str,
+) -> None:
+    """The tables check made its scratch tables in a schema of its own, on a path of that
+    schema and ``public``: with pgvector in another schema (as README allows) it could not
+    name the vector type, and a role that may not make schemas could not run it (both
+    healthy stores doctor failed, exit 4). Temporary tables on the store's own path now."""
+    database = f"doc_{uuid.uuid4().hex[:8]}"
+    role = f"r_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {database}")
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+    owner = _other(postgres_server, database=database)
+    with psycopg.connect(owner, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA ext")
+        conn.execute("CREATE EXTENSION vector SCHEMA ext")
+        conn.execute(f"REVOKE CREATE ON DATABASE {database} FROM PUBLIC")
+        conn.execute(f"CREATE SCHEMA app AUTHORIZATION {role}")
+        conn.execute(f"GRANT USAGE ON SCHEMA ext TO {role}")
+    url = _with_path(_other(postgres_server, user=role, database=database), "app,ext")
+    with _open(url) as memory:
+        memory.remember("Priya leads Kestrel")
+        findings = {f.part: f for f in memory.store.check()}
+    assert findings["tables"].ok, findings["tables"]
+    assert findings["tables"].detail == "match the schema"
+    assert all(f.ok for f in findings.values()), findings

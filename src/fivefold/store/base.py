@@ -244,6 +244,12 @@ class Store(Protocol):
         """The note of a copy under way or left unfinished (``mark_copy``), or None."""
         ...
 
+    def next_memory_id(self, *, at_least: int | None = None) -> int:
+        """The id the store's next memory would take (ids are never reused, forgotten ones
+        neither); with ``at_least``, first moved up to it if below (a copy carries its
+        source's over, so that an id forgotten there is not given to another memory)."""
+        ...
+
     # -- learned fusion ------------------------------------------------------------------------
     def add_feedback(
         self,

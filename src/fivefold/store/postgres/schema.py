@@ -353,6 +353,12 @@ def growth_step(memories: int) -> int:
 # One opener at a time creates or migrates a store's schema (its name hashed in: a migration,
 # which may reindex for minutes, held every other store of the database back from opening).
 SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold schema ' || %s, 0))"
+# Memory ids: writers that take them from the sequence share this lock (none waits for
+# another); one that gives its own (a copy keeping its source's) or moves the sequence holds it
+# alone, so that no id it checked is taken before it commits. Per store: its schema's name.
+_IDS_KEY = "hashtextextended('fivefold memory ids ' || current_schema(), 0)"
+IDS_SHARED = f"SELECT pg_advisory_xact_lock_shared({_IDS_KEY})"
+IDS_EXCLUSIVE = f"SELECT pg_advisory_xact_lock({_IDS_KEY})"
 # One opener of the database at a time makes the pgvector extension (``IF NOT EXISTS`` does not
 # keep two at once from colliding: two of three fresh stores opened together failed).
 EXTENSION_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold pgvector', 0))"

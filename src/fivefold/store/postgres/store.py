@@ -71,7 +71,7 @@ from fivefold.store.postgres.lists import Version
 from fivefold.store.postgres.read import PostgresReads, lost_connection
 from fivefold.store.postgres.read import translating as _translating
 from fivefold.store.postgres.upkeep import Upkeep
-from fivefold.store.postgres.write import Writer, no_nul
+from fivefold.store.postgres.write import Writer, move_memory_ids, next_memory_id, no_nul
 from fivefold.store.rows import (
     edge_values,
     feedback_entries,
@@ -500,8 +500,8 @@ class PostgresStore(PostgresReads):
         try:
             with self._read() as conn:
                 drift = schema_drift(conn, self._dim)
-        except psycopg.Error as exc:  # a role that may not make a schema, even rolled back
-            return Finding("tables", False, f"not checked: {exc}".strip())
+        except psycopg.Error as exc:  # a role without even TEMP: not a fault of the store
+            return Finding("tables", True, f"not checked: {exc}".strip())
         if not drift:
             return Finding("tables", True, "match the schema")
         return Finding("tables", False, "differ from the schema: " + "; ".join(drift))
@@ -532,6 +532,12 @@ class PostgresStore(PostgresReads):
                 "SELECT value FROM fivefold_meta WHERE key = %s", (PROGRESS_PREFIX + key,)
             ).fetchone()
         return None if row is None else str(row[0])
+
+    def next_memory_id(self, *, at_least: int | None = None) -> int:
+        if at_least is None:
+            with self._read() as conn:
+                return next_memory_id(conn)
+        return self._write(lambda conn, _: move_memory_ids(conn, at_least))
 
     def copy_mark(self) -> str | None:
         with self._read() as conn:
@@ -648,36 +654,69 @@ FROM memories WHERE namespace = %(ns)s
 __all__ = ["PostgresStore"]
 
 
+# A schema's tables' columns (type with its modifier: vector(384), varchar(200); NOT NULL; a
+# default) and its sequences.
 _COLUMNS = """
-SELECT table_name, column_name, udt_name FROM information_schema.columns
-WHERE table_schema = current_schema()
+SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.atthasdef
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+WHERE c.relnamespace = %s::regnamespace AND c.relkind IN ('r', 'p') AND a.attnum > 0
+  AND NOT a.attisdropped
 """
+_SEQUENCES = "SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace AND relkind = 'S'"
+Column = tuple[str, bool, bool]  # type, NOT NULL, has a default
 
 
 def schema_drift(conn: psycopg.Connection, dim: int) -> list[str]:
-    """Each column this version's tables have that the store's lack or hold as another type:
-    the expected ones read from the schema made afresh in a scratch schema, rolled back (no
-    second list of columns to keep in step with the migrations)."""
-    found = {(str(t), str(c)): str(u) for t, c, u in conn.execute(_COLUMNS)}
-    scratch = f"fivefold_check_{uuid.uuid4().hex[:12]}"
+    """What in the store's tables differs from those this version makes: a table, column or
+    sequence missing, a column of another type or nullability, a column added NOT NULL with no
+    default (every insert fails). The expected ones are made afresh as temporary tables
+    (``pg_temp``: no right beyond the TEMP every role has) and rolled back, so there is no
+    second list of columns to keep in step with the migrations."""
+    mine = _value(conn, "SELECT current_schema()")
+    found, held = _columns(conn, mine)
     with conn.transaction(force_rollback=True):
-        conn.execute(f"CREATE SCHEMA {scratch}")
-        conn.execute(f"SET LOCAL search_path = {scratch}, public")
+        path = _value(conn, "SELECT current_setting('search_path')")
+        # The store's path after it: the vector type where the store finds it.
+        conn.execute(f"SET LOCAL search_path = pg_temp, {path}")
         conn.execute(schema.META_DDL)
         for step in schema.MIGRATIONS:
             conn.execute(step.format(dim=dim))
-        expected = {(str(t), str(c)): str(u) for t, c, u in conn.execute(_COLUMNS)}
+        scratch = _value(conn, "SELECT pg_my_temp_schema()::regnamespace")
+        expected, sequences = _columns(conn, scratch)
     tables = {table for table, _ in found}
     drift = sorted({f"table {t} is missing" for t, _ in expected if t not in tables})
-    for (table, column), kind in sorted(expected.items()):
-        held = found.get((table, column))
+    drift += [f"sequence {name} is missing" for name in sorted(sequences - held)]
+    for (table, column), (kind, not_null, _) in sorted(expected.items()):
         if table not in tables:
             continue
-        if held is None:
+        got = found.get((table, column))
+        if got is None:
             drift.append(f"{table}.{column} is missing")
-        elif held != kind:
-            drift.append(f"{table}.{column} is {held}, not {kind}")
+        elif got[0] != kind:
+            drift.append(f"{table}.{column} is {got[0]}, not {kind}")
+        elif got[1] != not_null:
+            drift.append(f"{table}.{column} is {'' if got[1] else 'not '}NOT NULL")
+    ours = {table for table, _ in expected}
+    for (table, column), (_, not_null, default) in sorted(found.items()):
+        # Every insert, which does not name it, fails.
+        if table in ours and (table, column) not in expected and not_null and not default:
+            drift.append(f"{table}.{column} is an added NOT NULL column with no default")
     return drift
+
+
+def _value(conn: psycopg.Connection, query: str) -> str:
+    row = conn.execute(query).fetchone()
+    return "" if row is None else str(row[0])
+
+
+def _columns(
+    conn: psycopg.Connection, namespace: str
+) -> tuple[dict[tuple[str, str], Column], set[str]]:
+    columns = {
+        (str(t), str(c)): (str(k), bool(n), bool(d))
+        for t, c, k, n, d in conn.execute(_COLUMNS, (namespace,))
+    }
+    return columns, {str(r[0]) for r in conn.execute(_SEQUENCES, (namespace,))}
 
 
 def _schema_version(value: str, location: str) -> int:

@@ -83,6 +83,7 @@ class Writer:
         _lock_sessions(conn, (g for m in memories if (g := batch.group_of(m)) is not None))
         counted = self._lines.count([(m.predicate or "", m.content) for m in memories])
         if given is None:
+            conn.execute(schema.IDS_SHARED)  # beside other writers; not beside given ids
             reserved = conn.execute(
                 "SELECT nextval('fivefold_memory_ids') FROM generate_series(1, %s)",
                 (len(memories),),
@@ -409,17 +410,36 @@ class OlderRows:
 
 
 def _take_ids(conn: psycopg.Connection, given: Sequence[int], count: int) -> list[int]:
-    """``given`` ids (``batch.given_ids``), the sequence moved past them at once: a writer
-    beside this one then takes ids above them. (Sequences are not rolled back: a batch that
-    fails leaves a gap, as a reserved one does.)"""
+    """``given`` ids (``batch.given_ids``), the sequence moved past them. Alone
+    (``schema.IDS_EXCLUSIVE``): a writer that had taken ids from the sequence has committed,
+    and the next waits for this one, so none takes a given id meanwhile (a writer into a copy's
+    destination took ids the copy then gave memories of other namespaces: two of each id, and
+    the sequence set back under them). Sequences are not rolled back: a batch that fails
+    leaves a gap, as a reserved one does."""
+    ids = batch.given_ids(given, count, move_memory_ids(conn, None))
+    if ids:
+        move_memory_ids(conn, ids[-1] + 1)
+    return ids
+
+
+def next_memory_id(conn: psycopg.Connection) -> int:
+    """The id the sequence gives next."""
     row = conn.execute(
         "SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END "
         "FROM fivefold_memory_ids"
     ).fetchone()
-    ids = batch.given_ids(given, count, int(row[0]) if row else 1)
-    if ids:
-        conn.execute("SELECT setval('fivefold_memory_ids', %s)", (ids[-1],))
-    return ids
+    return int(row[0]) if row else 1
+
+
+def move_memory_ids(conn: psycopg.Connection, at_least: int | None) -> int:
+    """In the caller's transaction, alone with the sequence until it ends: its next id, first
+    moved up to ``at_least`` when below."""
+    conn.execute(schema.IDS_EXCLUSIVE)
+    now = next_memory_id(conn)
+    if at_least is not None and at_least > now:
+        conn.execute("SELECT setval('fivefold_memory_ids', %s, false)", (at_least,))
+        return at_least
+    return now
 
 
 def _execute_many(conn: psycopg.Connection, statement: str, params: Sequence[Any]) -> None:
@@ -467,4 +487,4 @@ def _memory_row(
     )
 
 
-__all__ = ["OlderRows", "Writer", "no_nul"]
+__all__ = ["OlderRows", "Writer", "move_memory_ids", "next_memory_id", "no_nul"]

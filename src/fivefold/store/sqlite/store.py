@@ -723,6 +723,20 @@ class SQLiteStore:
             row = self._execute("SELECT value FROM meta WHERE key = ?", (COPY_MARK,)).fetchone()
         return None if row is None else str(row[0])
 
+    def next_memory_id(self, *, at_least: int | None = None) -> int:
+        if at_least is None:
+            with self._lock:
+                return int(self._execute(schema.NEXT_MEMORY_ID).fetchone()[0])
+        with self._transaction():
+            now = int(self._conn.execute(schema.NEXT_MEMORY_ID).fetchone()[0])
+            if at_least > now:  # AUTOINCREMENT's counter: the next id is one above it
+                self._conn.execute("DELETE FROM sqlite_sequence WHERE name = 'memories'")
+                self._conn.execute(
+                    "INSERT INTO sqlite_sequence (name, seq) VALUES ('memories', ?)",
+                    (at_least - 1,),
+                )
+        return max(now, at_least)
+
     # -- learned fusion ---------------------------------------------------------------------------
     def add_feedback(
         self,
