@@ -359,6 +359,11 @@ SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold schema ' 
 _IDS_KEY = "hashtextextended('fivefold memory ids ' || current_schema(), 0)"
 IDS_SHARED = f"SELECT pg_advisory_xact_lock_shared({_IDS_KEY})"
 IDS_EXCLUSIVE = f"SELECT pg_advisory_xact_lock({_IDS_KEY})"
+# Ids for a batch, the shared lock taken first in the same statement (no row is made before
+# the one-row lock subquery has run): no round trip of its own (~0.2 ms of a 6 ms remember).
+RESERVE_IDS = f"""
+SELECT nextval('fivefold_memory_ids') FROM ({IDS_SHARED}) AS held, generate_series(1, %s)
+"""
 # One opener of the database at a time makes the pgvector extension (``IF NOT EXISTS`` does not
 # keep two at once from colliding: two of three fresh stores opened together failed).
 EXTENSION_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold pgvector', 0))"

@@ -82,12 +82,8 @@ class Writer:
         # Before the ids: a session's writes then take their ids in the order they commit.
         _lock_sessions(conn, (g for m in memories if (g := batch.group_of(m)) is not None))
         counted = self._lines.count([(m.predicate or "", m.content) for m in memories])
-        if given is None:
-            conn.execute(schema.IDS_SHARED)  # beside other writers; not beside given ids
-            reserved = conn.execute(
-                "SELECT nextval('fivefold_memory_ids') FROM generate_series(1, %s)",
-                (len(memories),),
-            ).fetchall()
+        if given is None:  # beside other writers, not beside given ids (``schema.IDS_SHARED``)
+            reserved = conn.execute(schema.RESERVE_IDS, (len(memories),)).fetchall()
             ids = sorted(int(r[0]) for r in reserved)
         else:
             ids = _take_ids(conn, given, len(memories))
