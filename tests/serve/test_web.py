@@ -86,24 +86,29 @@ def test_a_query_renders_plan_scores_ranks_and_fusion_terms(
     assert (folder / "web-page.png").stat().st_size > 10_000
 
 
-def test_the_browser_forgets_and_a_bad_key_shows_an_error(page: Any, keyed_server: Server) -> None:
-    content = f"A note to forget {uuid.uuid4().hex[:8]}"
+def _browsed(page: Any, server: Server, content: str) -> tuple[int, Any]:
+    """A memory written as tenant "beta", then the page opened with beta's key: its id and
+    its row in the memory browser."""
     made = httpx.post(
-        keyed_server.url + "/v1/memories",
-        json={"content": content},
-        headers=keyed_server.headers("beta"),
+        server.url + "/v1/memories", json={"content": content}, headers=server.headers("beta")
     ).json()
-    page.goto(keyed_server.url + "/")
-    page.fill("#key", keyed_server.tokens["beta"])
+    page.goto(server.url + "/")
+    page.fill("#key", server.tokens["beta"])
     page.dispatch_event("#key", "change")
     page.click("#refresh")
     row = page.locator(f"#memories li[data-id='{made['id']}']")
     row.wait_for()
+    return int(made["id"]), row
+
+
+def test_the_browser_forgets_and_a_bad_key_shows_an_error(page: Any, keyed_server: Server) -> None:
+    content = f"A note to forget {uuid.uuid4().hex[:8]}"
+    made_id, row = _browsed(page, keyed_server, content)
     assert content in row.inner_text()
     row.locator("button").click()
     row.wait_for(state="detached")
     gone = httpx.get(
-        f"{keyed_server.url}/v1/memories/{made['id']}", headers=keyed_server.headers("beta")
+        f"{keyed_server.url}/v1/memories/{made_id}", headers=keyed_server.headers("beta")
     )
     assert gone.status_code == 404
     page.fill("#key", "ff_wrong_key")
@@ -131,17 +136,7 @@ def test_a_long_unbroken_string_keeps_the_buttons_on_the_page(
     1280-pixel page (nothing wrapped it)."""
     stamp = uuid.uuid4().hex[:8]
     content = f"The design doc {stamp} is at https://docs.example.com/d/{'AbC1' * 120}/edit"
-    made = httpx.post(
-        keyed_server.url + "/v1/memories",
-        json={"content": content},
-        headers=keyed_server.headers("beta"),
-    ).json()
-    page.goto(keyed_server.url + "/")
-    page.fill("#key", keyed_server.tokens["beta"])
-    page.dispatch_event("#key", "change")
-    page.click("#refresh")
-    row = page.locator(f"#memories li[data-id='{made['id']}']")
-    row.wait_for()
+    _, row = _browsed(page, keyed_server, content)
     page.fill("#query", f"design doc {stamp}")
     page.click("#search button")
     page.wait_for_selector("#results li")

@@ -1522,33 +1522,29 @@ def test_reads_after_the_servers_connections_were_cut_succeed(url: str) -> None:
     each idle pooled connection failed its next call: 8 calls in a row (a hostile pass's
     find). A read that meets one is made again once the pool has replaced them."""
     with psycopg.connect(url, autocommit=True) as admin:
-        began = admin.execute("SELECT now()").fetchone()
+        began = admin.execute("SELECT now()").fetchone()[0]
     with _open(url) as memory:
         memory.remember("Priya leads Kestrel")
-        start = threading.Barrier(6)
-
-        def busy() -> None:  # several connections into the pool at once
-            start.wait()
-            memory.recall("who leads Kestrel?")
-
-        threads = [threading.Thread(target=busy) for _ in range(6)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
-        with psycopg.connect(url, autocommit=True) as admin:
-            cut = admin.execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-                "AND backend_type = 'client backend' AND state = 'idle' "
-                "AND backend_start >= %s",  # this store's: not another test's
-                began,
-            ).fetchone()
-        assert cut is not None
-        assert cut[0] >= 2
+        _fill_the_pool(memory)
+        assert _cut_idle(url, began) >= 2
         for _ in range(10):
             assert memory.recall("who leads Kestrel?").hits
             assert memory.get(1).content == "Priya leads Kestrel"
+
+
+def _fill_the_pool(memory: Memory) -> None:
+    """Six recalls at once: several connections into the pool."""
+    start = threading.Barrier(6)
+
+    def busy() -> None:
+        start.wait()
+        memory.recall("who leads Kestrel?")
+
+    threads = [threading.Thread(target=busy) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
 
 
 def _cut_idle(url: str, began: Any) -> int:
@@ -1575,17 +1571,7 @@ def test_writes_after_the_servers_connections_were_cut_succeed(url: str) -> None
     with _open(url) as memory:
         notes = [{"content": f"note {n} about Kestrel"} for n in range(8)]
         ids = [r.id for r in memory.remember_many(notes)]
-        start = threading.Barrier(6)
-
-        def busy() -> None:  # several connections into the pool at once
-            start.wait()
-            memory.recall("Kestrel")
-
-        threads = [threading.Thread(target=busy) for _ in range(6)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=60)
+        _fill_the_pool(memory)
         assert _cut_idle(url, began) >= 2
         for memory_id in ids:
             memory.forget(memory_id)

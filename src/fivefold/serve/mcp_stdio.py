@@ -115,7 +115,26 @@ def _error(request_id: int | str | None, code: int, message: str) -> JSONRPCErro
 DRAIN_SECONDS = 60.0
 
 
-class _Answered:
+class _Closing:
+    """A stream as an async context manager: closed (``aclose``) on leaving it."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+
+class _Answered(_Closing):
     """The transport's write stream, noting which requests are still to be answered: the end
     of stdin waits for them (the SDK cancelled them there, and a piped one-shot ``remember``
     was written and never answered)."""
@@ -161,20 +180,8 @@ class _Answered:
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    async def __aenter__(self) -> Self:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
-
-
-class _Answering:
+class _Answering(_Closing):
     """The transport's read stream, less its parse errors: each is answered on the write stream
     and the next message is read instead. Its end waits until the requests read have been
     answered."""
@@ -213,18 +220,6 @@ class _Answering:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
 
 __all__ = ["rejection", "run_stdio"]
