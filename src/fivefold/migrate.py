@@ -24,6 +24,7 @@ from fivefold.errors import InvalidInput, StoreError
 from fivefold.memory import Memory
 from fivefold.model import MemoryRecord, NewEdge, NewMemory, Scope
 from fivefold.store.base import Store
+from fivefold.store.batch import IdTaken
 
 PAGE = 1000
 T = TypeVar("T")
@@ -134,7 +135,7 @@ def migrate(
                     np.stack([vectors[i] for i in kept]),
                     ids=kept,
                 )
-            except InvalidInput as exc:  # its ids passed the copy's: another writer's
+            except IdTaken as exc:  # its ids passed the copy's: another writer's
                 raise StoreError(
                     f"{dst.location}: another process wrote into it during the copy ({exc}); "
                     "the copy stopped there, unfinished: migrate into a new store"

@@ -201,10 +201,12 @@ def session_context(
 
 
 __all__ = [
+    "IdTaken",
     "Mentions",
     "Named",
     "entity_keys",
     "first_spellings",
+    "given_ids",
     "group_of",
     "memory_values",
     "mentions",
@@ -213,6 +215,10 @@ __all__ = [
     "session_members",
     "sessions",
 ]
+
+
+class IdTaken(InvalidInput):
+    """A given id the store has given before (or passed: ids are never given twice)."""
 
 
 def given_ids(ids: Sequence[int], count: int, next_id: int) -> list[int]:
@@ -225,5 +231,5 @@ def given_ids(ids: Sequence[int], count: int, next_id: int) -> list[int]:
     if any(b <= a for a, b in pairwise(given)):
         raise InvalidInput("given ids must ascend")
     if given and given[0] < next_id:
-        raise InvalidInput(f"id {given[0]} is below this store's next id, {next_id}")
+        raise IdTaken(f"id {given[0]} is below this store's next id, {next_id}")
     return given
