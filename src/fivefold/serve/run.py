@@ -192,8 +192,8 @@ def serve(
     made, held = None, None
     if settings.workers > 1 and not os.environ.get(METRICS_DIR_ENV):
         # prometheus-client merges the workers' counters through files in this folder: ours
-        # to remove when the server stops (each multi-worker run left one in /tmp). Named by
-        # this process: a later server removes one whose supervisor was killed (SIGKILL).
+        # to remove when the server stops (each multi-worker run left one in /tmp). Locked by
+        # this process while it runs: a later server removes one whose supervisor was killed.
         sweep_metrics_folders()
         made = tempfile.mkdtemp(prefix=METRICS_PREFIX)
         held = hold_metrics_folder(made)
