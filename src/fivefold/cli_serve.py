@@ -39,7 +39,8 @@ def _need_extra(*modules: str) -> None:
 @click.pass_context
 @friendly
 def serve(ctx: click.Context, /, host: str | None, port: int | None, workers: int | None) -> None:
-    """Serve the HTTP API (/v1, OpenAPI at /docs), MCP at /mcp and the web page at /."""
+    """Serve the HTTP API (/v1, its OpenAPI schema at /openapi.json), MCP at /mcp and the web page
+    at /."""
     _need_extra()
     from fivefold.serve import run
     from fivefold.serve.keys import KeyRing, load_keys
