@@ -276,7 +276,8 @@ class Store(Protocol):
 
     def compact(self) -> int:
         """Purge from the derived indexes what replaced and forgotten memories left behind, so
-        every statistic counts the current rows only; returns how many indexes were rebuilt."""
+        every statistic counts the current rows only, and merge what small writes split;
+        returns how many indexes (embedded) or lists' chunks (Postgres) were rebuilt."""
         ...
 
     def stats(self, namespace: str | None = None) -> StoreStats:

@@ -1,11 +1,11 @@
 """The Postgres rows behind the session context rules (``store/context.py``), inside one write
-transaction. Document-frequency and namespace changes are gathered and applied at the end, in
-sorted order (``Deltas.flush``), so concurrent writers lock shared rows in the same order."""
+transaction. Document-frequency, posting-list and namespace changes are gathered and applied at
+the end, in sorted order (``Deltas.flush``), so concurrent writers lock shared rows in the same
+order."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +15,8 @@ from fivefold.embed.base import Vectors
 from fivefold.errors import StoreError
 from fivefold.store.context import Group, Neighbour
 from fivefold.store.postgres import schema
-from fivefold.store.tokens import Counted, Tokenizer, field_norm
+from fivefold.store.postgres.packed import Rewrites
+from fivefold.store.tokens import Counted, Tokenizer
 
 _GROUP = (
     "SELECT namespace, user_id, agent_id, session_id FROM memories WHERE namespace = %s AND id = %s"
@@ -31,28 +32,45 @@ _AFTER = _SIDE.format(op=">", order="ASC")
 
 @dataclass
 class Growth:
-    """What a write's growth asks of the tables after its transaction."""
+    """What a write's growth asks of the tables after its transaction: planner statistics, a
+    vacuum, and the namespaces whose lists are to be compacted (``PostgresStore.compact``)."""
 
     analyze: bool = False
     vacuum: bool = False
+    compact: frozenset[str] = frozenset()
 
-    def add(self, before: int, now: int) -> None:
+    def add(self, namespace: str, before: int, now: int) -> None:
         """A namespace that went from ``before`` to ``now`` memories."""
         before = max(before, 0)
+        grew = False
         if now >= schema.ANALYZE_FROM and now.bit_length() > before.bit_length():
-            self.analyze = True
+            self.analyze = grew = True
         if now >= schema.VACUUM_FROM and schema.growth_step(now) > schema.growth_step(before):
-            self.vacuum = True
+            self.vacuum = grew = True
+        if grew:
+            self.compact |= {namespace}
+
+    def __or__(self, other: Growth) -> Growth:
+        return Growth(
+            self.analyze or other.analyze,
+            self.vacuum or other.vacuum,
+            self.compact | other.compact,
+        )
+
+    def __bool__(self) -> bool:
+        return self.analyze or self.vacuum or bool(self.compact)
 
 
 @dataclass
 class Deltas:
     """Per namespace: document-frequency changes by (field, term) and column, the memory count
-    and each column's token total (``schema.COLUMNS`` order)."""
+    and each column's token total (``schema.COLUMNS`` order); and the postings of memories
+    written before the transaction that it removes or adds (``lists``)."""
 
     terms: dict[tuple[str, int], dict[str, list[int]]] = field(default_factory=dict)
     memories: Counter[str] = field(default_factory=Counter)
     tokens: dict[str, list[int]] = field(default_factory=dict)
+    lists: Rewrites = field(default_factory=Rewrites)
 
     def add(self, namespace: str, kind: int, counted: Counted, sign: int) -> None:
         """A memory's text of field ``kind`` counted in (``sign`` 1) or out (-1)."""
@@ -69,23 +87,30 @@ class Deltas:
         totals[base + 1] += sign * counted.second_length
 
     def flush(self, conn: psycopg.Connection) -> Growth:
-        """Apply the deltas. Returns what the namespaces' growth asks of the tables: planner
-        statistics when one crossed a power of two (from ``schema.ANALYZE_FROM``), a vacuum
-        when one of ``schema.VACUUM_FROM`` memories or more grew into a new
-        ``schema.growth_step``."""
-        for (namespace, kind), table in sorted(self.terms.items()):
+        """Apply the deltas. The ``term_stats`` row of every list merged is locked with the
+        counts (by an update adding 0 where its count does not change) before the merge reads
+        the list: a merge of the same list waits for this transaction. Returns what the
+        namespaces' growth asks of the tables: planner statistics when one crossed a power of
+        two (from ``schema.ANALYZE_FROM``), a vacuum when one of ``schema.VACUUM_FROM``
+        memories or more grew into a new ``schema.growth_step``."""
+        for namespace, kind in sorted(set(self.terms) | set(self.lists.keys())):
+            table = self.terms.get((namespace, kind), {})
+            merged = self.lists.terms(namespace, kind)
             changed = sorted((t, d[0], d[1]) for t, d in table.items() if d[0] or d[1])
+            changed += [(t, 0, 0) for t in merged if not any(table.get(t, (0, 0)))]
             if not changed:
                 continue
+            changed.sort()
             columns = [list(c) for c in zip(*changed, strict=True)]
             conn.execute(schema.BUMP_TERMS, (namespace, kind, *columns))
-            gone = [t for t, d1, d2 in changed if d1 < 0 or d2 < 0]
+            gone = [t for t, d1, d2 in changed if d1 <= 0 and d2 <= 0]
             if gone:
                 conn.execute(
                     "DELETE FROM term_stats WHERE namespace = %s AND field = %s "
                     "AND term = ANY(%s::text[]) AND df1 <= 0 AND df2 <= 0",
                     (namespace, kind, gone),
                 )
+        self.lists.flush(conn)
         growth = Growth()
         for namespace in sorted(set(self.memories) | set(self.tokens)):
             tokens = self.tokens.get(namespace, [0, 0, 0, 0])
@@ -94,122 +119,15 @@ class Deltas:
             ).fetchone()
             now = int(row[0]) if row else 0
             before = now - self.memories[namespace]
-            growth.add(before, now)
+            growth.add(namespace, before, now)
         return growth
 
 
-Posting = tuple[str, str, int, int, int, int, int]
-
-
 class MemoryGone(StoreError):
-    """A row this write read has been deleted or rewritten by another transaction since: a
-    posting's memory row that was not there to read its type from, or a session neighbour
-    whose context changed under the write. The write is retried; what reaches the caller after
+    """A row this write read has been deleted or rewritten by another transaction since: an
+    entity a batch names, or a session neighbour whose context changed under the write. The
+    write is retried; what reaches the caller after
     the last attempt is a ``StoreError`` that says so."""
-
-
-def insert_postings(conn: psycopg.Connection, kind: int, rows: Sequence[Posting]) -> None:
-    """Posting rows of field ``kind``, each with its memory's type, read from the memory's row:
-    every one is written, or ``MemoryGone`` (the statement's join would drop it silently, and
-    the document frequencies already count it)."""
-    if not rows:
-        return
-    cursor = conn.execute(
-        schema.INSERT_POSTINGS_MANY, (kind, *[list(c) for c in zip(*rows, strict=True)])
-    )
-    if cursor.rowcount != len(rows):
-        raise MemoryGone(
-            f"{len(rows) - cursor.rowcount} postings lost their memory row to a concurrent "
-            "delete while this write ran; nothing was written: try again"
-        )
-
-
-def copy_postings(
-    conn: psycopg.Connection, kind: int, rows: Sequence[Posting], types: dict[int, str]
-) -> None:
-    """Posting rows of field ``kind`` for memories this transaction inserted, whose ``types``
-    the caller knows (``copy_text``, then ``send_copy``)."""
-    send_copy(conn, copy_text(kind, rows, types))
-
-
-def copy_text(kind: int, rows: Sequence[Posting], types: dict[int, str]) -> bytes:
-    """COPY's text for posting rows of field ``kind``, sent without reading each memory's row
-    (no other transaction can delete a row this one has not committed). Formatted here a row
-    per line, which sorts cheaply (below); binary ``write_row``, a Python call per row and
-    column, took 4 us a posting under cProfile. A term needs no escaping (a token is letters
-    and digits: ``Tokenizer``); a namespace may."""
-    escaped: dict[str, str] = {}
-    lines = []
-    for namespace, term, memory_id, first, second, norm1, norm2 in rows:
-        ns = escaped.get(namespace)
-        if ns is None:
-            ns = escaped[namespace] = escape(namespace)
-        lines.append(
-            f"{ns}\t{kind}\t{term}\t{memory_id}\t{first}\t{second}\t{norm1}\t{norm2}"
-            f"\t{types[memory_id]}\n"
-        )
-    return sorted_text(lines)
-
-
-def sorted_text(lines: list[str]) -> bytes:
-    """COPY lines as one text, in key order (a line starts with the key's columns, the id as
-    text: near enough): consecutive rows land in the same index pages. Bulk writes 12 %
-    faster on 20,000 memories, 8 % on 100,000 (the same code unsorted, one run after the
-    other)."""
-    lines.sort()
-    return "".join(lines).encode()
-
-
-def copy_lines(
-    namespace: str, kind: int, memory_id: int, counted: Counted, mtype: str
-) -> list[str]:
-    """``copy_text``'s lines of one memory's field, unsorted, from its counts (no ``Posting``
-    in between: a bulk write formats ~60 a memory). ``namespace`` as ``escape`` gives it."""
-    head = f"{namespace}\t{kind}\t"
-    tail = f"\t{field_norm(counted.first_length)}\t{field_norm(counted.second_length)}\t{mtype}\n"
-    first, second = counted.first.get, counted.second.get
-    return [
-        f"{head}{term}\t{memory_id}\t{first(term, 0)}\t{second(term, 0)}{tail}"
-        for term in counted.terms
-    ]
-
-
-def send_copy(conn: psycopg.Connection, text: bytes) -> None:
-    """Posting rows as ``copy_text`` formatted them, streamed by COPY."""
-    if not text:
-        return
-    payload = memoryview(text)
-    with conn.cursor() as cur, cur.copy(schema.COPY_POSTINGS) as copy:
-        for start in range(0, len(payload), COPY_CHUNK):
-            copy.write(payload[start : start + COPY_CHUNK])
-
-
-COPY_CHUNK = 1 << 20  # bytes a COPY sends at a time
-
-
-def escape(value: str) -> str:
-    """A value as a COPY text column: backslash, tab, newline and carriage return escaped."""
-    return (
-        value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-    )
-
-
-def postings(namespace: str, memory_id: int, counted: Counted) -> list[Posting]:
-    """The posting rows of one field of a memory: per term its two columns' frequencies and
-    lengths."""
-    norm1, norm2 = field_norm(counted.first_length), field_norm(counted.second_length)
-    return [
-        (namespace, t, memory_id, counted.first[t], counted.second[t], norm1, norm2)
-        for t in sorted(counted.terms)
-    ]
-
-
-def drop_postings(
-    conn: psycopg.Connection, namespace: str, kind: int, memory_id: int, counted: Counted
-) -> None:
-    terms = sorted(counted.terms)
-    if terms:
-        conn.execute(schema.DELETE_POSTINGS, (namespace, kind, terms, memory_id))
 
 
 class PostgresContextRows:
@@ -227,9 +145,8 @@ class PostgresContextRows:
         self.namespace = ""  # set by the caller: context never crosses a namespace
         # id -> ns, near, far, the window's token count and its unused second column's (0)
         self._texts: dict[int, tuple[str, str, str, int, int]] = {}
-        self._contents: dict[int, str] = {}  # id -> content, read with its context
+        self._contents: dict[int, tuple[str, str]] = {}  # id -> content, type: read with context
         self._searched: dict[int, tuple[str, Vectors | None]] = {}
-        self._postings: list[Posting] = []
 
     def group_of(self, memory_id: int) -> Group | None:
         row = self._conn.execute(_GROUP, (self.namespace, memory_id)).fetchone()
@@ -250,33 +167,34 @@ class PostgresContextRows:
         if memory_id in self._texts:
             return self._texts[memory_id][1:3]
         row = self._conn.execute(
-            "SELECT context_near, context_far, content FROM memories "
+            "SELECT context_near, context_far, content, type FROM memories "
             "WHERE namespace = %s AND id = %s",
             (self.namespace, memory_id),
         ).fetchone()
         if row is None:
             raise KeyError(memory_id)
-        self._contents[memory_id] = str(row[2])  # its window holds it too (set_context)
+        self._contents[memory_id] = (str(row[2]), str(row[3]))  # for its window (set_context)
         return (str(row[0]), str(row[1]))
 
     def set_context(
         self, group: Group, memory_id: int, old: tuple[str, str], new: tuple[str, str]
     ) -> None:
         namespace = group[0]
-        content = self._contents.get(memory_id)
-        if content is None:
+        known = self._contents.get(memory_id)
+        if known is None:
             row = self._conn.execute(
-                "SELECT content FROM memories WHERE namespace = %s AND id = %s",
+                "SELECT content, type FROM memories WHERE namespace = %s AND id = %s",
                 (namespace, memory_id),
             ).fetchone()
             if row is None:
                 raise KeyError(memory_id)
-            content = str(row[0])
+            known = (str(row[0]), str(row[1]))
+        content, mtype = known
         # Its window (own text and context) changes with its context.
         before, after = self._tokenizer.windows([(content, *old), (content, *new)])
-        drop_postings(self._conn, namespace, schema.CONTEXT, memory_id, before)
+        self._deltas.lists.remove(namespace, schema.CONTEXT, memory_id, before)
         self._deltas.add(namespace, schema.CONTEXT, before, -1)
-        self._postings += postings(namespace, memory_id, after)
+        self._deltas.lists.add(namespace, schema.CONTEXT, memory_id, after, mtype)
         self._deltas.add(namespace, schema.CONTEXT, after, 1)
         lengths = (after.first_length, after.second_length)
         self._texts[memory_id] = (namespace, *new, *lengths)
@@ -294,8 +212,8 @@ class PostgresContextRows:
         self._searched[memory_id] = (self.namespace, vector)
 
     def flush(self) -> None:
-        """Write what the refreshes decided, a statement per kind for the whole batch."""
-        insert_postings(self._conn, schema.CONTEXT, self._postings)
+        """Write what the refreshes decided, a statement per kind for the whole batch (the
+        postings at the end of the transaction: ``Deltas.flush``)."""
         with self._conn.cursor() as cur:
             if self._texts:
                 cur.executemany(
@@ -317,7 +235,7 @@ class PostgresContextRows:
                         for i, (ns, v) in self._searched.items()
                     ],
                 )
-        self._postings, self._texts, self._searched = [], {}, {}
+        self._texts, self._searched = {}, {}
 
 
 def as_array(value: object) -> Vectors:

@@ -1,25 +1,17 @@
 """Posting lists a process has read, kept for the searches after it while the namespace does
 not change.
 
-A lexical search reads each of its (field, token) lists packed into one value (``schema.
-BM25_POSTINGS``); at 100k memories the longest hold 50,000-100,000 postings, 10-22 ms each to
-read and pack on the server, and queries share their common tokens. A list is kept with the
-version of the namespace's row in the snapshot that read it: its generation, which every write
-that changes a posting bumps in the same transaction (``Deltas.flush``), and the row version's
-``xmin``, which tells a namespace made again (a schema dropped and created) from the one the
-lists came from, though its generations restart. (A point-in-time restore under a running
-process could bring both back with other postings: restart such processes after one.) A
-search whose snapshot sees the same
-version sees the same postings: a list kept for it is the list it would read. A newer version
-drops the namespace's lists; a search from an older snapshot neither reads nor keeps any. Only
-whole lists are kept: read without a scope, type or id filter.
-
-Reading a list whole costs more than the pruned strategies' partial reads, once; kept, it costs
-nothing after. So a namespace that is searched and not written (``STEADY_SEARCHES`` searches in
-this process at one version) has its lists read whole and kept; one written between its
-searches keeps the pruning (each write would make every list be read again), and so does one
-whose lists do not stay kept (one larger than the cache, or evicted since the version began):
-read whole every time, they would cost more than pruning.
+A lexical search reads each of its (field, token) lists whole (``lexical.Lexical``); at 100k
+memories the longest hold 50,000-100,000 postings (~1.4 MB), and queries share their common
+tokens. A list is kept with the version of the namespace's row in the snapshot that read it:
+its generation, which every write that changes a posting bumps in the same transaction
+(``Deltas.flush``), and the row version's ``xmin``, which tells a namespace made again (a
+schema dropped and created) from the one the lists came from, though its generations restart.
+(A point-in-time restore under a running process could bring both back with other postings:
+restart such processes after one.) A search whose snapshot sees the same version sees the same
+postings: a list kept for it is the list it would read. A newer version drops the namespace's
+lists; a search from an older snapshot neither reads nor keeps any. The ids of a user's or an
+agent's memories (``Lexical._scope_ids``) are kept the same way, under a key of their own.
 """
 
 from __future__ import annotations
@@ -30,19 +22,18 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["LIST_CACHE_BYTES", "STEADY_SEARCHES", "ListCache", "Version"]
+__all__ = ["LIST_CACHE_BYTES", "ListCache", "Version"]
 
-# Per store object. A list costs 16 bytes a posting (12 for one weighted column): the longest
-# at 100k memories is ~1.5 MB, all of them together ~120 MB.
+# Per store object. A list costs 14 bytes a posting (19 in the field with two columns): the
+# longest at 100k memories is ~1.4 MB, all of them together ~90 MB.
 LIST_CACHE_BYTES = 64 << 20
 # Counted for each list besides its postings and its term: the entry, its key and the array's
 # header (measured: ~860 bytes a one-posting list, all told). An empty list is not free.
 ENTRY_BYTES = 1_024
-STEADY_SEARCHES = 4
-# Namespaces remembered (version, count), least recently searched out with their lists.
+# Namespaces remembered (version), least recently searched out with their lists.
 MAX_NAMESPACES = 4_096
 
-ListKey = tuple[int, str, bool]  # field, term, whether its second column is kept
+ListKey = tuple[int, str]  # field, term (field -1: a scope's memory ids)
 Version = tuple[int, int]  # the namespace row's generation and xmin
 
 
@@ -58,8 +49,6 @@ class ListCache:
         # Least recently searched first.
         self._versions: OrderedDict[str, Version] = OrderedDict()
         self._names: dict[str, str] = {}
-        self._searches: dict[str, int] = {}  # searches at the namespace's version
-        self._crowded: set[str] = set()  # a list of it refused or evicted at this version
         self._bytes = 0
         self.evicted = 0
 
@@ -67,20 +56,11 @@ class ListCache:
     def size_bytes(self) -> int:
         return self._bytes
 
-    def steady(self, namespace: str, version: Version) -> bool:
-        """Count a search of ``namespace`` at ``version``: whether ``STEADY_SEARCHES`` or more
-        have seen it (this one included) and its lists have stayed kept."""
-        with self._lock:
-            if not self._at(namespace, version):
-                return False
-            self._searches[namespace] = self._searches.get(namespace, 0) + 1
-            steady = self._searches[namespace] >= STEADY_SEARCHES
-            return steady and namespace not in self._crowded
-
     def get(self, namespace: str, version: Version, key: ListKey) -> np.ndarray | None:
         with self._lock:
             if self._versions.get(namespace) != version:
                 return None
+            self._versions.move_to_end(namespace)
             found = self._lists.get((namespace, key))
             if found is not None:
                 self._lists.move_to_end((namespace, key))
@@ -89,10 +69,7 @@ class ListCache:
     def put(self, namespace: str, version: Version, key: ListKey, postings: np.ndarray) -> None:
         size = _cost(key, postings)
         with self._lock:
-            if not self._at(namespace, version):
-                return
-            if size > self._limit:
-                self._crowded.add(namespace)
+            if size > self._limit or not self._at(namespace, version):
                 return
             name = self._canonical(namespace)
             postings.flags.writeable = False
@@ -104,7 +81,6 @@ class ListCache:
                 (owner, evicted), array = self._lists.popitem(last=False)
                 self._bytes -= _cost(evicted, array)
                 self._keys[owner].discard(evicted)
-                self._crowded.add(owner)
                 self.evicted += 1
 
     def _canonical(self, namespace: str) -> str:
@@ -113,8 +89,8 @@ class ListCache:
 
     def _at(self, namespace: str, version: Version) -> bool:
         """Under the lock: move ``namespace`` to ``version`` unless it is older than the one
-        held (its lists, count and crowding dropped); whether the cache is at it. Past
-        ``MAX_NAMESPACES``, the least recently searched namespace goes, with its lists."""
+        held (its lists dropped); whether the cache is at it. Past ``MAX_NAMESPACES``, the
+        least recently searched namespace goes, with its lists."""
         held = self._versions.get(namespace)
         if held is not None and version[0] < held[0]:
             return False  # an older snapshot's (or a namespace made again: its lists are not)
@@ -122,9 +98,7 @@ class ListCache:
             self._forget(namespace)
             if len(self._versions) >= MAX_NAMESPACES:
                 self._forget(next(iter(self._versions)))
-            name = self._canonical(namespace)
-            self._versions[name] = version
-            self._searches[name] = 0
+            self._versions[self._canonical(namespace)] = version
         self._versions.move_to_end(namespace)
         return True
 
@@ -133,8 +107,6 @@ class ListCache:
         for key in self._keys.pop(name, set()):
             self._bytes -= _cost(key, self._lists.pop((name, key)))
         self._versions.pop(name, None)
-        self._searches.pop(name, None)
-        self._crowded.discard(name)
         self._names.pop(name, None)
 
 

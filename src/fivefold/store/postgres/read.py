@@ -116,7 +116,6 @@ class PostgresReads:
     _location: str
     _dim: int
     _searched_ready = False  # the HNSW index is known to exist (``_derived_index``)
-    _impact_ready = False  # and the postings' impact order
     _build_failed: dict[str, float]  # index -> when its build last failed (monotonic)
 
     @property
@@ -353,18 +352,7 @@ class PostgresReads:
         *,
         weights: ColumnWeights,
     ) -> list[tuple[int, float]]:
-        found, docs = self._bm25.search(self._read, scope, terms, k, types, within, weights)
-        if not self._impact_ready and docs >= schema.IMPACT_INDEX_FROM:
-            # The first search of a namespace this large ran without the impact order (the
-            # same results, each list sorted on the fly); the next ones have it.
-            with self._read() as conn, conn.transaction():
-                total = conn.execute("SELECT pg_table_size('postings')")
-                heap = int(total.fetchone()[0])  # type: ignore[index]
-                built = self._try_index(
-                    conn, "postings_impact", "postings", schema.CREATE_IMPACT_INDEX, heap
-                )
-            self._impact_ready = built
-        return found
+        return self._bm25.search(self._read, scope, terms, k, types, within, weights)[0]
 
     def edges_touching(self, scope: Scope, entity_ids: Sequence[int]) -> list[EdgeHop]:
         if not entity_ids:

@@ -11,12 +11,13 @@ the memory's own embedding, or its session-smoothed one (``store/context.py``); 
 inside the transaction that writes a session memory, until its context is computed, so the
 HNSW graph takes each new memory once, with its final vector.
 
-BM25 is the embedded store's (tantivy's), computed from rows: ``postings`` holds each term's
-frequency in a memory's two columns of a ``field`` (0: predicate, content; 1: its window, its
-own text with its session context, each term counted as ``context.WINDOW_REPEATS`` says, and
-an unused second column) and each column's length as tantivy records it (``field_norm``);
-``term_stats`` each term's document frequency per column, and ``namespaces`` the memory count
-and each column's token total, all per namespace. Every column is scored on its own.
+BM25 is the embedded store's (tantivy's), computed from rows: ``postings`` holds each (field,
+term) list packed, a row per part (``packed.py``): per memory the term's frequency in its two
+columns of a ``field`` (0: predicate, content; 1: its window, its own text with its session
+context, each term counted as ``context.WINDOW_REPEATS`` says, and no second column), each
+column's length as tantivy records it (``field_norm``) and the memory's type; ``term_stats``
+each term's document frequency per column, and ``namespaces`` the memory count and each
+column's token total, all per namespace. Every column is scored on its own.
 """
 
 from __future__ import annotations
@@ -25,35 +26,19 @@ from typing import Any
 
 from fivefold.model import Scope
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
-from fivefold.store.tokens import MAX_TOKEN_CHARS
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 OWN, CONTEXT = 0, 1  # postings.field
+CHUNK_BITS = 10  # a list's part holds the postings of 2 ** CHUNK_BITS consecutive ids at most
 
-# A posting's impact: its first column's share of BM25's saturation, tf / (tf + k1 (1 - b + b
-# D / L)), with a fixed reference length L per field instead of the namespace's average (which
-# moves with every write), so an index can keep each term's postings in impact order. Scoring
-# reads them best first and stops once no unread posting can reach the top k
-# (``lexical.Lexical._by_impact`` turns an impact into a bound on the score under the current
-# average). L is at or below the average a store is likely to have (a few tokens of predicate; a
-# window repeats its own tokens four times): the bound is tightest there.
-IMPACT_LENGTH = {OWN: 4, CONTEXT: 32}
-
-
-def impact(alias: str = "") -> str:
-    """The impact of a posting (of table ``alias``), as SQL: the expression the index
-    ``postings_impact`` orders by."""
-    return (
-        f"({alias}first::float8 / ({alias}first::float8 + 0.3::float8 + 0.9::float8 * "
-        f"{alias}norm1::float8 / CASE {alias}field WHEN {OWN} THEN {IMPACT_LENGTH[OWN]}::float8 "
-        f"ELSE {IMPACT_LENGTH[CONTEXT]}::float8 END))"
-    )
-
-
-CREATE_IMPACT_INDEX = f"""
-CREATE INDEX IF NOT EXISTS postings_impact ON postings (namespace, field, term, {impact()} DESC)
-    INCLUDE (memory_id, first, norm1, type) WHERE first > 0"""
+# Schemas 5 to 8 kept each term's postings in impact order (tf / (tf + k1 (1 - b + b D / L)),
+# L a fixed length per field), for a scoring that stopped early; migration 5 makes the index, 9
+# drops the table it indexed.
+_IMPACT_INDEX = """
+CREATE INDEX IF NOT EXISTS postings_impact ON postings (namespace, field, term, (first::float8 /
+    (first::float8 + 0.3::float8 + 0.9::float8 * norm1::float8 / CASE field WHEN 0 THEN 4::float8
+    ELSE 32::float8 END)) DESC) INCLUDE (memory_id, first, norm1, type) WHERE first > 0"""
 
 
 # Each entry migrates from the version before it; entry 0 creates version 1. ``{dim}`` is the
@@ -246,7 +231,7 @@ CREATE TABLE models (
     """
 TRUNCATE postings, term_stats;
 """,
-    # 5: (a) each term's postings in impact order (see ``impact``), for scoring that stops
+    # 5: (a) each term's postings in impact order (``_IMPACT_INDEX``), for scoring that stops
     # early; partial: a posting without the term in its first column adds nothing there, and
     # scoring given memories (no ``first > 0``) must keep using the primary key. (b) A memory's
     # type (which never changes) on its postings and mentions, so that a type filter is read
@@ -258,7 +243,7 @@ ALTER TABLE postings ADD COLUMN IF NOT EXISTS type text NOT NULL;
 ALTER TABLE postings DROP CONSTRAINT IF EXISTS postings_pkey;
 ALTER TABLE postings ADD PRIMARY KEY (namespace, field, term, memory_id)
     INCLUDE (first, second, norm1, norm2, type);
-{CREATE_IMPACT_INDEX};
+{_IMPACT_INDEX};
 ALTER TABLE mentions ADD COLUMN IF NOT EXISTS type text;
 DELETE FROM mentions mn WHERE NOT EXISTS (
     SELECT 1 FROM memories m WHERE m.namespace = mn.namespace AND m.id = mn.memory_id);
@@ -268,7 +253,7 @@ ALTER TABLE mentions ALTER COLUMN type SET NOT NULL;
 CREATE INDEX IF NOT EXISTS mentions_type ON mentions (namespace, entity_id, type, memory_id);
 """,
     # 6: the HNSW index and the postings' impact order are made by the first search that needs
-    # them (``CREATE_SEARCHED_INDEX``, ``CREATE_IMPACT_INDEX``). A store that holds memories
+    # them (``CREATE_SEARCHED_INDEX``; the impact order until schema 9). A store that holds memories
     # keeps the ones it has; an empty one (a new store: entries 0 and 4 made them) drops
     # them, so that a bulk load keeps neither in step row by row.
     """
@@ -288,17 +273,23 @@ END $$;
     # and alias keys made again (``NAMED_NOT_ASCII``, ``rows.new_keys``); ASCII text
     # tokenizes as before.
     "SELECT 1",
+    # 9: each list packed, a row per part (``packed.py``) instead of a row per posting: made
+    # again from the rows (``PostgresStore._reindex_lexical``). Not compressed: a list is read
+    # whole, and compressing it cost more than the bytes it saved.
+    """
+DROP TABLE postings;
+TRUNCATE term_stats;
+CREATE TABLE postings (
+    namespace text NOT NULL,
+    field     smallint NOT NULL,
+    term      text NOT NULL,
+    part      bigint NOT NULL,
+    packed    bytea NOT NULL,
+    PRIMARY KEY (namespace, field, term, part)
+);
+ALTER TABLE postings ALTER COLUMN packed SET STORAGE EXTERNAL;
+""",
 )
-LONG_TOKENS = (
-    f"SELECT EXISTS (SELECT 1 FROM term_stats WHERE char_length(term) > {MAX_TOKEN_CHARS})"
-)
-# In UTF-8 (the only encoding the backend takes), a character that is not ASCII is more than one
-# byte. A memory's context is its neighbours' content.
-NOT_ASCII = """
-SELECT EXISTS (SELECT 1 FROM memories
-    WHERE octet_length(content) <> char_length(content)
-       OR octet_length(predicate) <> char_length(predicate))
-"""
 NAMED_NOT_ASCII = (
     "SELECT name, namespace, id, norm FROM entities WHERE octet_length(name) <> char_length(name)",
     "SELECT alias, namespace, entity_id, norm FROM aliases "
@@ -384,12 +375,6 @@ CREATE_SEARCHED_INDEX = (
 # ``maintenance_work_mem`` (64 MB by default: about 20,000 memories of 384 dimensions here).
 BUILD_BYTES_PER_DIMENSION = 8
 BUILD_MEMORY_CAP_MB = 2048
-# The postings' impact order (``impact``), made by the first search of a namespace of
-# ``IMPACT_INDEX_FROM`` memories or more (``PostgresReads.lexical_search``): keeping it in step
-# with every posting written was a fifth of Postgres ingest (40,000 memories: 549/s with it,
-# 704/s without). Below that size no list is long enough for the impact order to matter, and
-# the same reads sort a term's few postings on the fly.
-IMPACT_INDEX_FROM = 4_096
 MODEL_LOCK = 0x0F1F  # with the namespace's hash: one model version numbered at a time
 # With a bucket of a session's hash (``store._session_keys``): one write of a session at a
 # time, from before it takes its ids. Two writers of one session read neither's rows (neither
@@ -399,12 +384,23 @@ SESSION_LOCK = 0x0F20
 SESSION_BUCKETS = 64  # per namespace
 LOCK_SESSIONS = "SELECT count(pg_advisory_xact_lock(%s::int, k)) FROM unnest(%s::int[]) AS k"
 
-INSERT_MEMORY = """
-INSERT INTO memories (id, namespace, user_id, agent_id, session_id, content, predicate, type,
-    event_at, created_at, importance, metadata, speaker, tokens, context_near, context_far,
-    embedding, searched)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+# A batch's memory rows, by binary COPY (a parameterized INSERT a row cost the client a
+# statement's worth of dumping each: ~10 % of a bulk write's client time).
+COPY_MEMORIES = """
+COPY memories (id, namespace, user_id, agent_id, session_id, content, predicate, type, event_at,
+    created_at, importance, metadata, speaker, tokens, context_near, context_far, embedding,
+    searched)
+FROM STDIN (FORMAT BINARY)
 """
+MEMORY_TYPES = (
+    ["int8"]
+    + ["text"] * 7
+    + ["float8"] * 3
+    + ["text"] * 2
+    + ["int4[]"]
+    + ["text"] * 2
+    + ["vector"] * 2
+)
 # Per (session, id) wanted in one namespace, the session's newest rows below that id.
 NEWEST_IN_SESSIONS = """
 SELECT w.k, m.id, m.content, m.embedding, m.context_near, m.context_far
@@ -424,19 +420,27 @@ UPDATE memories SET context_near = %s, context_far = %s,
 WHERE namespace = %s AND id = %s AND context_near = %s AND context_far = %s
 RETURNING id, type
 """
-# The batch forms of the write statements: one statement per batch, its rows as arrays.
-# Postings and mentions carry their memory's type, read from its row (written first).
-INSERT_POSTINGS_MANY = """
-INSERT INTO postings (namespace, field, term, memory_id, first, second, norm1, norm2, type)
-SELECT t.namespace, %s, t.term, t.memory_id, t.first, t.second, t.norm1, t.norm2, m.type
-FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::real[], %s::real[], %s::int[],
-            %s::int[]) AS t(namespace, term, memory_id, first, second, norm1, norm2)
-JOIN memories m ON m.namespace = t.namespace AND m.id = t.memory_id
+# A list's parts, for a merge (``packed.Rewrites``): per (term, chunk) wanted, each part in it.
+READ_PARTS = """
+SELECT e.n, p.ctid::text, p.packed
+FROM unnest(%(terms)s::text[], %(lows)s::bigint[], %(highs)s::bigint[]) WITH ORDINALITY
+    AS e(term, low, high, n)
+CROSS JOIN LATERAL (
+    SELECT ctid, packed FROM postings
+    WHERE namespace = %(ns)s AND field = %(field)s AND term = e.term
+      AND part >= e.low AND part < e.high
+) AS p
 """
-COPY_POSTINGS = (
-    "COPY postings (namespace, field, term, memory_id, first, second, norm1, norm2, type) "
-    "FROM STDIN (ENCODING 'UTF8')"  # what ``copy_text`` formats, whatever the connection's
-)
+# The parts a merge read, by their row's address: the lists' ``term_stats`` rows, locked before
+# the read, keep every other merge of them waiting (a statement by keys was planned as a hash
+# join over a scan of every part).
+DELETE_PARTS = "DELETE FROM postings WHERE namespace = %s AND ctid = ANY(%s::tid[])"
+# A namespace's lists with more than ``%(parts)s`` parts in a chunk (``PostgresStore.compact``).
+FRAGMENTED = f"""
+SELECT field, term, part >> {CHUNK_BITS} FROM postings WHERE namespace = %(ns)s
+GROUP BY 1, 2, 3 HAVING count(*) > %(parts)s LIMIT %(limit)s
+"""
+COPY_POSTINGS = "COPY postings (namespace, field, term, part, packed) FROM STDIN (FORMAT BINARY)"
 # (key, entity id, its stored name): the names are the written records' (``batch.records``).
 FIND_ALIASES = """
 SELECT a.norm, a.entity_id, e.name FROM (
@@ -517,10 +521,6 @@ SELECT %s, %s, t.term, t.n1, t.n2 FROM unnest(%s::text[], %s::int[], %s::int[])
     AS t(term, n1, n2) ORDER BY t.term
 ON CONFLICT (namespace, field, term) DO UPDATE
 SET df1 = term_stats.df1 + excluded.df1, df2 = term_stats.df2 + excluded.df2
-"""
-DELETE_POSTINGS = """
-DELETE FROM postings
-WHERE namespace = %s AND field = %s AND term = ANY(%s::text[]) AND memory_id = %s
 """
 BUMP_NAMESPACE = """
 INSERT INTO namespaces AS n (namespace, memories, generation, tokens)
@@ -604,69 +604,33 @@ WHERE mn.namespace = %s AND mn.memory_id = ANY(%s::bigint[]) ORDER BY e.id
 # with D the memory's length in that column as tantivy keeps it (``norm``), avgdl the column's
 # token total over N, N the namespace's memory count; k1 = 1.2, b = 0.75. A column a memory
 # lacks adds 0 (tf 0). The client computes it (``lexical._scores``) from each (field, token)'s
-# postings, packed here as one bytea per list (``lexical._POSTING``; without the second column
-# where it is weighted 0, ``lexical._FIRST``: packing is most of the server's time, reading the
-# postings a third). LATERAL: each list is read on its own key, whatever the planner's
-# statistics say. ``{filters}`` start with AND.
-BM25_POSTINGS = """
+# list, its parts joined here into one value. LATERAL: each list is read on its own key,
+# whatever the planner's statistics say.
+BM25_LISTS = """
 SELECT e.n, (
-    SELECT string_agg(CASE WHEN e.wide
-        THEN int8send(p.memory_id) || float4send(p.first) || float4send(p.second)
-             || int4send(p.norm1) || int4send(p.norm2)
-        ELSE int8send(p.memory_id) || float4send(p.first) || int4send(p.norm1) END, ''::bytea)
-    FROM postings p {join}
-    WHERE p.namespace = %(ns)s AND p.field = e.field AND p.term = e.term{filters})
-FROM unnest(%(list_fields)s::smallint[], %(list_terms)s::text[], %(list_wide)s::boolean[])
-    WITH ORDINALITY AS e(field, term, wide, n)
+    SELECT string_agg(p.packed, ''::bytea) FROM postings p
+    WHERE p.namespace = %(ns)s AND p.field = e.field AND p.term = e.term)
+FROM unnest(%(list_fields)s::smallint[], %(list_terms)s::text[]) WITH ORDINALITY
+    AS e(field, term, n)
 ORDER BY e.n
 """
-# The memories a scoring is limited to: from a subquery, not as a constant (the planner
-# estimated each element's selectivity: 10 ms for 8,000 ids, per token).
-BM25_AMONG = " AND p.memory_id = ANY((SELECT %(among)s::bigint[])::bigint[])"
-# Pruned BM25 (``lexical.Lexical._pruned``): the memories holding a query's rarest tokens,
-# whose full scores then decide whether the other tokens alone could reach the top k.
 BM25_TERM_STATS = """
 SELECT field, term, df1, df2 FROM term_stats
 WHERE namespace = %(ns)s AND field = ANY(%(fields)s::smallint[]) AND term = ANY(%(terms)s::text[])
 """
-# One (field, term) list's ``depth`` postings of highest impact (in the scope, through
-# ``{join}``), best first: the index ``postings_impact`` answers it without sorting, by index
-# alone (it holds the columns the impact is computed from). A statement per list, the depth
-# and field written in: with a parameter for either, the planner sorts the whole list instead.
-BM25_BY_IMPACT = f"""
-(SELECT {{n}} AS n, p.memory_id, {impact("p.")} AS impact
-FROM postings p {{join}}
-WHERE p.namespace = %(ns)s AND p.field = {{field}} AND p.term = %(term_{{n}})s
-  AND p.first > 0{{filters}}
-ORDER BY 3 DESC LIMIT {{depth}})
-"""
-BM25_CANDIDATES = """
-SELECT DISTINCT p.memory_id
-FROM unnest(%(rare_fields)s::smallint[], %(rare_terms)s::text[]) AS e(field, term)
-CROSS JOIN LATERAL (SELECT memory_id FROM postings
-                    WHERE namespace = %(ns)s AND field = e.field AND term = e.term{inner}) AS p
-{join}
-"""
-# Only a scope narrower than the namespace (a user, an agent) needs the memories row; the
-# posting carries the lengths BM25 needs and its memory's type (``{inner}``: a type filter, a
-# given id list), so the other searches read postings alone (index-only: the keys INCLUDE them).
-BM25_FILTER_JOIN = "JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id WHERE {filters}"
-BM25_IMPACT_JOIN = "JOIN memories m ON m.namespace = %(ns)s AND m.id = p.memory_id"
+# The memories of a scope narrower than the namespace (a user, an agent), packed: a posting's
+# memory is checked against them on the client. ``{where}``: ``scope_sql``'s.
+SCOPE_IDS = "SELECT string_agg(int8send(m.id), ''::bytea) FROM memories m WHERE {where}"
 
-# ``fivefold doctor``: mentions and postings whose type is not their memory's (a type-filtered
-# read, by ``mentions_type`` or a posting's own column, misses them), and their repair.
+# ``fivefold doctor``: mentions whose type is not their memory's (a type-filtered read, by
+# ``mentions_type``, misses them), and their repair. A posting's type is checked on the client
+# (``PostgresStore._lists_check``).
 MISTYPED = """
-SELECT (SELECT count(*) FROM mentions mn JOIN memories m
-        ON m.namespace = mn.namespace AND m.id = mn.memory_id WHERE mn.type <> m.type),
-       (SELECT count(*) FROM postings p JOIN memories m
-        ON m.namespace = p.namespace AND m.id = p.memory_id WHERE p.type <> m.type)
+SELECT count(*) FROM mentions mn JOIN memories m
+    ON m.namespace = mn.namespace AND m.id = mn.memory_id WHERE mn.type <> m.type
 """
-RETYPE = (
-    """UPDATE mentions mn SET type = m.type FROM memories m
-    WHERE m.namespace = mn.namespace AND m.id = mn.memory_id AND mn.type <> m.type""",
-    """UPDATE postings p SET type = m.type FROM memories m
-    WHERE m.namespace = p.namespace AND m.id = p.memory_id AND p.type <> m.type""",
-)
+RETYPE = """UPDATE mentions mn SET type = m.type FROM memories m
+    WHERE m.namespace = mn.namespace AND m.id = mn.memory_id AND mn.type <> m.type"""
 
 # Explicit edges and declared aliases, for export (``fivefold migrate``), in write order.
 SELECT_RELATIONS = f"""

@@ -15,8 +15,9 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -62,12 +63,17 @@ from fivefold.store.postgres.context_rows import (
     Growth,
     MemoryGone,
     PostgresContextRows,
-    Posting,
-    insert_postings,
-    postings,
 )
 from fivefold.store.postgres.lexical import Lexical, namespace_row
 from fivefold.store.postgres.lists import Version
+from fivefold.store.postgres.packed import (
+    CHUNK_BITS,
+    Entry,
+    copy_parts,
+    decode,
+    parts,
+    type_code,
+)
 from fivefold.store.postgres.read import PostgresReads, lost_connection
 from fivefold.store.postgres.read import translating as _translating
 from fivefold.store.postgres.upkeep import Upkeep
@@ -134,7 +140,7 @@ class PostgresStore(PostgresReads):
             raise
         except (psycopg.Error, OSError) as exc:
             raise StoreError(f"cannot open the store at {self._location}: {exc}") from exc
-        self._upkeep = Upkeep(self._pool.connection, self._location)
+        self._upkeep = Upkeep(self._pool.connection, self._location, self._compact_namespace)
         if rebuild:
             self._rebuild_context()
         if reindexed:  # every posting row is new: no page of them is marked all-visible yet
@@ -182,19 +188,13 @@ class PostgresStore(PostgresReads):
                 )
             if meta:  # before any migration: one opened with another model is left as found
                 self._check_model(meta)
-            held = conn.execute(schema.LONG_TOKENS).fetchone() if 5 <= version < 7 else None
-            long_tokens = held is not None and bool(held[0])
-            held = conn.execute(schema.NOT_ASCII).fetchone() if 5 <= version < 8 else None
-            not_ascii = held is not None and bool(held[0])
             for step in schema.MIGRATIONS[version:]:
                 conn.execute(step.format(dim=self._dim))
-            if long_tokens or not_ascii:  # schemas 7 and 8
-                conn.execute("TRUNCATE postings, term_stats")
             if 0 < version < 8:
                 self._rekey_names(conn)
-            # The posting rows of schemas 2, 4 and 5 are derived, 7's cut tokens, and 8's
-            # combining marks.
-            reindexed = 0 < version < 5 or long_tokens or not_ascii
+            # Schema 9's packed lists (and 2, 4 and 5's derived rows, 7's cut tokens, 8's
+            # combining marks before them).
+            reindexed = 0 < version < 9
             if reindexed:
                 self._reindex_lexical(conn)
             created = not meta
@@ -466,32 +466,34 @@ class PostgresStore(PostgresReads):
         if (note := self.copy_mark()) is not None:
             findings.append(unfinished_copy(note, self.stats().memories))
         with self._read() as conn:
-            mentions, postings = conn.execute(schema.MISTYPED).fetchone() or (0, 0)
-        if repair and (mentions or postings):
-
-            def retype(conn: psycopg.Connection, _: Deltas) -> None:
-                for statement in schema.RETYPE:
-                    conn.execute(statement)
-
-            self._write(retype)
-        findings.append(mistyped_rows("mentions", int(mentions), repaired=repair))
-        findings.append(mistyped_rows("postings", int(postings), repaired=repair))
-        with self._read() as conn:
+            mentions = int((conn.execute(schema.MISTYPED).fetchone() or (0,))[0])
             namespaces = [
                 str(r[0])
                 for r in conn.execute(
                     "SELECT namespace FROM namespaces UNION SELECT DISTINCT namespace FROM memories"
                 ).fetchall()
             ]
-        for namespace in sorted(namespaces):
+        if repair and mentions:
+            self._write(lambda conn, _: conn.execute(schema.RETYPE).rowcount)
+        findings.append(mistyped_rows("mentions", mentions, repaired=repair))
+        lists = {namespace: self._lists_check(namespace) for namespace in sorted(namespaces)}
+        mistyped = sum(found.mistyped for found in lists.values())
+        findings.append(mistyped_rows("postings", mistyped, repaired=repair))
+        for namespace, found in lists.items():
             part = f"lexical statistics of namespace {namespace!r}"
-            if self._statistics_agree(namespace):
+            if found.agree and not found.stray:
+                if found.mistyped and repair:
+                    self._reindex(namespace)
                 findings.append(Finding(part, True, "match the rows"))
                 continue
             if repair:
-                self._recount(namespace)
-            fixed = repair and self._statistics_agree(namespace)
-            findings.append(Finding(part, fixed, "out of step with the rows", fixed))
+                self._reindex(namespace)
+            after = self._lists_check(namespace) if repair else found
+            fixed = repair and after.agree and not after.stray
+            detail = "out of step with the rows"
+            if found.stray:
+                detail += f" ({found.stray:,} postings of no memory, or twice in a list)"
+            findings.append(Finding(part, fixed, detail, fixed))
         return findings
 
     def _tables_finding(self) -> Finding:
@@ -547,43 +549,89 @@ class PostgresStore(PostgresReads):
         return None if row is None else str(row[0])
 
     def compact(self) -> int:
-        """Nothing to do: the posting rows and statistics change in the writing transaction."""
-        return 0
+        """Each list's parts of a chunk merged into one where a chunk holds more than
+        ``COMPACT_PARTS`` (a small write adds a part to each list it is in; a search reads a
+        list's parts as rows). Statistics change in the writing transaction: nothing else is
+        left behind. Returns how many lists' chunks were merged."""
+        with self._read() as conn:
+            found = conn.execute("SELECT namespace FROM namespaces ORDER BY namespace")
+            namespaces = [str(r[0]) for r in found.fetchall()]
+        return sum(self._compact_namespace(namespace) for namespace in namespaces)
 
-    def _statistics_agree(self, namespace: str) -> bool:
+    def _compact_namespace(self, namespace: str, stop: Callable[[], bool] = bool) -> int:
+        """``compact`` for one namespace, ``COMPACT_BATCH`` chunks of lists a transaction (a
+        writer of those lists waits for one), until none is left, ``stop()`` says so, or as
+        many rounds as there were batches at first (writers may fragment lists as fast)."""
+        params = {"ns": namespace, "parts": COMPACT_PARTS, "limit": COMPACT_BATCH}
+        merged, rounds = 0, None
+        while not stop():
+            with self._read() as conn:
+                if rounds is None:
+                    held = conn.execute(
+                        f"SELECT count(*) FROM ({schema.FRAGMENTED}) AS f",
+                        {**params, "limit": None},
+                    ).fetchone()
+                    rounds = -(-int(held[0] if held else 0) // COMPACT_BATCH)
+                groups = conn.execute(schema.FRAGMENTED, params).fetchall()
+            if not groups or rounds <= 0:
+                break
+
+            def run(conn: psycopg.Connection, deltas: Deltas, found: list[Any] = groups) -> None:
+                for kind, term, chunk in found:
+                    deltas.lists.touch(namespace, int(kind), str(term), int(chunk))
+
+            self._write(run)
+            merged += len(groups)
+            rounds -= 1
+        return merged
+
+    def _reindex(self, namespace: str) -> None:
+        """A namespace's lists and statistics made again from its memories (doctor's repair)."""
+        self._write(lambda conn, _: self._reindex_lexical(conn, namespace))
+
+    def _lists_check(self, namespace: str) -> ListsCheck:
+        """A namespace's lists against its memories, its document frequencies and counts
+        against its lists and memories, in one snapshot (every list decoded here: the server
+        cannot read them)."""
         with self._read() as conn, conn.transaction():
-            wrong = conn.execute(
-                f"SELECT count(*) FROM ({_COUNTED_TERMS}) AS p "
-                "FULL JOIN (SELECT field, term, df1, df2 FROM term_stats "
-                "WHERE namespace = %(ns)s AND (df1 > 0 OR df2 > 0)) AS t USING (field, term) "
-                "WHERE (p.n1, p.n2) IS DISTINCT FROM (t.df1, t.df2)",
-                {"ns": namespace},
-            ).fetchone()
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            held = conn.execute(
+                "SELECT id, type FROM memories WHERE namespace = %s ORDER BY id", (namespace,)
+            ).fetchall()
+            stats = conn.execute(
+                "SELECT field, term, df1, df2 FROM term_stats "
+                "WHERE namespace = %s AND (df1 > 0 OR df2 > 0)",
+                (namespace,),
+            ).fetchall()
+            found = conn.execute(
+                "SELECT field, term, string_agg(packed, ''::bytea) FROM postings "
+                "WHERE namespace = %s GROUP BY field, term",
+                (namespace,),
+                binary=True,
+            ).fetchall()
             counted = conn.execute(_COUNTED_TOKENS, {"ns": namespace}).fetchone()
             kept = namespace_row(conn, namespace)
+        ids = np.asarray([int(r[0]) for r in held], dtype=np.int64)
+        codes = np.asarray([type_code(str(r[1])) for r in held], dtype=np.uint8)
+        check = ListsCheck()
+        documents: dict[tuple[int, str], tuple[int, int]] = {}
+        for kind, term, packed in found:
+            postings = decode(int(kind), packed)
+            at = np.minimum(np.searchsorted(ids, postings["id"]), max(len(ids) - 1, 0))
+            known = ids[at] == postings["id"] if len(ids) else np.zeros(len(postings), bool)
+            check.stray += int((~known).sum()) + len(postings) - len(np.unique(postings["id"]))
+            check.mistyped += int((codes[at[known]] != postings["type"][known]).sum())
+            wide = int(kind) == schema.OWN  # the window field has no second column
+            first = int((postings["first"] > 0).sum())
+            second = int((postings["second"] > 0).sum()) if wide else 0
+            if first or second:
+                documents[int(kind), str(term)] = (first, second)
         expected = tuple(int(v) for v in counted) if counted else (0, 0, 0, 0, 0)
-        return wrong is not None and wrong[0] == 0 and (kept[0], *kept[2:]) == expected
-
-    def _recount(self, namespace: str) -> None:
-        def run(conn: psycopg.Connection, deltas: Deltas) -> None:
-            conn.execute("DELETE FROM term_stats WHERE namespace = %s", (namespace,))
-            conn.execute(
-                "INSERT INTO term_stats (namespace, field, term, df1, df2) "
-                f"SELECT %(ns)s, field, term, n1, n2 FROM ({_COUNTED_TERMS}) AS p",
-                {"ns": namespace},
-            )
-            conn.execute(
-                "INSERT INTO namespaces (namespace) VALUES (%s) ON CONFLICT DO NOTHING",
-                (namespace,),
-            )
-            conn.execute(
-                "UPDATE namespaces SET (memories, tokens) = (SELECT c, ARRAY[t1, t2, t3, t4] "
-                f"FROM ({_COUNTED_TOKENS}) AS x(c, t1, t2, t3, t4)), "
-                "generation = generation + 1 WHERE namespace = %(ns)s",
-                {"ns": namespace},
-            )
-
-        self._write(run)
+        check.agree = (
+            documents == {(int(f), str(t)): (int(d1), int(d2)) for f, t, d1, d2 in stats}
+            and (kept[0], *kept[2:]) == expected
+        )
+        return check
 
     @staticmethod
     def _rekey_names(conn: psycopg.Connection) -> None:
@@ -598,51 +646,88 @@ class PostgresStore(PostgresReads):
         if kept:
             log.warning("schema 8: %d entity or alias keys kept as they were (taken)", kept)
 
-    def _reindex_lexical(self, conn: psycopg.Connection) -> None:
-        """Every memory's posting rows, document frequencies and token counts again from its
-        text (a schema migration, inside its transaction)."""
+    def _reindex_lexical(self, conn: psycopg.Connection, namespace: str | None = None) -> None:
+        """Every memory's postings, document frequencies and token counts again from its text
+        (of one namespace, or of all: a schema migration, whose lists are empty), inside the
+        caller's transaction. Rows are indexed a chunk at a time (``packed.CHUNK``): each list
+        gets one part per chunk."""
         deltas = Deltas()
-        conn.execute("UPDATE namespaces SET tokens = '{0,0,0,0}'")
+        if namespace is None:
+            conn.execute("UPDATE namespaces SET tokens = '{0,0,0,0}'")
+            where, params = "", {}
+        else:
+            # Writers wait: a memory written meanwhile would be indexed twice, or not at all.
+            conn.execute("LOCK TABLE memories, postings IN SHARE ROW EXCLUSIVE MODE")
+            for table in ("postings", "term_stats"):
+                conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (namespace,))
+            conn.execute(
+                "UPDATE namespaces SET tokens = '{0,0,0,0}', memories = (SELECT count(*) "
+                "FROM memories WHERE namespace = %(ns)s) WHERE namespace = %(ns)s",
+                {"ns": namespace},
+            )
+            where, params = "WHERE namespace = %(ns)s ", {"ns": namespace}
         with conn.cursor(name="fivefold_reindex") as rows:
             rows.execute(
-                "SELECT namespace, id, coalesce(predicate, ''), content, context_near, "
-                "context_far FROM memories ORDER BY namespace, id"
+                "SELECT namespace, id, type, coalesce(predicate, ''), content, context_near, "
+                f"context_far FROM memories {where}ORDER BY namespace, id",
+                params,
             )
+            pending: list[tuple[Any, ...]] = []
             while batch := rows.fetchmany(2_000):
-                counted = self._tokenizer.count([(r[2], r[3]) for r in batch])
-                around = self._tokenizer.count([(r[4], r[5]) for r in batch])
-                windows = [
-                    window(own.second, ctx.first, ctx.second)
-                    for own, ctx in zip(counted, around, strict=True)
-                ]
-                flat: dict[int, list[Posting]] = {schema.OWN: [], schema.CONTEXT: []}
-                lengths = []
-                for row, own, ctx in zip(batch, counted, windows, strict=True):
-                    namespace, memory_id = str(row[0]), int(row[1])
-                    flat[schema.OWN] += postings(namespace, memory_id, own)
-                    deltas.add(namespace, schema.OWN, own, 1)
-                    flat[schema.CONTEXT] += postings(namespace, memory_id, ctx)
-                    deltas.add(namespace, schema.CONTEXT, ctx, 1)
-                    columns = [own.first_length, own.second_length]
-                    columns += [ctx.first_length, ctx.second_length]
-                    lengths.append((columns, namespace, memory_id))
-                for kind, rows_of in flat.items():
-                    insert_postings(conn, kind, rows_of)
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "UPDATE memories SET tokens = %s WHERE namespace = %s AND id = %s",
-                        lengths,
-                    )
+                pending += batch
+                last = (pending[-1][0], int(pending[-1][1]) >> CHUNK_BITS)
+                cut = len(pending)
+                while cut and (pending[cut - 1][0], int(pending[cut - 1][1]) >> CHUNK_BITS) == last:
+                    cut -= 1
+                self._index_rows(conn, deltas, pending[:cut])
+                pending = pending[cut:]
+            self._index_rows(conn, deltas, pending)
         deltas.flush(conn)
-        conn.execute("UPDATE namespaces SET generation = generation + 1")
+        conn.execute(f"UPDATE namespaces SET generation = generation + 1 {where}".strip(), params)
+
+    def _index_rows(
+        self, conn: psycopg.Connection, deltas: Deltas, rows: Sequence[tuple[Any, ...]]
+    ) -> None:
+        """``_reindex_lexical``'s memories (namespace, id, type, predicate, content, context):
+        their postings written, their counts in ``deltas``."""
+        if not rows:
+            return
+        counted = self._tokenizer.count([(r[3], r[4]) for r in rows])
+        around = self._tokenizer.count([(r[5], r[6]) for r in rows])
+        entries: dict[tuple[str, int], list[Entry]] = {}
+        lengths = []
+        for row, own, ctx in zip(rows, counted, around, strict=True):
+            namespace, memory_id, code = str(row[0]), int(row[1]), type_code(str(row[2]))
+            win = window(own.second, ctx.first, ctx.second)
+            entries.setdefault((namespace, schema.OWN), []).append((memory_id, own, code))
+            deltas.add(namespace, schema.OWN, own, 1)
+            entries.setdefault((namespace, schema.CONTEXT), []).append((memory_id, win, code))
+            deltas.add(namespace, schema.CONTEXT, win, 1)
+            columns = [own.first_length, own.second_length, win.first_length, win.second_length]
+            lengths.append((columns, namespace, memory_id))
+        for (namespace, kind), found in entries.items():
+            copy_parts(conn, namespace, kind, parts(kind, found))
+        with conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE memories SET tokens = %s WHERE namespace = %s AND id = %s", lengths
+            )
 
 
-# Per field and term of a namespace: how many memories hold it in each column.
-_COUNTED_TERMS = """
-SELECT field, term, count(*) FILTER (WHERE first > 0) AS n1,
-       count(*) FILTER (WHERE second > 0) AS n2
-FROM postings WHERE namespace = %(ns)s GROUP BY field, term
-"""
+# A chunk's parts of a list are merged once there are more than this many (bulk writes leave
+# one or two, which merging would only rewrite), ``COMPACT_BATCH`` lists' chunks a transaction.
+COMPACT_PARTS = 4
+COMPACT_BATCH = 2_000
+
+
+@dataclass
+class ListsCheck:
+    """``PostgresStore._lists_check``'s findings on a namespace."""
+
+    mistyped: int = 0  # postings carrying another type than their memory's
+    stray: int = 0  # postings of no memory of the namespace, or a memory's second in a list
+    agree: bool = True  # document frequencies and counts match the lists and the memories
+
+
 # A namespace's memory count and each column's token total, from the memories.
 _COUNTED_TOKENS = """
 SELECT count(*), coalesce(sum(tokens[1]), 0), coalesce(sum(tokens[2]), 0),

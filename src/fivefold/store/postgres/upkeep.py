@@ -1,5 +1,5 @@
-"""The vacuums and planner statistics a write's growth asks for (``context_rows.Growth``), run
-on a thread of their own after the write has returned.
+"""The vacuums, planner statistics and list compactions a write's growth asks for
+(``context_rows.Growth``), run on a thread of their own after the write has returned.
 
 A VACUUM of the postings reads the whole table: the write that crossed a growth step used to
 wait for it (at 100k memories a ``remember`` took seconds longer once every ~12,000 memories;
@@ -36,9 +36,11 @@ class Upkeep:
         self,
         connection: Callable[[], AbstractContextManager[psycopg.Connection]],
         location: str,
+        compact: Callable[[str, Callable[[], bool]], object],
     ) -> None:
         self._connection = connection
         self._location = location
+        self._compact = compact  # a namespace's lists, until the callable says stop
         self._lock = threading.Lock()
         self._wanted = Growth()
         self._thread: threading.Thread | None = None
@@ -50,15 +52,12 @@ class Upkeep:
         """Run what ``growth`` asks for soon, on the upkeep thread (inline when no thread can
         start: the interpreter is shutting down; then, as before this thread, the write waits
         for it, and ``close`` does not know of it)."""
-        if not (growth.analyze or growth.vacuum):
+        if not growth:
             return
         with self._lock:
             if self._closed:
                 return
-            self._wanted = Growth(
-                analyze=self._wanted.analyze or growth.analyze,
-                vacuum=self._wanted.vacuum or growth.vacuum,
-            )
+            self._wanted |= growth
             if self._thread is not None:
                 return  # the running thread takes it next
             thread = threading.Thread(target=self._work, name="fivefold-upkeep", daemon=True)
@@ -75,7 +74,7 @@ class Upkeep:
         while True:
             with self._lock:
                 growth, self._wanted = self._wanted, Growth()
-                if self._cancelled or not (growth.analyze or growth.vacuum):
+                if self._cancelled or not growth:
                     if self._thread is threading.current_thread():
                         self._thread = None
                     return
@@ -84,34 +83,46 @@ class Upkeep:
     def run(self, growth: Growth) -> None:
         """What ``growth`` asks for, now, on this thread (outside any transaction: VACUUM
         cannot run inside one). The statistics first: they are what plans need, and a vacuum
-        cancelled by ``close`` or failing must not take them along. Nothing raises from here:
-        a dead upkeep thread would hold its slot, and no upkeep would run again."""
-        statements = [schema.ANALYZE] if growth.analyze else []
-        statements += [schema.VACUUM] if growth.vacuum else []
+        cancelled by ``close`` or failing must not take them along; the compactions before the
+        vacuum, which then clears the rows they replaced (each is a write of its own, stopped
+        between two of its transactions by ``close``). Nothing raises from here: a dead
+        upkeep thread would hold its slot, and no upkeep would run again."""
         try:
-            with self._connection() as conn:
-                for statement in statements:
-                    with self._lock:
-                        if self._cancelled:  # checked before each: a cancel between two
-                            return  # statements reaches neither
-                        self._running = conn
-                    try:
-                        conn.execute(statement)
-                    except psycopg.Error as exc:
-                        self._failed(exc)
-                    finally:
-                        with self._lock:
-                            self._running = None
+            if growth.analyze:
+                self._statement(schema.ANALYZE)
+            for namespace in sorted(growth.compact):
+                if self._cancelled:
+                    return
+                try:
+                    self._compact(namespace, lambda: self._cancelled)
+                except psycopg.Error as exc:
+                    self._failed(exc)
+            if growth.vacuum:
+                self._statement(schema.VACUUM)
         except psycopg.Error as exc:  # no connection
             self._failed(exc)
         except Exception:
             log.exception("%s: the upkeep after a write failed", self._location)
 
+    def _statement(self, statement: str) -> None:
+        with self._connection() as conn:
+            with self._lock:
+                if self._cancelled:  # checked before each: a cancel between two statements
+                    return  # reaches neither
+                self._running = conn
+            try:
+                conn.execute(statement)
+            except psycopg.Error as exc:
+                self._failed(exc)
+            finally:
+                with self._lock:
+                    self._running = None
+
     def _failed(self, exc: psycopg.Error) -> None:
         if isinstance(exc, psycopg.errors.QueryCanceled) and self._cancelled:
             log.info("%s: the store closed during its upkeep (cancelled)", self._location)
         else:
-            log.warning("%s: refreshing statistics after a write failed: %s", self._location, exc)
+            log.warning("%s: the upkeep after a write failed: %s", self._location, exc)
 
     def close(self) -> None:
         """No upkeep asked for after this; what was asked before is waited for up to

@@ -27,16 +27,9 @@ from fivefold.store.postgres.context_rows import (
     Deltas,
     MemoryGone,
     PostgresContextRows,
-    Posting,
     as_array,
-    copy_lines,
-    copy_postings,
-    drop_postings,
-    escape,
-    postings,
-    send_copy,
-    sorted_text,
 )
+from fivefold.store.postgres.packed import Entry, copy_parts, parts, type_code
 from fivefold.store.tokens import Counted, LineCounts, Tokenizer, window
 from fivefold.text import normalize_name
 
@@ -102,14 +95,12 @@ class Writer:
             for own, ctx in zip(counted, around, strict=True)
         ]
         values = [(i, *batch.memory_values(m)) for i, m in zip(ids, memories, strict=True)]
-        _execute_many(
-            conn,
-            schema.INSERT_MEMORY,
-            [
-                _memory_row(r, v, c, texts.get(r[0], ("", "")), w, rows.searched.get(r[0]))
-                for r, v, c, w in zip(values, vectors, counted, windows, strict=True)
-            ],
-        )
+        with conn.cursor() as cur, cur.copy(schema.COPY_MEMORIES) as copy:
+            copy.set_types(schema.MEMORY_TYPES)
+            for r, v, c, w in zip(values, vectors, counted, windows, strict=True):
+                copy.write_row(
+                    _memory_row(r, v, c, texts.get(r[0], ("", "")), w, rows.searched.get(r[0]))
+                )
         new_postings = self._new_postings(deltas, memories, ids, counted, windows)
         # The older rows' changes are worked out beside the new postings' COPY and the entities
         # (``Beside``: this thread waits on the server meanwhile); ``deltas`` is the other
@@ -118,11 +109,11 @@ class Writer:
             partial(self._older_changes, deltas=deltas, rows=rows, new=set(ids)),
             threaded=len(memories) >= THREADED_FROM,
         )
-        for text in new_postings:
-            send_copy(conn, text)
+        for namespace, kind, packed in new_postings:
+            copy_parts(conn, namespace, kind, packed)
         found, names = self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
-        self._update_older(conn, older.result())
+        self._update_older(conn, deltas, older.result())
         return batch.records(values, found, names)
 
     @staticmethod
@@ -167,9 +158,8 @@ class Writer:
             before = window(own[n].first, was.first, was.second)
             after = window(own[n].first, now.first, now.second)
             if text != old:  # its window changed with it
-                out.gone.append((namespace, schema.CONTEXT, sorted(before.terms), memory_id))
+                out.windows.append((namespace, memory_id, before, after))
                 deltas.add(namespace, schema.CONTEXT, before, -1)
-                out.fresh += postings(namespace, memory_id, after)
                 deltas.add(namespace, schema.CONTEXT, after, 1)
             vector = rows.searched[memory_id]
             out.updates.append(
@@ -186,9 +176,10 @@ class Writer:
         return out
 
     @staticmethod
-    def _update_older(conn: psycopg.Connection, older: OlderRows) -> None:
-        """The older rows' changes (``_older_changes``), in one update each. Each row only if
-        it still holds the context this batch read: another writer may have deleted it, or
+    def _update_older(conn: psycopg.Connection, deltas: Deltas, older: OlderRows) -> None:
+        """The older rows' changes (``_older_changes``), in one update each, their windows'
+        postings merged at the end of the transaction (``Deltas.flush``). Each row only if it
+        still holds the context this batch read: another writer may have deleted it, or
         rewritten it with a turn of its own in the same session, since; then the postings this
         batch would remove and add are not the row's, and the write starts again from a fresh
         read. Each row updated is locked until the commit."""
@@ -206,11 +197,9 @@ class Writer:
                     "sessions were changed or deleted by a concurrent write; nothing was "
                     "written: try again"
                 )
-        if older.gone:
-            # A statement per row, on its own key: one for all of them (~30,000 keys a batch
-            # here) was planned as a hash join over a scan of every posting.
-            _execute_many(conn, schema.DELETE_POSTINGS, older.gone)
-        copy_postings(conn, schema.CONTEXT, older.fresh, types)
+        for namespace, memory_id, before, after in older.windows:
+            deltas.lists.remove(namespace, schema.CONTEXT, memory_id, before)
+            deltas.lists.add(namespace, schema.CONTEXT, memory_id, after, types[memory_id])
 
     @staticmethod
     def _new_postings(
@@ -219,22 +208,18 @@ class Writer:
         ids: Sequence[int],
         counted: Sequence[Counted],
         windows: Sequence[Counted],
-    ) -> list[bytes]:
-        """The postings of the new rows' own text and of their window, as COPY's text."""
-        own: list[str] = []
-        around: list[str] = []
-        escaped: dict[str, str] = {}
+    ) -> list[tuple[str, int, list[tuple[str, int, np.ndarray]]]]:
+        """The postings of the new rows' own text and of their window: per namespace and
+        field, its list parts (``packed.parts``)."""
+        out: dict[tuple[str, int], list[Entry]] = {}
         for memory, memory_id, count, text in zip(memories, ids, counted, windows, strict=True):
-            namespace = memory.scope.namespace
-            if namespace not in escaped:
-                escaped[namespace] = escape(namespace)
-            ns, mtype = escaped[namespace], memory.type.value
-            own += copy_lines(ns, schema.OWN, memory_id, count, mtype)
+            namespace, code = memory.scope.namespace, type_code(memory.type.value)
+            out.setdefault((namespace, schema.OWN), []).append((memory_id, count, code))
             deltas.add(namespace, schema.OWN, count, 1)
             deltas.memories[namespace] += 1
-            around += copy_lines(ns, schema.CONTEXT, memory_id, text, mtype)
+            out.setdefault((namespace, schema.CONTEXT), []).append((memory_id, text, code))
             deltas.add(namespace, schema.CONTEXT, text, 1)
-        return [sorted_text(own), sorted_text(around)]
+        return [(ns, kind, parts(kind, entries)) for (ns, kind), entries in out.items()]
 
     def _write_entities(
         self,
@@ -362,10 +347,10 @@ class Writer:
         conn.execute(schema.PRUNE_COMENTIONS, (ns,))
         own, ctx = self._tokenizer.count([(predicate or "", content), (near, far)])
         gone = window(own.second, ctx.first, ctx.second)
-        drop_postings(conn, ns, schema.OWN, memory_id, own)
+        deltas.lists.remove(ns, schema.OWN, memory_id, own)
         deltas.add(ns, schema.OWN, own, -1)
         deltas.memories[ns] -= 1
-        drop_postings(conn, ns, schema.CONTEXT, memory_id, gone)
+        deltas.lists.remove(ns, schema.CONTEXT, memory_id, gone)
         deltas.add(ns, schema.CONTEXT, gone, -1)
         conn.execute(
             "DELETE FROM mentions WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
@@ -398,11 +383,11 @@ def no_nul(item: int | None, **texts: str | None) -> None:
 @dataclass(slots=True)
 class OlderRows:
     """What a batch changes in the rows before it in its sessions: the parameters of
-    ``UPDATE_CONTEXT_AND_SEARCHED`` and of ``DELETE_POSTINGS``, and the new window postings."""
+    ``UPDATE_CONTEXT_AND_SEARCHED``, and each changed window (namespace, memory id, before,
+    after)."""
 
     updates: list[tuple[Any, ...]] = field(default_factory=list)
-    gone: list[tuple[str, int, list[str], int]] = field(default_factory=list)
-    fresh: list[Posting] = field(default_factory=list)
+    windows: list[tuple[str, int, Counted, Counted]] = field(default_factory=list)
 
 
 def _take_ids(conn: psycopg.Connection, given: Sequence[int], count: int) -> list[int]:

@@ -1,0 +1,265 @@
+"""Posting lists as the Postgres backend keeps them: packed, a row per part of a list.
+
+A (namespace, field, term) list is kept in rows of ``postings``, each holding the postings of
+memories of one chunk of ``CHUNK`` consecutive ids, packed (``DTYPES``), keyed by the smallest
+id it holds (``part``). A bulk write of 2,000 memories writes ~4,000 rows instead of a row per
+posting (~97,000: the windows of older turns written again too), and a search reads each list
+as one value, packed already. Measured before this layout, on the bench's first 40,000 memories
+of the 100k world: a row per posting cost the server 22 s of its 23 s in COPY and DELETE of
+3.18M rows, and packing each list at read time 10-22 ms for the longest.
+
+New memories' postings are new parts (``parts``: no row is read). A memory whose postings
+change (its window rewritten when its session grows, a memory forgotten) has the parts of its
+chunk rewritten at the end of the transaction (``Rewrites``): every part of each (term, chunk)
+it is in, read, merged into one and written back. Two transactions merging one list wait for
+each other on its row of ``term_stats``, locked first (``context_rows.Deltas.flush``): the
+second reads the parts the first wrote. A part added by a transaction that did not merge is a
+row of its own, which a merge neither sees nor deletes until it is committed.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import psycopg
+
+from fivefold.store.postgres import schema
+from fivefold.store.tokens import NORMS, Counted
+
+__all__ = [
+    "CHUNK",
+    "DTYPES",
+    "TYPES",
+    "Rewrites",
+    "chunk_range",
+    "copy_parts",
+    "decode",
+    "norm_id",
+    "parts",
+    "type_code",
+]
+
+# Ids of a part: one chunk. Larger chunks are fewer rows to write and read; a merge rewrites a
+# whole chunk's part of each list it touches (a common term's, ~19 KB at this size).
+CHUNK_BITS = schema.CHUNK_BITS
+CHUNK = 1 << CHUNK_BITS
+
+# A posting's memory type, by its position here (appended to, never reordered: stored).
+TYPES = ("fact", "preference", "event", "entity")
+# A posting: memory id, term frequency in the field's columns, the memory's length in each as
+# tantivy keeps it (its position in ``NORMS``: one byte) and its type. The window field has no
+# second column (``tokens.window``).
+DTYPES = {
+    schema.OWN: np.dtype(
+        [
+            ("id", "<i8"),
+            ("first", "<f4"),
+            ("second", "<f4"),
+            ("norm1", "u1"),
+            ("norm2", "u1"),
+            ("type", "u1"),
+        ]
+    ),
+    schema.CONTEXT: np.dtype([("id", "<i8"), ("first", "<f4"), ("norm1", "u1"), ("type", "u1")]),
+}
+NORM_VALUES = np.asarray(NORMS, dtype=np.float64)  # a norm id's length
+NO_TYPE = 255  # the code of a type not in ``TYPES`` (a row changed by hand): no read finds it
+
+
+def type_code(name: str) -> int:
+    return TYPES.index(name) if name in TYPES else NO_TYPE
+
+
+def norm_id(length: int) -> int:
+    """A column's length as tantivy keeps it: its ``NORMS`` position (``tokens.field_norm``)."""
+    return bisect.bisect_right(NORMS, length) - 1
+
+
+def chunk_range(chunk: int) -> tuple[int, int]:
+    """The ids of a chunk: [low, high)."""
+    return chunk << CHUNK_BITS, (chunk + 1) << CHUNK_BITS
+
+
+def decode(kind: int, packed: bytes | memoryview | None) -> np.ndarray:
+    return np.frombuffer(packed or b"", dtype=DTYPES[kind])
+
+
+Entry = tuple[int, Counted, int]  # memory id, its field's counts, its type's code
+
+
+@dataclass(frozen=True, slots=True)
+class Grouped:
+    """Postings sorted by group, then id: ``group`` gives each one's position in ``keys``,
+    its (term, chunk)."""
+
+    postings: np.ndarray
+    group: np.ndarray
+    keys: list[tuple[str, int]]
+
+    def rows(self) -> list[tuple[str, int, np.ndarray]]:
+        """(term, part, postings) per group: the part is its first id."""
+        if not len(self.postings):
+            return []
+        group = self.group
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        ends = np.r_[starts[1:], len(group)].tolist()
+        firsts = self.postings["id"][starts].tolist()
+        keys = [self.keys[g] for g in group[starts].tolist()]
+        return [
+            (key[0], first, self.postings[start:end])
+            for key, first, start, end in zip(keys, firsts, starts.tolist(), ends, strict=True)
+        ]
+
+
+def grouped(kind: int, entries: Iterable[Entry]) -> Grouped:
+    """The postings of ``entries`` in field ``kind``, grouped by term and chunk. Gathered a
+    memory at a time into columns (a Python call per posting was most of a bulk write's
+    packing), grouped by numpy."""
+    wide = kind == schema.OWN
+    terms: list[str] = []
+    first: list[int] = []
+    second: list[int] = []
+    counts: list[int] = []
+    heads: list[tuple[int, int, int, int]] = []  # memory id, norm ids, type code
+    for memory_id, counted, code in entries:
+        if wide:
+            one, two = counted.first.get, counted.second.get
+            both = counted.first.keys() | counted.second.keys()
+            terms.extend(both)
+            first.extend([one(t, 0) for t in both])
+            second.extend([two(t, 0) for t in both])
+            counts.append(len(both))
+        else:  # a window: one column
+            terms.extend(counted.first)
+            first.extend(counted.first.values())
+            counts.append(len(counted.first))
+        heads.append(
+            (memory_id, norm_id(counted.first_length), norm_id(counted.second_length), code)
+        )
+    if not terms:
+        return Grouped(np.empty(0, DTYPES[kind]), np.empty(0, np.int64), [])
+    head = np.asarray(heads, dtype=np.int64).repeat(np.asarray(counts, dtype=np.int64), axis=0)
+    packed = np.empty(len(terms), dtype=DTYPES[kind])
+    packed["id"] = head[:, 0]
+    packed["first"] = first
+    packed["norm1"] = head[:, 1]
+    packed["type"] = head[:, 3]
+    if wide:
+        packed["second"] = second
+        packed["norm2"] = head[:, 2]
+    index: dict[str, int] = {}
+    codes = np.asarray([index.setdefault(t, len(index)) for t in terms], dtype=np.int64)
+    chunk = head[:, 0] >> CHUNK_BITS
+    # One group per (term, chunk): numbered by their first posting in this order.
+    order = np.lexsort((head[:, 0], chunk, codes))
+    packed, codes, chunk = packed[order], codes[order], chunk[order]
+    new = np.r_[True, (codes[1:] != codes[:-1]) | (chunk[1:] != chunk[:-1])]
+    names = list(index)
+    keys = [(names[c], k) for c, k in zip(codes[new].tolist(), chunk[new].tolist(), strict=True)]
+    return Grouped(packed, np.cumsum(new) - 1, keys)
+
+
+def parts(kind: int, entries: Iterable[Entry]) -> list[tuple[str, int, np.ndarray]]:
+    """The postings of ``entries`` in field ``kind`` as (term, part, postings): one per term
+    and chunk, ascending ids in each."""
+    return grouped(kind, entries).rows()
+
+
+def copy_parts(
+    conn: psycopg.Connection, namespace: str, kind: int, rows: Sequence[tuple[str, int, np.ndarray]]
+) -> None:
+    """Part rows of field ``kind`` of one namespace, streamed by COPY (binary: the postings as
+    they are packed)."""
+    if not rows:
+        return
+    with conn.cursor() as cur, cur.copy(schema.COPY_POSTINGS) as copy:
+        copy.set_types(["text", "int2", "text", "int8", "bytea"])
+        for term, part, postings in rows:
+            copy.write_row((namespace, kind, term, part, postings.tobytes()))
+
+
+@dataclass
+class Rewrites:
+    """The postings a transaction removes and adds for memories written before it, per
+    (namespace, field): merged into the lists' parts at its end. A memory rewritten twice in
+    one transaction (a context refreshed again) keeps the postings it was given last."""
+
+    removed: dict[tuple[str, int], dict[tuple[str, int], set[int]]] = field(default_factory=dict)
+    added: dict[tuple[str, int], dict[int, tuple[Counted, int]]] = field(default_factory=dict)
+
+    def remove(self, namespace: str, kind: int, memory_id: int, counted: Counted) -> None:
+        """A memory's postings in field ``kind``, as ``counted`` made them, to go."""
+        table = self.removed.setdefault((namespace, kind), {})
+        chunk = memory_id >> CHUNK_BITS
+        for term in counted.terms:
+            table.setdefault((term, chunk), set()).add(memory_id)
+        self.added.get((namespace, kind), {}).pop(memory_id, None)
+
+    def add(self, namespace: str, kind: int, memory_id: int, counted: Counted, mtype: str) -> None:
+        """A memory's postings in field ``kind`` from ``counted``, merged into its chunk's."""
+        table = self.added.setdefault((namespace, kind), {})
+        table[memory_id] = (counted, type_code(mtype))
+
+    def touch(self, namespace: str, kind: int, term: str, chunk: int) -> None:
+        """A list's parts of a chunk to be merged into one, their postings as they are."""
+        self.removed.setdefault((namespace, kind), {}).setdefault((term, chunk), set())
+
+    def terms(self, namespace: str, kind: int) -> set[str]:
+        """The terms whose lists this transaction merges in a field of a namespace."""
+        found = {term for term, _ in self.removed.get((namespace, kind), {})}
+        for counted, _ in self.added.get((namespace, kind), {}).values():
+            found |= counted.terms
+        return found
+
+    def keys(self) -> list[tuple[str, int]]:
+        return sorted(set(self.removed) | set(self.added))
+
+    def flush(self, conn: psycopg.Connection) -> None:
+        """Merge every list part touched, a statement per (namespace, field) to read and one to
+        delete, one COPY to write: the parts of each (term, chunk) read, the postings removed
+        dropped, the ones added put in, one part written back. The caller holds the lists'
+        ``term_stats`` rows."""
+        for namespace, kind in self.keys():
+            removed = self.removed.get((namespace, kind), {})
+            added = self.added.get((namespace, kind), {})
+            fresh = grouped(kind, [(i, c, code) for i, (c, code) in sorted(added.items())])
+            wanted = sorted(set(removed) | set(fresh.keys))
+            if not wanted:
+                continue
+            found = conn.execute(
+                schema.READ_PARTS,
+                {
+                    "ns": namespace,
+                    "field": kind,
+                    "terms": [t for t, _ in wanted],
+                    "lows": [chunk_range(c)[0] for _, c in wanted],
+                    "highs": [chunk_range(c)[1] for _, c in wanted],
+                },
+                binary=True,
+            ).fetchall()
+            dtype = DTYPES[kind]
+            old = np.frombuffer(b"".join(bytes(r[2]) for r in found), dtype=dtype)
+            sizes = [len(r[2]) // dtype.itemsize for r in found]
+            group = np.repeat(np.asarray([int(r[0]) - 1 for r in found], np.int64), sizes)
+            position = {key: n for n, key in enumerate(wanted)}
+            if removed:  # a posting goes by its group and its id's place in the chunk
+                gone = [
+                    (position[key] << CHUNK_BITS) | (memory_id & (CHUNK - 1))
+                    for key, ids in removed.items()
+                    for memory_id in ids
+                ]
+                keep = ~np.isin((group << CHUNK_BITS) | (old["id"] & (CHUNK - 1)), gone)
+                old, group = old[keep], group[keep]
+            if fresh.keys:
+                at = np.asarray([position[key] for key in fresh.keys], dtype=np.int64)
+                old = np.concatenate([old, fresh.postings])
+                group = np.concatenate([group, at[fresh.group]])
+            order = np.lexsort((old["id"], group))
+            merged = Grouped(old[order], group[order], wanted)
+            if found:
+                conn.execute(schema.DELETE_PARTS, (namespace, [str(r[1]) for r in found]))
+            copy_parts(conn, namespace, kind, merged.rows())
+        self.removed, self.added = {}, {}
