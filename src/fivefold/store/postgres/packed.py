@@ -34,7 +34,6 @@ __all__ = [
     "DTYPES",
     "TYPES",
     "Rewrites",
-    "chunk_range",
     "copy_parts",
     "decode",
     "norm_id",
@@ -78,11 +77,6 @@ def norm_id(length: int) -> int:
     return bisect.bisect_right(NORMS, length) - 1
 
 
-def chunk_range(chunk: int) -> tuple[int, int]:
-    """The ids of a chunk: [low, high)."""
-    return chunk << CHUNK_BITS, (chunk + 1) << CHUNK_BITS
-
-
 def decode(kind: int, packed: bytes | memoryview | None) -> np.ndarray:
     return np.frombuffer(packed or b"", dtype=DTYPES[kind])
 
@@ -98,6 +92,20 @@ class Grouped:
     postings: np.ndarray
     group: np.ndarray
     keys: list[tuple[str, int]]
+
+    def documents(self) -> dict[str, tuple[int, int]]:
+        """Per term, the memories holding it in each column (one posting each: a memory is in
+        one chunk)."""
+        count = len(self.keys)
+        first = np.bincount(self.group, self.postings["first"] > 0, minlength=count)
+        second: np.ndarray = np.zeros(count)
+        if "second" in (self.postings.dtype.names or ()):
+            second = np.bincount(self.group, self.postings["second"] > 0, minlength=count)
+        out: dict[str, tuple[int, int]] = {}
+        for (term, _), n1, n2 in zip(self.keys, first.tolist(), second.tolist(), strict=True):
+            held = out.get(term, (0, 0))
+            out[term] = (held[0] + int(n1), held[1] + int(n2))
+        return out
 
     def rows(self) -> list[tuple[str, int, np.ndarray]]:
         """(term, part, postings) per group: the part is its first id."""
@@ -184,18 +192,24 @@ def copy_parts(
 @dataclass
 class Rewrites:
     """The postings a transaction removes and adds for memories written before it, per
-    (namespace, field): merged into the lists' parts at its end. A memory rewritten twice in
-    one transaction (a context refreshed again) keeps the postings it was given last."""
+    (namespace, field): merged into the lists' parts at its end. A memory's postings are
+    removed whole (every term of its field: a posting of it in a part read goes), and a memory
+    rewritten twice in one transaction (a context refreshed again) keeps the postings it was
+    given last."""
 
-    removed: dict[tuple[str, int], dict[tuple[str, int], set[int]]] = field(default_factory=dict)
+    # The (term, chunk) groups whose parts are read and merged, and the memories whose postings
+    # in them go.
+    groups: dict[tuple[str, int], set[tuple[str, int]]] = field(default_factory=dict)
+    removed: dict[tuple[str, int], set[int]] = field(default_factory=dict)
     added: dict[tuple[str, int], dict[int, tuple[Counted, int]]] = field(default_factory=dict)
 
     def remove(self, namespace: str, kind: int, memory_id: int, counted: Counted) -> None:
         """A memory's postings in field ``kind``, as ``counted`` made them, to go."""
-        table = self.removed.setdefault((namespace, kind), {})
         chunk = memory_id >> CHUNK_BITS
-        for term in counted.terms:
-            table.setdefault((term, chunk), set()).add(memory_id)
+        self.groups.setdefault((namespace, kind), set()).update(
+            [(term, chunk) for term in counted.terms]
+        )
+        self.removed.setdefault((namespace, kind), set()).add(memory_id)
         self.added.get((namespace, kind), {}).pop(memory_id, None)
 
     def add(self, namespace: str, kind: int, memory_id: int, counted: Counted, mtype: str) -> None:
@@ -205,28 +219,28 @@ class Rewrites:
 
     def touch(self, namespace: str, kind: int, term: str, chunk: int) -> None:
         """A list's parts of a chunk to be merged into one, their postings as they are."""
-        self.removed.setdefault((namespace, kind), {}).setdefault((term, chunk), set())
+        self.groups.setdefault((namespace, kind), set()).add((term, chunk))
 
     def terms(self, namespace: str, kind: int) -> set[str]:
         """The terms whose lists this transaction merges in a field of a namespace."""
-        found = {term for term, _ in self.removed.get((namespace, kind), {})}
+        found = {term for term, _ in self.groups.get((namespace, kind), ())}
         for counted, _ in self.added.get((namespace, kind), {}).values():
             found |= counted.terms
         return found
 
     def keys(self) -> list[tuple[str, int]]:
-        return sorted(set(self.removed) | set(self.added))
+        return sorted(set(self.groups) | set(self.added))
 
     def flush(self, conn: psycopg.Connection) -> None:
         """Merge every list part touched, a statement per (namespace, field) to read and one to
-        delete, one COPY to write: the parts of each (term, chunk) read, the postings removed
-        dropped, the ones added put in, one part written back. The caller holds the lists'
-        ``term_stats`` rows."""
+        delete, one COPY to write: the parts of each (term, chunk) read, the postings of the
+        memories removed dropped, the ones added put in, one part written back. The caller
+        holds the lists' ``term_stats`` rows."""
         for namespace, kind in self.keys():
-            removed = self.removed.get((namespace, kind), {})
+            removed = self.removed.get((namespace, kind), set())
             added = self.added.get((namespace, kind), {})
             fresh = grouped(kind, [(i, c, code) for i, (c, code) in sorted(added.items())])
-            wanted = sorted(set(removed) | set(fresh.keys))
+            wanted = sorted(self.groups.get((namespace, kind), set()) | set(fresh.keys))
             if not wanted:
                 continue
             found = conn.execute(
@@ -235,8 +249,7 @@ class Rewrites:
                     "ns": namespace,
                     "field": kind,
                     "terms": [t for t, _ in wanted],
-                    "lows": [chunk_range(c)[0] for _, c in wanted],
-                    "highs": [chunk_range(c)[1] for _, c in wanted],
+                    "chunks": [c for _, c in wanted],
                 },
                 binary=True,
             ).fetchall()
@@ -244,16 +257,12 @@ class Rewrites:
             old = np.frombuffer(b"".join(bytes(r[2]) for r in found), dtype=dtype)
             sizes = [len(r[2]) // dtype.itemsize for r in found]
             group = np.repeat(np.asarray([int(r[0]) - 1 for r in found], np.int64), sizes)
-            position = {key: n for n, key in enumerate(wanted)}
-            if removed:  # a posting goes by its group and its id's place in the chunk
-                gone = [
-                    (position[key] << CHUNK_BITS) | (memory_id & (CHUNK - 1))
-                    for key, ids in removed.items()
-                    for memory_id in ids
-                ]
-                keep = ~np.isin((group << CHUNK_BITS) | (old["id"] & (CHUNK - 1)), gone)
+            if removed:
+                gone = np.fromiter(removed, dtype=np.int64, count=len(removed))
+                keep = ~np.isin(old["id"], gone)
                 old, group = old[keep], group[keep]
             if fresh.keys:
+                position = {key: n for n, key in enumerate(wanted)}
                 at = np.asarray([position[key] for key in fresh.keys], dtype=np.int64)
                 old = np.concatenate([old, fresh.postings])
                 group = np.concatenate([group, at[fresh.group]])
@@ -262,4 +271,4 @@ class Rewrites:
             if found:
                 conn.execute(schema.DELETE_PARTS, (namespace, [str(r[1]) for r in found]))
             copy_parts(conn, namespace, kind, merged.rows())
-        self.removed, self.added = {}, {}
+        self.groups, self.removed, self.added = {}, {}, {}

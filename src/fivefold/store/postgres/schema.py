@@ -421,14 +421,13 @@ WHERE namespace = %s AND id = %s AND context_near = %s AND context_far = %s
 RETURNING id, type
 """
 # A list's parts, for a merge (``packed.Rewrites``): per (term, chunk) wanted, each part in it.
-READ_PARTS = """
+READ_PARTS = f"""
 SELECT e.n, p.ctid::text, p.packed
-FROM unnest(%(terms)s::text[], %(lows)s::bigint[], %(highs)s::bigint[]) WITH ORDINALITY
-    AS e(term, low, high, n)
+FROM unnest(%(terms)s::text[], %(chunks)s::bigint[]) WITH ORDINALITY AS e(term, chunk, n)
 CROSS JOIN LATERAL (
     SELECT ctid, packed FROM postings
     WHERE namespace = %(ns)s AND field = %(field)s AND term = e.term
-      AND part >= e.low AND part < e.high
+      AND part >= (e.chunk << {CHUNK_BITS}) AND part < ((e.chunk + 1) << {CHUNK_BITS})
 ) AS p
 """
 # The parts a merge read, by their row's address: the lists' ``term_stats`` rows, locked before

@@ -603,29 +603,32 @@ class PostgresStore(PostgresReads):
                 "WHERE namespace = %s AND (df1 > 0 OR df2 > 0)",
                 (namespace,),
             ).fetchall()
-            found = conn.execute(
-                "SELECT field, term, string_agg(packed, ''::bytea) FROM postings "
-                "WHERE namespace = %s GROUP BY field, term",
-                (namespace,),
-                binary=True,
-            ).fetchall()
             counted = conn.execute(_COUNTED_TOKENS, {"ns": namespace}).fetchone()
             kept = namespace_row(conn, namespace)
-        ids = np.asarray([int(r[0]) for r in held], dtype=np.int64)
-        codes = np.asarray([type_code(str(r[1])) for r in held], dtype=np.uint8)
-        check = ListsCheck()
-        documents: dict[tuple[int, str], tuple[int, int]] = {}
-        for kind, term, packed in found:
-            postings = decode(int(kind), packed)
-            at = np.minimum(np.searchsorted(ids, postings["id"]), max(len(ids) - 1, 0))
-            known = ids[at] == postings["id"] if len(ids) else np.zeros(len(postings), bool)
-            check.stray += int((~known).sum()) + len(postings) - len(np.unique(postings["id"]))
-            check.mistyped += int((codes[at[known]] != postings["type"][known]).sum())
-            wide = int(kind) == schema.OWN  # the window field has no second column
-            first = int((postings["first"] > 0).sum())
-            second = int((postings["second"] > 0).sum()) if wide else 0
-            if first or second:
-                documents[int(kind), str(term)] = (first, second)
+            ids = np.asarray([int(r[0]) for r in held], dtype=np.int64)
+            codes = np.asarray([type_code(str(r[1])) for r in held], dtype=np.uint8)
+            check = ListsCheck()
+            documents: dict[tuple[int, str], tuple[int, int]] = {}
+            # A list at a time, through a cursor on the server: a large namespace's lists
+            # together are more than the client should hold.
+            with conn.cursor(name="fivefold_lists", binary=True) as cursor:
+                cursor.execute(
+                    "SELECT field, term, string_agg(packed, ''::bytea) FROM postings "
+                    "WHERE namespace = %s GROUP BY field, term",
+                    (namespace,),
+                )
+                for kind, term, packed in cursor:
+                    postings = decode(int(kind), packed)
+                    at = np.minimum(np.searchsorted(ids, postings["id"]), max(len(ids) - 1, 0))
+                    known = ids[at] == postings["id"] if len(ids) else np.zeros(len(postings), bool)
+                    check.stray += int((~known).sum()) + len(postings)
+                    check.stray -= len(np.unique(postings["id"]))
+                    check.mistyped += int((codes[at[known]] != postings["type"][known]).sum())
+                    wide = int(kind) == schema.OWN  # the window field has no second column
+                    first = int((postings["first"] > 0).sum())
+                    second = int((postings["second"] > 0).sum()) if wide else 0
+                    if first or second:
+                        documents[int(kind), str(term)] = (first, second)
         expected = tuple(int(v) for v in counted) if counted else (0, 0, 0, 0, 0)
         check.agree = (
             documents == {(int(f), str(t)): (int(d1), int(d2)) for f, t, d1, d2 in stats}

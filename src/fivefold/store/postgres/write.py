@@ -29,7 +29,7 @@ from fivefold.store.postgres.context_rows import (
     PostgresContextRows,
     as_array,
 )
-from fivefold.store.postgres.packed import Entry, copy_parts, parts, type_code
+from fivefold.store.postgres.packed import Entry, copy_parts, grouped, type_code
 from fivefold.store.tokens import Counted, LineCounts, Tokenizer, window
 from fivefold.text import normalize_name
 
@@ -95,25 +95,33 @@ class Writer:
             for own, ctx in zip(counted, around, strict=True)
         ]
         values = [(i, *batch.memory_values(m)) for i, m in zip(ids, memories, strict=True)]
+        # The postings, new and of the older rows, are worked out beside the memory rows' COPY
+        # and the entities (``Beside``: this thread waits on the server meanwhile); ``deltas``
+        # is the other thread's until its result is taken.
+        beside = Beside(
+            partial(
+                self._postings,
+                deltas=deltas,
+                memories=memories,
+                ids=ids,
+                counted=counted,
+                windows=windows,
+                rows=rows,
+            ),
+            threaded=len(memories) >= THREADED_FROM,
+        )
         with conn.cursor() as cur, cur.copy(schema.COPY_MEMORIES) as copy:
             copy.set_types(schema.MEMORY_TYPES)
             for r, v, c, w in zip(values, vectors, counted, windows, strict=True):
                 copy.write_row(
                     _memory_row(r, v, c, texts.get(r[0], ("", "")), w, rows.searched.get(r[0]))
                 )
-        new_postings = self._new_postings(deltas, memories, ids, counted, windows)
-        # The older rows' changes are worked out beside the new postings' COPY and the entities
-        # (``Beside``: this thread waits on the server meanwhile); ``deltas`` is the other
-        # thread's until its result is taken.
-        older = Beside(
-            partial(self._older_changes, deltas=deltas, rows=rows, new=set(ids)),
-            threaded=len(memories) >= THREADED_FROM,
-        )
-        for namespace, kind, packed in new_postings:
-            copy_parts(conn, namespace, kind, packed)
         found, names = self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
-        self._update_older(conn, deltas, older.result())
+        new_postings, older = beside.result()
+        for namespace, kind, packed in new_postings:
+            copy_parts(conn, namespace, kind, packed)
+        self._update_older(conn, deltas, older)
         return batch.records(values, found, names)
 
     @staticmethod
@@ -140,6 +148,21 @@ class Writer:
                     row = (int(i), SessionRow(str(c), as_array(v), (str(n), str(f))))
                     out.setdefault(wanted[int(k)][0], []).append(row)
         return out
+
+    def _postings(
+        self,
+        *,
+        deltas: Deltas,
+        memories: Sequence[NewMemory],
+        ids: Sequence[int],
+        counted: Sequence[Counted],
+        windows: Sequence[Counted],
+        rows: context.BatchRows,
+    ) -> tuple[list[tuple[str, int, list[tuple[str, int, np.ndarray]]]], OlderRows]:
+        """The new rows' list parts (``_new_postings``) and the older rows' changes
+        (``_older_changes``), computed without the connection."""
+        new = self._new_postings(deltas, memories, ids, counted, windows)
+        return new, self._older_changes(deltas=deltas, rows=rows, new=set(ids))
 
     def _older_changes(
         self, *, deltas: Deltas, rows: context.BatchRows, new: set[int]
@@ -210,16 +233,23 @@ class Writer:
         windows: Sequence[Counted],
     ) -> list[tuple[str, int, list[tuple[str, int, np.ndarray]]]]:
         """The postings of the new rows' own text and of their window: per namespace and
-        field, its list parts (``packed.parts``)."""
+        field, its list parts (``packed.grouped``), counted into ``deltas`` from them."""
         out: dict[tuple[str, int], list[Entry]] = {}
         for memory, memory_id, count, text in zip(memories, ids, counted, windows, strict=True):
             namespace, code = memory.scope.namespace, type_code(memory.type.value)
             out.setdefault((namespace, schema.OWN), []).append((memory_id, count, code))
-            deltas.add(namespace, schema.OWN, count, 1)
             deltas.memories[namespace] += 1
             out.setdefault((namespace, schema.CONTEXT), []).append((memory_id, text, code))
-            deltas.add(namespace, schema.CONTEXT, text, 1)
-        return [(ns, kind, parts(kind, entries)) for (ns, kind), entries in out.items()]
+        found = []
+        for (namespace, kind), entries in out.items():
+            postings = grouped(kind, entries)
+            lengths = (
+                sum(c.first_length for _, c, _ in entries),
+                sum(c.second_length for _, c, _ in entries),
+            )
+            deltas.add_documents(namespace, kind, postings.documents(), lengths)
+            found.append((namespace, kind, postings.rows()))
+        return found
 
     def _write_entities(
         self,
