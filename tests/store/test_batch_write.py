@@ -204,12 +204,12 @@ def test_a_writer_racing_into_the_same_session_waits_for_the_batch(
             )
         )
 
-        def racing(conn: Any, wanted: Any, limit: int) -> Any:
+        def racing(conn: Any, wanted: Any, limit: int, types: Any) -> Any:
             if not other.is_alive() and not written:
                 other.start()
                 time.sleep(0.5)  # time enough for B to write, were it not waiting
                 assert not written
-            return newest(conn, wanted, limit)
+            return newest(conn, wanted, limit, types)
 
         monkeypatch.setattr(Writer, "_newest", staticmethod(racing))
         first, second = a.remember_many(

@@ -1089,8 +1089,8 @@ def test_a_neighbour_forgotten_while_a_batch_writes_waits_for_it(
 
         other = threading.Thread(target=forget)
 
-        def read_then_lose(conn: Any, wanted: Any, limit: int) -> Any:
-            rows = real(conn, wanted, limit)
+        def read_then_lose(conn: Any, wanted: Any, limit: int, types: Any) -> Any:
+            rows = real(conn, wanted, limit, types)
             if not other.is_alive() and not forgot:
                 other.start()
                 time.sleep(0.5)  # time enough to forget, were it not waiting

@@ -124,53 +124,6 @@ class Tokenizer:
         return _query_tokens(self, text)
 
 
-class LineCounts:
-    """``Tokenizer.count`` a line at a time, each line counted once while it is remembered
-    here: a token never spans a line break, so a text's counts are its lines' summed. A turn's
-    text is its own and up to four of its neighbours' context (tokenizing it each time was a
-    sixth of a Postgres bulk write's time on the client). Thread-safe. It remembers lines up
-    to ``limit`` bytes as estimated (``LINE_COST`` and its characters a line), then starts
-    again; a batch with more lines than that is counted without remembering them."""
-
-    def __init__(self, tokenizer: Tokenizer, limit: int = 64 << 20) -> None:
-        self._tokenizer = tokenizer
-        self._limit = limit
-        self._lines: dict[str, Counter[str]] = {}
-        self._size = 0
-        self._lock = threading.Lock()
-
-    def count(self, documents: Sequence[tuple[str, str]]) -> list[Counted]:
-        """As ``Tokenizer.count``: each document's two columns, counted (new counters)."""
-        lines = {line for pair in documents for text in pair if text for line in text.split("\n")}
-        with self._lock:
-            known = {line: self._lines[line] for line in lines if line in self._lines}
-        fresh = [line for line in lines if line not in known]
-        if fresh:
-            counted = self._tokenizer.count([(line, "") for line in fresh])
-            new = {line: c.first for line, c in zip(fresh, counted, strict=True)}
-            known.update(new)
-            size = sum(len(line) + LINE_COST for line in fresh)
-            with self._lock:
-                if self._size + size > self._limit:
-                    self._lines.clear()
-                    self._size = 0
-                if size <= self._limit:
-                    self._lines.update(new)
-                    self._size += size
-        return [Counted(_summed(known, a), _summed(known, b)) for a, b in documents]
-
-
-LINE_COST = 1_000  # bytes a remembered line takes beside its characters (measured: ~1,040 for 70)
-
-
-def _summed(counts: dict[str, Counter[str]], text: str) -> Counter[str]:
-    out: Counter[str] = Counter()
-    if text:
-        for line in text.split("\n"):
-            out.update(counts[line])
-    return out
-
-
 def window(own: Counter[str], near: Counter[str], far: Counter[str]) -> Counted:
     """A memory's window from the term counts of its content and of its context at distance 1
     and 2, as one column (the second is empty)."""
@@ -217,7 +170,6 @@ __all__ = [
     "NORMS",
     "TOKENIZE",
     "Counted",
-    "LineCounts",
     "Tokenizer",
     "field_norm",
     "window",

@@ -92,21 +92,23 @@ class Deltas:
         kind: int,
         documents: dict[str, tuple[int, int]],
         lengths: tuple[int, int],
+        sign: int = 1,
     ) -> None:
-        """New memories' text of field ``kind`` counted in at once: per term the memories
-        holding it in each column (``Grouped.documents``), and their columns' token totals."""
+        """Memories' text of field ``kind`` counted in (``sign`` 1) or out (-1) at once: per
+        term the memories holding it in each column (``Grouped.documents``), and their
+        columns' token totals."""
         table = self.terms.setdefault((namespace, kind), {})
         for term, (n1, n2) in documents.items():
             entry = table.get(term)
             if entry is None:
-                table[term] = [n1, n2]
+                table[term] = [sign * n1, sign * n2]
             else:
-                entry[0] += n1
-                entry[1] += n2
+                entry[0] += sign * n1
+                entry[1] += sign * n2
         totals = self.tokens.setdefault(namespace, [0, 0, 0, 0])
         base = 0 if kind == schema.OWN else 2
-        totals[base] += lengths[0]
-        totals[base + 1] += lengths[1]
+        totals[base] += sign * lengths[0]
+        totals[base + 1] += sign * lengths[1]
 
     def flush(self, conn: psycopg.Connection) -> Growth:
         """Apply the deltas. The ``term_stats`` row of every list merged is locked with the

@@ -65,6 +65,7 @@ DTYPES = {
     schema.CONTEXT: np.dtype([("id", "<i8"), ("first", "<f4"), ("norm1", "u1"), ("type", "u1")]),
 }
 NORM_VALUES = np.asarray(NORMS, dtype=np.float64)  # a norm id's length
+NORMS_ARRAY = np.asarray(NORMS, dtype=np.int64)
 NO_TYPE = 255  # the code of a type not in ``TYPES`` (a row changed by hand): no read finds it
 
 
@@ -149,25 +150,73 @@ def grouped(kind: int, entries: Iterable[Entry]) -> Grouped:
         )
     if not terms:
         return Grouped(np.empty(0, DTYPES[kind]), np.empty(0, np.int64), [])
-    head = np.asarray(heads, dtype=np.int64).repeat(np.asarray(counts, dtype=np.int64), axis=0)
-    packed = np.empty(len(terms), dtype=DTYPES[kind])
-    packed["id"] = head[:, 0]
-    packed["first"] = first
-    packed["norm1"] = head[:, 1]
-    packed["type"] = head[:, 3]
-    if wide:
-        packed["second"] = second
-        packed["norm2"] = head[:, 2]
     index: dict[str, int] = {}
     codes = np.asarray([index.setdefault(t, len(index)) for t in terms], dtype=np.int64)
-    chunk = head[:, 0] >> CHUNK_BITS
+    head = np.asarray(heads, dtype=np.int64).repeat(np.asarray(counts, dtype=np.int64), axis=0)
+    return pack(
+        kind,
+        Rows(
+            head[:, 0],
+            codes,
+            np.asarray(first),
+            np.asarray(second) if wide else None,
+            head[:, 1],
+            head[:, 2],
+            head[:, 3],
+        ),
+        list(index),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Postings as columns, a row each: memory id, term (a position in a list of names),
+    frequency in each column, norm ids and type code."""
+
+    id: np.ndarray
+    term: np.ndarray
+    first: np.ndarray
+    second: np.ndarray | None  # the window field has none
+    norm1: np.ndarray
+    norm2: np.ndarray
+    type: np.ndarray
+
+    def take(self, keep: np.ndarray) -> Rows:
+        return Rows(
+            self.id[keep],
+            self.term[keep],
+            self.first[keep],
+            None if self.second is None else self.second[keep],
+            self.norm1[keep],
+            self.norm2[keep],
+            self.type[keep],
+        )
+
+
+def pack(kind: int, rows: Rows, names: Sequence[str]) -> Grouped:
+    """``rows`` packed (``DTYPES``) and grouped by term and chunk, ascending ids in each."""
+    if not len(rows.id):
+        return Grouped(np.empty(0, DTYPES[kind]), np.empty(0, np.int64), [])
+    packed = np.empty(len(rows.id), dtype=DTYPES[kind])
+    packed["id"] = rows.id
+    packed["first"] = rows.first
+    packed["norm1"] = rows.norm1
+    packed["type"] = rows.type
+    if kind == schema.OWN:
+        packed["second"] = rows.second if rows.second is not None else 0
+        packed["norm2"] = rows.norm2
+    chunk = rows.id >> CHUNK_BITS
     # One group per (term, chunk): numbered by their first posting in this order.
-    order = np.lexsort((head[:, 0], chunk, codes))
-    packed, codes, chunk = packed[order], codes[order], chunk[order]
-    new = np.r_[True, (codes[1:] != codes[:-1]) | (chunk[1:] != chunk[:-1])]
-    names = list(index)
-    keys = [(names[c], k) for c, k in zip(codes[new].tolist(), chunk[new].tolist(), strict=True)]
+    order = np.lexsort((rows.id, chunk, rows.term))
+    packed, term, chunk = packed[order], rows.term[order], chunk[order]
+    new = np.r_[True, (term[1:] != term[:-1]) | (chunk[1:] != chunk[:-1])]
+    keys = [(names[c], k) for c, k in zip(term[new].tolist(), chunk[new].tolist(), strict=True)]
     return Grouped(packed, np.cumsum(new) - 1, keys)
+
+
+def norm_ids(lengths: np.ndarray) -> np.ndarray:
+    """``norm_id`` of each length."""
+    return np.searchsorted(NORMS_ARRAY, lengths, side="right") - 1
 
 
 def parts(kind: int, entries: Iterable[Entry]) -> list[tuple[str, int, np.ndarray]]:
@@ -202,6 +251,7 @@ class Rewrites:
     groups: dict[tuple[str, int], set[tuple[str, int]]] = field(default_factory=dict)
     removed: dict[tuple[str, int], set[int]] = field(default_factory=dict)
     added: dict[tuple[str, int], dict[int, tuple[Counted, int]]] = field(default_factory=dict)
+    packed: dict[tuple[str, int], list[Grouped]] = field(default_factory=dict)  # ``replace``'s
 
     def remove(self, namespace: str, kind: int, memory_id: int, counted: Counted) -> None:
         """A memory's postings in field ``kind``, as ``counted`` made them, to go."""
@@ -217,6 +267,21 @@ class Rewrites:
         table = self.added.setdefault((namespace, kind), {})
         table[memory_id] = (counted, type_code(mtype))
 
+    def replace(
+        self,
+        namespace: str,
+        kind: int,
+        memory_ids: Iterable[int],
+        groups: Iterable[tuple[str, int]],
+        fresh: Grouped,
+    ) -> None:
+        """Memories' postings in field ``kind`` replaced at once, packed already (a bulk
+        write's older turns): the (term, chunk) groups their postings are in now, and
+        ``fresh``, theirs from now on. For memories nothing else in the transaction changes."""
+        self.groups.setdefault((namespace, kind), set()).update(groups)
+        self.removed.setdefault((namespace, kind), set()).update(memory_ids)
+        self.packed.setdefault((namespace, kind), []).append(fresh)
+
     def touch(self, namespace: str, kind: int, term: str, chunk: int) -> None:
         """A list's parts of a chunk to be merged into one, their postings as they are."""
         self.groups.setdefault((namespace, kind), set()).add((term, chunk))
@@ -226,10 +291,12 @@ class Rewrites:
         found = {term for term, _ in self.groups.get((namespace, kind), ())}
         for counted, _ in self.added.get((namespace, kind), {}).values():
             found |= counted.terms
+        for fresh in self.packed.get((namespace, kind), []):
+            found.update(term for term, _ in fresh.keys)
         return found
 
     def keys(self) -> list[tuple[str, int]]:
-        return sorted(set(self.groups) | set(self.added))
+        return sorted(set(self.groups) | set(self.added) | set(self.packed))
 
     def flush(self, conn: psycopg.Connection) -> None:
         """Merge every list part touched, a statement per (namespace, field) to read and one to
@@ -239,8 +306,11 @@ class Rewrites:
         for namespace, kind in self.keys():
             removed = self.removed.get((namespace, kind), set())
             added = self.added.get((namespace, kind), {})
-            fresh = grouped(kind, [(i, c, code) for i, (c, code) in sorted(added.items())])
-            wanted = sorted(self.groups.get((namespace, kind), set()) | set(fresh.keys))
+            fresh = [grouped(kind, [(i, c, code) for i, (c, code) in sorted(added.items())])]
+            fresh += self.packed.get((namespace, kind), [])
+            wanted = sorted(
+                self.groups.get((namespace, kind), set()).union(*(f.keys for f in fresh))
+            )
             if not wanted:
                 continue
             found = conn.execute(
@@ -261,14 +331,15 @@ class Rewrites:
                 gone = np.fromiter(removed, dtype=np.int64, count=len(removed))
                 keep = ~np.isin(old["id"], gone)
                 old, group = old[keep], group[keep]
-            if fresh.keys:
-                position = {key: n for n, key in enumerate(wanted)}
-                at = np.asarray([position[key] for key in fresh.keys], dtype=np.int64)
-                old = np.concatenate([old, fresh.postings])
-                group = np.concatenate([group, at[fresh.group]])
+            position = {key: n for n, key in enumerate(wanted)}
+            for new in fresh:
+                if new.keys:
+                    at = np.asarray([position[key] for key in new.keys], dtype=np.int64)
+                    old = np.concatenate([old, new.postings])
+                    group = np.concatenate([group, at[new.group]])
             order = np.lexsort((old["id"], group))
             merged = Grouped(old[order], group[order], wanted)
             if found:
                 conn.execute(schema.DELETE_PARTS, (namespace, [str(r[1]) for r in found]))
             copy_parts(conn, namespace, kind, merged.rows())
-        self.groups, self.removed, self.added = {}, {}, {}
+        self.groups, self.removed, self.added, self.packed = {}, {}, {}, {}

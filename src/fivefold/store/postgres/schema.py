@@ -403,11 +403,11 @@ MEMORY_TYPES = (
 )
 # Per (session, id) wanted in one namespace, the session's newest rows below that id.
 NEWEST_IN_SESSIONS = """
-SELECT w.k, m.id, m.content, m.embedding, m.context_near, m.context_far
+SELECT w.k, m.id, m.content, m.embedding, m.context_near, m.context_far, m.type
 FROM unnest(%(k)s::int[], %(usr)s::text[], %(agt)s::text[], %(ses)s::text[], %(below)s::bigint[])
     AS w(k, usr, agt, ses, below)
 CROSS JOIN LATERAL (
-    SELECT id, content, embedding, context_near, context_far FROM memories
+    SELECT id, content, embedding, context_near, context_far, type FROM memories
     WHERE namespace = %(ns)s AND user_id = w.usr AND agent_id = w.agt AND session_id = w.ses
       AND id < w.below
     ORDER BY id DESC LIMIT %(limit)s
@@ -418,7 +418,7 @@ UPDATE_CONTEXT_AND_SEARCHED = """
 UPDATE memories SET context_near = %s, context_far = %s,
     tokens = ARRAY[tokens[1], tokens[2], %s, %s], searched = coalesce(%s::vector, embedding)
 WHERE namespace = %s AND id = %s AND context_near = %s AND context_far = %s
-RETURNING id, type
+RETURNING id
 """
 # A list's parts, for a merge (``packed.Rewrites``): per (term, chunk) wanted, each part in it.
 READ_PARTS = f"""

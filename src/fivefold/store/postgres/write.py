@@ -22,6 +22,7 @@ from fivefold.store import batch, context
 from fivefold.store.base import StoreSettings
 from fivefold.store.context import Group, SessionRow
 from fivefold.store.postgres import schema
+from fivefold.store.postgres.bags import Bag, Bags, paired
 from fivefold.store.postgres.beside import THREADED_FROM, Beside
 from fivefold.store.postgres.context_rows import (
     Deltas,
@@ -29,8 +30,8 @@ from fivefold.store.postgres.context_rows import (
     PostgresContextRows,
     as_array,
 )
-from fivefold.store.postgres.packed import Entry, copy_parts, grouped, type_code
-from fivefold.store.tokens import Counted, LineCounts, Tokenizer, window
+from fivefold.store.postgres.packed import Rows, copy_parts, norm_ids, pack, type_code
+from fivefold.store.tokens import Tokenizer, window
 from fivefold.text import normalize_name
 
 
@@ -42,7 +43,7 @@ class Writer:
     def __init__(self, settings: StoreSettings, tokenizer: Tokenizer, dim: int) -> None:
         self._settings = settings
         self._tokenizer = tokenizer
-        self._lines = LineCounts(tokenizer)
+        self._bags = Bags(tokenizer)
         self._dim = dim
 
     def memories(
@@ -74,7 +75,8 @@ class Writer:
         ]  # refuses first
         # Before the ids: a session's writes then take their ids in the order they commit.
         _lock_sessions(conn, (g for m in memories if (g := batch.group_of(m)) is not None))
-        counted = self._lines.count([(m.predicate or "", m.content) for m in memories])
+        # Each memory's own text, counted as arrays (``bags``): predicate and content.
+        own = self._bags.columns([(m.predicate or "", m.content) for m in memories])
         if given is None:  # beside other writers, not beside given ids (``schema.IDS_SHARED``)
             reserved = conn.execute(schema.RESERVE_IDS, (len(memories),)).fetchall()
             ids = sorted(int(r[0]) for r in reserved)
@@ -83,17 +85,23 @@ class Writer:
         # Each new row is written once with its final context and searched vector, and each
         # older row its context changes in one update: every row version is an insertion into
         # the HNSW graph.
+        older_types: dict[int, str] = {}  # of the older rows read (``_newest``)
         rows = batch.session_context(
-            memories, ids, vectors, self._settings.smoothing, lambda w, n: self._newest(conn, w, n)
+            memories,
+            ids,
+            vectors,
+            self._settings.smoothing,
+            lambda w, n: self._newest(conn, w, n, older_types),
         )
         texts = rows.contexts
-        # Every memory has a window: its own text (counted above), and its neighbours' where
-        # it has some.
-        around = self._lines.count([texts.get(i, ("", "")) for i in ids])
-        windows = [
-            window(own.second, ctx.first, ctx.second)
-            for own, ctx in zip(counted, around, strict=True)
-        ]
+        # Every memory has a window: its own text, and its neighbours' where it has some.
+        windows = self._bags.windows(
+            [(m.content, *texts.get(i, ("", ""))) for m, i in zip(memories, ids, strict=True)]
+        )
+        count = len(memories)
+        lengths = np.stack(
+            [own[0].lengths(count), own[1].lengths(count), windows.lengths(count)], axis=1
+        )
         values = [(i, *batch.memory_values(m)) for i, m in zip(ids, memories, strict=True)]
         # The postings, new and of the older rows, are worked out beside the memory rows' COPY
         # and the entities (``Beside``: this thread waits on the server meanwhile); ``deltas``
@@ -104,31 +112,37 @@ class Writer:
                 deltas=deltas,
                 memories=memories,
                 ids=ids,
-                counted=counted,
+                own=own,
                 windows=windows,
+                lengths=lengths,
                 rows=rows,
+                types=older_types,
             ),
             threaded=len(memories) >= THREADED_FROM,
         )
         with conn.cursor() as cur, cur.copy(schema.COPY_MEMORIES) as copy:
             copy.set_types(schema.MEMORY_TYPES)
-            for r, v, c, w in zip(values, vectors, counted, windows, strict=True):
+            for r, v, n in zip(values, vectors, lengths.tolist(), strict=True):
                 copy.write_row(
-                    _memory_row(r, v, c, texts.get(r[0], ("", "")), w, rows.searched.get(r[0]))
+                    _memory_row(r, v, n, texts.get(r[0], ("", "")), rows.searched.get(r[0]))
                 )
         found, names = self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
         new_postings, older = beside.result()
         for namespace, kind, packed in new_postings:
             copy_parts(conn, namespace, kind, packed)
-        self._update_older(conn, deltas, older)
+        self._update_older(conn, older)
         return batch.records(values, found, names)
 
     @staticmethod
     def _newest(
-        conn: psycopg.Connection, wanted: Sequence[tuple[Group, int]], limit: int
+        conn: psycopg.Connection,
+        wanted: Sequence[tuple[Group, int]],
+        limit: int,
+        types: dict[int, str],
     ) -> dict[Group, list[tuple[int, SessionRow]]]:
-        """One statement per namespace (a shard's), for all its sessions wanted."""
+        """One statement per namespace (a shard's), for all its sessions wanted; each row's
+        type into ``types``."""
         out: dict[Group, list[tuple[int, SessionRow]]] = {}
         for namespace in dict.fromkeys(group[0] for group, _ in wanted):
             mine = [(k, g, b) for k, (g, b) in enumerate(wanted) if g[0] == namespace]
@@ -144,9 +158,10 @@ class Writer:
             # Binary: pgvector parses its text form float by float (1.4 s of a 30 s bulk
             # write of 20,000 memories).
             with conn.cursor(binary=True) as cur:
-                for k, i, c, v, n, f in cur.execute(schema.NEWEST_IN_SESSIONS, params):
+                for k, i, c, v, n, f, t in cur.execute(schema.NEWEST_IN_SESSIONS, params):
                     row = (int(i), SessionRow(str(c), as_array(v), (str(n), str(f))))
                     out.setdefault(wanted[int(k)][0], []).append(row)
+                    types[int(i)] = str(t)
         return out
 
     def _postings(
@@ -155,100 +170,122 @@ class Writer:
         deltas: Deltas,
         memories: Sequence[NewMemory],
         ids: Sequence[int],
-        counted: Sequence[Counted],
-        windows: Sequence[Counted],
+        own: tuple[Bag, Bag],
+        windows: Bag,
+        lengths: np.ndarray,
         rows: context.BatchRows,
+        types: dict[int, str],
     ) -> tuple[list[tuple[str, int, list[tuple[str, int, np.ndarray]]]], OlderRows]:
         """The new rows' list parts (``_new_postings``) and the older rows' changes
         (``_older_changes``), computed without the connection."""
-        new = self._new_postings(deltas, memories, ids, counted, windows)
-        return new, self._older_changes(deltas=deltas, rows=rows, new=set(ids))
+        new = self._new_postings(deltas, memories, ids, own, windows, lengths)
+        return new, self._older_changes(deltas=deltas, rows=rows, new=set(ids), types=types)
 
     def _older_changes(
-        self, *, deltas: Deltas, rows: context.BatchRows, new: set[int]
+        self, *, deltas: Deltas, rows: context.BatchRows, new: set[int], types: dict[int, str]
     ) -> OlderRows:
-        """The rows before the batch in its sessions: their new context text (and its
-        postings) and searched vector, worked out without the connection."""
+        """The rows before the batch in its sessions: their new context text and searched
+        vector, and, where the text changed, their window's postings replaced (in ``deltas``:
+        of each row's ``types``), worked out without the connection."""
         older = [
             (i, group[0]) for i in rows.searched if i not in new and (group := rows.group_of(i))
         ]
         texts = [(rows.was.get(i, rows.context_of(i)), rows.context_of(i)) for i, _ in older]
-        own = self._lines.count([(rows.content_of(i), "") for i, _ in older])
-        counted = self._lines.count([text for pair in texts for text in pair])
+        contents = [rows.content_of(i) for i, _ in older]
+        pairs = list(zip(contents, texts, strict=True))
+        before = self._bags.windows([(c, *old) for c, (old, _) in pairs])
+        after = self._bags.windows([(c, *now) for c, (_, now) in pairs])
+        count = len(older)
+        was, now = before.lengths(count), after.lengths(count)
         out = OlderRows()
         for n, ((memory_id, namespace), (old, text)) in enumerate(zip(older, texts, strict=True)):
-            was, now = counted[2 * n], counted[2 * n + 1]
-            before = window(own[n].first, was.first, was.second)
-            after = window(own[n].first, now.first, now.second)
-            if text != old:  # its window changed with it
-                out.windows.append((namespace, memory_id, before, after))
-                deltas.add(namespace, schema.CONTEXT, before, -1)
-                deltas.add(namespace, schema.CONTEXT, after, 1)
             vector = rows.searched[memory_id]
-            out.updates.append(
-                (
-                    *text,
-                    after.first_length,
-                    after.second_length,
-                    None if vector is None else np.asarray(vector, np.float32),
-                    namespace,
-                    memory_id,
-                    *old,
-                )
+            searched = None if vector is None else np.asarray(vector, np.float32)
+            out.updates.append((*text, int(now[n]), 0, searched, namespace, memory_id, *old))
+        # Rows whose window changed with their context, a namespace at a time.
+        changed = np.asarray([old != text for old, text in texts], dtype=bool)
+        spaces = [namespace for _, namespace in older]
+        memory_ids = np.asarray([i for i, _ in older], dtype=np.int64)
+        codes = np.asarray([type_code(types[i]) for i, _ in older], dtype=np.uint8)
+        for namespace in sorted(set(spaces)):
+            mine = changed & np.asarray([s == namespace for s in spaces], dtype=bool)
+            if not mine.any():
+                continue
+            gone = pack(
+                schema.CONTEXT, _window_rows(before, mine, memory_ids, was, codes), before.names
+            )
+            fresh = pack(
+                schema.CONTEXT, _window_rows(after, mine, memory_ids, now, codes), after.names
+            )
+            deltas.add_documents(
+                namespace, schema.CONTEXT, gone.documents(), (int(was[mine].sum()), 0), -1
+            )
+            deltas.add_documents(
+                namespace, schema.CONTEXT, fresh.documents(), (int(now[mine].sum()), 0)
+            )
+            deltas.lists.replace(
+                namespace, schema.CONTEXT, memory_ids[mine].tolist(), gone.keys, fresh
             )
         return out
 
     @staticmethod
-    def _update_older(conn: psycopg.Connection, deltas: Deltas, older: OlderRows) -> None:
-        """The older rows' changes (``_older_changes``), in one update each, their windows'
-        postings merged at the end of the transaction (``Deltas.flush``). Each row only if it
-        still holds the context this batch read: another writer may have deleted it, or
+    def _update_older(conn: psycopg.Connection, older: OlderRows) -> None:
+        """The older rows' changes (``_older_changes``), in one update each (their windows'
+        postings are merged at the end of the transaction: ``Deltas.flush``). Each row only if
+        it still holds the context this batch read: another writer may have deleted it, or
         rewritten it with a turn of its own in the same session, since; then the postings this
         batch would remove and add are not the row's, and the write starts again from a fresh
         read. Each row updated is locked until the commit."""
-        types: dict[int, str] = {}
-        if older.updates:
-            with conn.cursor() as cur:
-                cur.executemany(schema.UPDATE_CONTEXT_AND_SEARCHED, older.updates, returning=True)
-                while True:
-                    types.update((int(i), str(t)) for i, t in cur.fetchall())
-                    if not cur.nextset():
-                        break
-            if len(types) != len(older.updates):
-                raise MemoryGone(
-                    f"{len(older.updates) - len(types)} memories before this batch in its "
-                    "sessions were changed or deleted by a concurrent write; nothing was "
-                    "written: try again"
-                )
-        for namespace, memory_id, before, after in older.windows:
-            deltas.lists.remove(namespace, schema.CONTEXT, memory_id, before)
-            deltas.lists.add(namespace, schema.CONTEXT, memory_id, after, types[memory_id])
+        if not older.updates:
+            return
+        updated: set[int] = set()
+        with conn.cursor() as cur:
+            cur.executemany(schema.UPDATE_CONTEXT_AND_SEARCHED, older.updates, returning=True)
+            while True:
+                updated.update(int(r[0]) for r in cur.fetchall())
+                if not cur.nextset():
+                    break
+        if len(updated) != len(older.updates):
+            raise MemoryGone(
+                f"{len(older.updates) - len(updated)} memories before this batch in its "
+                "sessions were changed or deleted by a concurrent write; nothing was written: "
+                "try again"
+            )
 
     @staticmethod
     def _new_postings(
         deltas: Deltas,
         memories: Sequence[NewMemory],
         ids: Sequence[int],
-        counted: Sequence[Counted],
-        windows: Sequence[Counted],
+        own: tuple[Bag, Bag],
+        windows: Bag,
+        lengths: np.ndarray,
     ) -> list[tuple[str, int, list[tuple[str, int, np.ndarray]]]]:
         """The postings of the new rows' own text and of their window: per namespace and
-        field, its list parts (``packed.grouped``), counted into ``deltas`` from them."""
-        out: dict[tuple[str, int], list[Entry]] = {}
-        for memory, memory_id, count, text in zip(memories, ids, counted, windows, strict=True):
-            namespace, code = memory.scope.namespace, type_code(memory.type.value)
-            out.setdefault((namespace, schema.OWN), []).append((memory_id, count, code))
-            deltas.memories[namespace] += 1
-            out.setdefault((namespace, schema.CONTEXT), []).append((memory_id, text, code))
+        field, its list parts (``packed.pack``), counted into ``deltas`` from them."""
+        memory_ids = np.asarray(ids, dtype=np.int64)
+        codes = np.asarray([type_code(m.type.value) for m in memories], dtype=np.uint8)
+        norms = norm_ids(lengths)
+        doc, term, first, second = paired(*own)
+        own_rows = Rows(
+            memory_ids[doc], term, first, second, norms[doc, 0], norms[doc, 1], codes[doc]
+        )
+        window_rows = _window_rows(
+            windows, np.ones(len(ids), bool), memory_ids, lengths[:, 2], codes
+        )
+        spaces = [m.scope.namespace for m in memories]
         found = []
-        for (namespace, kind), entries in out.items():
-            postings = grouped(kind, entries)
-            lengths = (
-                sum(c.first_length for _, c, _ in entries),
-                sum(c.second_length for _, c, _ in entries),
-            )
-            deltas.add_documents(namespace, kind, postings.documents(), lengths)
-            found.append((namespace, kind, postings.rows()))
+        for namespace in sorted(set(spaces)):
+            mine = np.asarray([s == namespace for s in spaces], dtype=bool)
+            deltas.memories[namespace] += int(mine.sum())
+            for kind, rows, names, columns in (
+                (schema.OWN, own_rows.take(mine[doc]), own[0].names, (0, 1)),
+                (schema.CONTEXT, window_rows.take(mine[windows.doc]), windows.names, (2,)),
+            ):
+                postings = pack(kind, rows, names)
+                totals = [int(lengths[mine, c].sum()) for c in columns] + [0]
+                deltas.add_documents(namespace, kind, postings.documents(), (totals[0], totals[1]))
+                found.append((namespace, kind, postings.rows()))
         return found
 
     def _write_entities(
@@ -413,11 +450,9 @@ def no_nul(item: int | None, **texts: str | None) -> None:
 @dataclass(slots=True)
 class OlderRows:
     """What a batch changes in the rows before it in its sessions: the parameters of
-    ``UPDATE_CONTEXT_AND_SEARCHED``, and each changed window (namespace, memory id, before,
-    after)."""
+    ``UPDATE_CONTEXT_AND_SEARCHED`` (their postings go into the transaction's ``Deltas``)."""
 
     updates: list[tuple[Any, ...]] = field(default_factory=list)
-    windows: list[tuple[str, int, Counted, Counted]] = field(default_factory=list)
 
 
 def _take_ids(conn: psycopg.Connection, given: Sequence[int], count: int) -> list[int]:
@@ -480,18 +515,36 @@ def _session_keys(groups: Iterable[Group]) -> Iterator[int]:
         yield key - (1 << 32) if key >= 1 << 31 else key
 
 
+def _window_rows(
+    windows: Bag, keep: np.ndarray, memory_ids: np.ndarray, lengths: np.ndarray, codes: np.ndarray
+) -> Rows:
+    """The window postings of the documents ``keep`` marks (one column: no second)."""
+    rows = keep[windows.doc]
+    doc = windows.doc[rows]
+    norms = norm_ids(lengths)
+    return Rows(
+        memory_ids[doc],
+        windows.term[rows],
+        windows.count[rows],
+        None,
+        norms[doc],
+        np.zeros(len(doc), np.int64),
+        codes[doc],
+    )
+
+
 def _memory_row(
     values: tuple[Any, ...],
     vector: Vectors,
-    counted: Counted,
+    lengths: list[int],
     text: tuple[str, str],
-    window: Counted,
     searched: Vectors | None,
 ) -> tuple[Any, ...]:
+    """``lengths``: the predicate's, the content's and the window's tokens."""
     embedding = np.asarray(vector, np.float32)
     return (
         *values,  # the id, then ``batch.memory_values``
-        [counted.first_length, counted.second_length, window.first_length, window.second_length],
+        [*lengths, 0],
         *text,
         embedding,
         embedding if searched is None else np.asarray(searched, np.float32),
