@@ -255,3 +255,20 @@ def test_parts_pack_each_term_and_chunk_once_in_id_order() -> None:
     assert first["a"]["first"].tolist() == [0.0, 4.0]
     assert first["a"]["second"].tolist() == [1.0, 0.0]
     assert first["a"]["type"].tolist() == [2, 1]
+
+
+def test_a_repair_makes_a_lost_namespace_row_again(pg_url: str) -> None:
+    """The repair makes the namespace's lists and statistics from its rows: its row in
+    ``namespaces`` too, when that was lost (it was then made with 0 memories)."""
+    rng = random.Random(12)
+    with _open(pg_url) as memory:
+        memory.remember_many([_item(rng, "dx") for _ in range(5)])
+        before = _searches(memory, "dx")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM namespaces WHERE namespace = 'dx'")
+    with _open(pg_url) as memory:
+        assert not all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.check(repair=True))
+        assert all(f.ok for f in memory.store.check())
+        assert memory.stats(namespace="dx").memories == 5
+        assert _searches(memory, "dx") == before

@@ -94,3 +94,15 @@ def test_a_token_is_its_first_255_characters_everywhere() -> None:
     assert TOKENIZER.terms(long + "zz") == ("q" * MAX_TOKEN_CHARS,)
     short = "r" * MAX_TOKEN_CHARS
     assert TOKENIZER.terms(short) == (short,)
+
+
+def test_a_batch_larger_than_the_limit_is_counted_without_being_remembered() -> None:
+    bags = Bags(TOKENIZER, limit=3_000)
+    texts = [f"line {n} about Kestrel" for n in range(5)]  # ~5,100 bytes as estimated
+    first = bags.count(texts)
+    assert bags._size == 0
+    assert not bags._lines
+    again = bags.count(texts)
+    assert [again.names[t] for t in again.term] == [first.names[t] for t in first.term]
+    bags.count(texts[:2])  # a batch that fits is remembered
+    assert len(bags._lines) == 2

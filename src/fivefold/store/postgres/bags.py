@@ -86,8 +86,11 @@ class Bags:
                 counted = self._tokenizer.count([(t, "") for t in missing])
                 found.update(zip(missing, counted, strict=True))
             ids, names = self._ids, self._names
+            mine: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # this call's lines
             for line in lines:
-                if line in self._lines:
+                known = self._lines.get(line)
+                if known is not None:
+                    mine[line] = known
                     continue
                 row = []
                 for term in found[line].first:
@@ -97,16 +100,18 @@ class Bags:
                         names.append(term)
                     row.append(at)
                 counts = np.fromiter(found[line].first.values(), np.int64, count=len(row))
-                self._lines[line] = (np.asarray(row, np.int64), counts)
-                self._size += len(line) + LINE_COST
+                mine[line] = (np.asarray(row, np.int64), counts)
+                # A batch with more lines than the limit is counted without remembering them.
+                if size <= self._limit:
+                    self._lines[line] = mine[line]
+                    self._size += len(line) + LINE_COST
             docs: list[int] = []
             terms_of: list[np.ndarray] = []
             counts_of: list[np.ndarray] = []
-            held = self._lines
             for doc, text in enumerate(texts):
                 if text:
                     for line in text.split("\n"):
-                        found_terms, found_counts = held[line]
+                        found_terms, found_counts = mine[line]
                         docs.append(doc)
                         terms_of.append(found_terms)
                         counts_of.append(found_counts)

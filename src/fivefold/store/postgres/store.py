@@ -452,9 +452,10 @@ class PostgresStore(PostgresReads):
 
     # -- upkeep ---------------------------------------------------------------------------------
     def check(self, *, repair: bool = False) -> list[Finding]:
-        """Per namespace, the document frequencies and counts against the posting rows and the
-        memories, and every mention's and posting's type against its memory's; ``repair``
-        recomputes them from those rows."""
+        """Per namespace, its posting lists against its memories (each posting's memory and
+        type), its document frequencies and counts against both, and every mention's type
+        against its memory's; ``repair`` makes the lists and statistics again from the
+        memories."""
         findings = []
         with self._read() as conn:
             conn.execute("SELECT 1")
@@ -663,6 +664,10 @@ class PostgresStore(PostgresReads):
             conn.execute("LOCK TABLE memories, postings IN SHARE ROW EXCLUSIVE MODE")
             for table in ("postings", "term_stats"):
                 conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (namespace,))
+            conn.execute(  # its row may be gone too
+                "INSERT INTO namespaces (namespace) VALUES (%s) ON CONFLICT DO NOTHING",
+                (namespace,),
+            )
             conn.execute(
                 "UPDATE namespaces SET tokens = '{0,0,0,0}', memories = (SELECT count(*) "
                 "FROM memories WHERE namespace = %(ns)s) WHERE namespace = %(ns)s",
