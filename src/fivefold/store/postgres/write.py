@@ -102,22 +102,13 @@ class Writer:
         lengths = np.stack(
             [own[0].lengths(count), own[1].lengths(count), windows.lengths(count)], axis=1
         )
+        counts = BatchCounts(memories, ids, own, windows, lengths)
         values = [(i, *batch.memory_values(m)) for i, m in zip(ids, memories, strict=True)]
         # The postings, new and of the older rows, are worked out beside the memory rows' COPY
         # and the entities (``Beside``: this thread waits on the server meanwhile); ``deltas``
         # is the other thread's until its result is taken.
         beside = Beside(
-            partial(
-                self._postings,
-                deltas=deltas,
-                memories=memories,
-                ids=ids,
-                own=own,
-                windows=windows,
-                lengths=lengths,
-                rows=rows,
-                types=older_types,
-            ),
+            partial(self._postings, deltas, counts, rows, older_types),
             threaded=len(memories) >= THREADED_FROM,
         )
         with conn.cursor() as cur, cur.copy(schema.COPY_MEMORIES) as copy:
@@ -166,20 +157,16 @@ class Writer:
 
     def _postings(
         self,
-        *,
         deltas: Deltas,
-        memories: Sequence[NewMemory],
-        ids: Sequence[int],
-        own: tuple[Bag, Bag],
-        windows: Bag,
-        lengths: np.ndarray,
+        counts: BatchCounts,
         rows: context.BatchRows,
         types: dict[int, str],
     ) -> tuple[list[tuple[str, int, list[tuple[str, int, np.ndarray]]]], OlderRows]:
         """The new rows' list parts (``_new_postings``) and the older rows' changes
         (``_older_changes``), computed without the connection."""
-        new = self._new_postings(deltas, memories, ids, own, windows, lengths)
-        return new, self._older_changes(deltas=deltas, rows=rows, new=set(ids), types=types)
+        new = self._new_postings(deltas, counts)
+        ids = set(counts.ids)
+        return new, self._older_changes(deltas=deltas, rows=rows, new=ids, types=types)
 
     def _older_changes(
         self, *, deltas: Deltas, rows: context.BatchRows, new: set[int], types: dict[int, str]
@@ -254,26 +241,21 @@ class Writer:
 
     @staticmethod
     def _new_postings(
-        deltas: Deltas,
-        memories: Sequence[NewMemory],
-        ids: Sequence[int],
-        own: tuple[Bag, Bag],
-        windows: Bag,
-        lengths: np.ndarray,
+        deltas: Deltas, counts: BatchCounts
     ) -> list[tuple[str, int, list[tuple[str, int, np.ndarray]]]]:
         """The postings of the new rows' own text and of their window: per namespace and
         field, its list parts (``packed.pack``), counted into ``deltas`` from them."""
-        memory_ids = np.asarray(ids, dtype=np.int64)
-        codes = np.asarray([type_code(m.type.value) for m in memories], dtype=np.uint8)
+        own, windows, lengths = counts.own, counts.windows, counts.lengths
+        memory_ids = np.asarray(counts.ids, dtype=np.int64)
+        codes = np.asarray([type_code(m.type.value) for m in counts.memories], dtype=np.uint8)
         norms = norm_ids(lengths)
         doc, term, first, second = paired(*own)
         own_rows = Rows(
             memory_ids[doc], term, first, second, norms[doc, 0], norms[doc, 1], codes[doc]
         )
-        window_rows = _window_rows(
-            windows, np.ones(len(ids), bool), memory_ids, lengths[:, 2], codes
-        )
-        spaces = [m.scope.namespace for m in memories]
+        every = np.ones(len(memory_ids), bool)
+        window_rows = _window_rows(windows, every, memory_ids, lengths[:, 2], codes)
+        spaces = [m.scope.namespace for m in counts.memories]
         found = []
         for namespace in sorted(set(spaces)):
             mine = np.asarray([s == namespace for s in spaces], dtype=bool)
@@ -445,6 +427,19 @@ def no_nul(item: int | None, **texts: str | None) -> None:
             raise InvalidInput(
                 f"{name} contains a NUL character, which PostgreSQL text cannot store", item=item
             )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchCounts:
+    """A batch's memories, their ids and their texts counted (``bags``): own columns
+    (predicate, content), windows, and each memory's three lengths in tokens (the predicate's,
+    the content's, the window's)."""
+
+    memories: Sequence[NewMemory]
+    ids: Sequence[int]
+    own: tuple[Bag, Bag]
+    windows: Bag
+    lengths: np.ndarray
 
 
 @dataclass(slots=True)
