@@ -613,9 +613,12 @@ FROM unnest(%(list_fields)s::smallint[], %(list_terms)s::text[]) WITH ORDINALITY
     AS e(field, term, n)
 ORDER BY e.n
 """
+# In one order: a memory's score sums its lists' parts in this order, and a float sum's last
+# bits depend on it (without it, a reindex that moved the rows could turn a near tie around).
 BM25_TERM_STATS = """
 SELECT field, term, df1, df2 FROM term_stats
 WHERE namespace = %(ns)s AND field = ANY(%(fields)s::smallint[]) AND term = ANY(%(terms)s::text[])
+ORDER BY field, term
 """
 # The memories of a scope narrower than the namespace (a user, an agent), packed: a posting's
 # memory is checked against them on the client. ``{where}``: ``scope_sql``'s.
