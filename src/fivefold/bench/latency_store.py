@@ -347,8 +347,8 @@ def sample_ingest(corpus: SyntheticCorpus, embedder: Embedder, say: Progress) ->
 def open_index(mem: Memory, namespace: str, probe: Vectors) -> float:
     """Seconds for the first vector and lexical searches after opening: they build the dense
     index (fresh store) or load it (vectors from SQLite plus the saved HNSW graph), and open
-    the lexical index; on Postgres they build pgvector's HNSW index and the postings' impact
-    order on a store just loaded."""
+    the lexical index; on Postgres they build pgvector's HNSW index on a store just loaded
+    and read the probe's posting lists."""
     start = time.perf_counter()
     mem.store.vector_search(Scope(namespace=namespace), probe[None, :], 10)
     mem.store.lexical_search(Scope(namespace=namespace), ["index"], 10, weights=DEFAULT_WEIGHTS)
