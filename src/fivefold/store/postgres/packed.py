@@ -2,11 +2,11 @@
 
 A (namespace, field, term) list is kept in rows of ``postings``, each holding the postings of
 memories of one chunk of ``CHUNK`` consecutive ids, packed (``DTYPES``), keyed by the smallest
-id it holds (``part``). A bulk write of 2,000 memories writes ~4,000 rows instead of a row per
-posting (~97,000: the windows of older turns written again too), and a search reads each list
-as one value, packed already. Measured before this layout, on the bench's first 40,000 memories
-of the 100k world: a row per posting cost the server 22 s of its 23 s in COPY and DELETE of
-3.18M rows, and packing each list at read time 10-22 ms for the longest.
+id it holds (``part``), and a search reads each list as one value, packed already. The bench's
+first 40,000 memories of the 100k world (batches of 2,000, the windows of older turns written
+again as their sessions grow) write ~190,000 part rows; a row per posting wrote 3.18M and
+deleted 880k, 22 s of the server's 23 s, and packing a list at read time took 10-22 ms for the
+longest.
 
 New memories' postings are new parts (``parts``: no row is read). A memory whose postings
 change (its window rewritten when its session grows, a memory forgotten) has the parts of its
@@ -66,7 +66,7 @@ DTYPES = {
 }
 NORM_VALUES = np.asarray(NORMS, dtype=np.float64)  # a norm id's length
 NORMS_ARRAY = np.asarray(NORMS, dtype=np.int64)
-NO_TYPE = 255  # the code of a type not in ``TYPES`` (a row changed by hand): no read finds it
+NO_TYPE = 255  # a type not in ``TYPES`` (a row changed by hand): no type-filtered read finds it
 
 
 def type_code(name: str) -> int:
