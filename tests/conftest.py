@@ -13,7 +13,7 @@ import pytest
 
 import fivefold
 from fivefold.config import Config, OptimizerConfig
-from fivefold.model import OptimizerMode
+from fivefold.types import OptimizerMode
 
 
 @pytest.fixture(autouse=True)
@@ -21,10 +21,10 @@ def _no_user_config(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """CLI tests must not pick up a developer's own ~/.config/fivefold/config.toml."""
-    import fivefold.config_file
+    import fivefold.config.file
 
     missing = tmp_path_factory.mktemp("no-config") / "config.toml"
-    monkeypatch.setattr(fivefold.config_file, "default_config_path", lambda: missing)
+    monkeypatch.setattr(fivefold.config.file, "default_config_path", lambda: missing)
     monkeypatch.delenv("FIVEFOLD_CONFIG", raising=False)
     monkeypatch.delenv("FIVEFOLD_DB", raising=False)
 

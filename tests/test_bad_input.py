@@ -939,7 +939,7 @@ def test_one_memory_refused_is_not_named_as_a_batch_item(hashing_mem: Memory) ->
 def test_an_import_skips_a_record_the_store_refuses(hashing_mem: Memory, tmp_path: Path) -> None:
     """A record refused by the store itself (Postgres: a NUL character) is skipped like one
     refused before it, not the whole import failed."""
-    from fivefold.importers import import_file
+    from fivefold.cli.importers import import_file
 
     lines = [{"content": f"note {n} on the Kestrel budget"} for n in range(5)]
     lines[2] = {"content": "a NUL \x00 here"}

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 import fivefold
 from fivefold import FivefoldError, Memory
 from fivefold.config import Config, OptimizerConfig, RetrievalConfig
-from fivefold.model import Budget, OptimizerMode
 from fivefold.text import content_terms
+from fivefold.types import Budget, OptimizerMode
 
 EXAMPLES = 400
 FUZZ = settings(

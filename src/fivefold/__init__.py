@@ -25,7 +25,7 @@ from fivefold.errors import (
     UnsupportedBackend,
 )
 from fivefold.memory import Memory
-from fivefold.model import (
+from fivefold.types import (
     Budget,
     Edge,
     EdgeKind,

@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 import httpx
 
 from fivefold.errors import FivefoldError, InvalidInput, StoreError
-from fivefold.model import (
+from fivefold.serve.errors import ERRORS
+from fivefold.types import (
     Edge,
     Entity,
     Explanation,
@@ -30,7 +31,6 @@ from fivefold.model import (
     StoreStats,
     TrainReport,
 )
-from fivefold.serve.errors import ERRORS
 from fivefold.validate import json_number
 from fivefold.wire import from_json
 

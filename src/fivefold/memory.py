@@ -18,9 +18,15 @@ from fivefold.errors import InvalidInput, NotFound, alone
 from fivefold.extract.entities import extract_entities
 from fivefold.extract.prepare import MAX_PREDICATE_CHARS, VECTOR_FIELD, given_vector, prepare
 from fivefold.gate import Gate, gated
-from fivefold.learned import Example
-from fivefold.metrics import MetricsSnapshot
-from fivefold.model import (
+from fivefold.learn.model import Example
+from fivefold.learn.train import questions, train
+from fivefold.read.metrics import MetricsSnapshot
+from fivefold.read.reader import Reader, RecallArgs
+from fivefold.store import Store, StoreSettings, open_store
+from fivefold.store.base import Progress
+from fivefold.store.rows import refuse_self_edge
+from fivefold.text import normalize_name
+from fivefold.types import (
     Edge,
     Entity,
     Explanation,
@@ -32,12 +38,6 @@ from fivefold.model import (
     StoreStats,
     TrainReport,
 )
-from fivefold.reader import Reader, RecallArgs
-from fivefold.store import Store, StoreSettings, open_store
-from fivefold.store.base import Progress
-from fivefold.store.rows import refuse_self_edge
-from fivefold.text import normalize_name
-from fivefold.training import questions, train
 
 
 class Memory:

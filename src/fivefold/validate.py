@@ -13,8 +13,8 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from fivefold.errors import InvalidInput
-from fivefold.model import Budget, EdgeKind, MemoryType, Scope
 from fivefold.text import normalize_name
+from fivefold.types import Budget, EdgeKind, MemoryType, Scope
 
 MAX_CONTENT_CHARS = 100_000
 MAX_K = 1_000

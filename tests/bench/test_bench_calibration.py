@@ -12,7 +12,7 @@ import fivefold
 from fivefold.bench import calibration as module
 from fivefold.bench.datasets import load_locomo
 from fivefold.bench.quality_cli import calibration
-from fivefold.calibrate import FEATURES
+from fivefold.read.calibrate import FEATURES
 
 DATA = Path(__file__).parent / "data" / "locomo_tiny.json"
 

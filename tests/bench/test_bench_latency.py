@@ -21,7 +21,7 @@ from fivefold.bench.latency import (
 from fivefold.bench.latency_cli import latency, plot, render_markdown, targets
 from fivefold.bench.synthetic import QueryKind, SyntheticCorpus
 from fivefold.config import Config, IndexConfig
-from fivefold.model import OptimizerMode, PlanName, RetrieverName
+from fivefold.types import OptimizerMode, PlanName, RetrieverName
 
 QUERIES = 30
 

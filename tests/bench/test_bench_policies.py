@@ -30,7 +30,7 @@ from fivefold.bench.runner import ingest
 from fivefold.bench.scoring import Comparison, metric_specs
 from fivefold.config import Config, OptimizerConfig
 from fivefold.errors import FivefoldError, InvalidInput
-from fivefold.model import OptimizerMode
+from fivefold.types import OptimizerMode
 
 WHEN = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 CONTENTS = (

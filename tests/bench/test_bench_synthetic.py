@@ -7,9 +7,9 @@ import pytest
 
 from fivefold.bench import synthetic
 from fivefold.bench.synthetic import NOW, QueryKind, SyntheticCorpus
-from fivefold.model import EdgeKind, MemoryType
-from fivefold.parse.temporal import find_window
+from fivefold.read.parse.temporal import find_window
 from fivefold.text import content_terms
+from fivefold.types import EdgeKind, MemoryType
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from fivefold.bench.systems import (
     engine_fusion,
 )
 from fivefold.config import FusionConfig
-from fivefold.model import RetrieverName, RetrieverRun, Scored
+from fivefold.types import RetrieverName, RetrieverRun, Scored
 
 SEM, LEX, GRAPH = RetrieverName.SEMANTIC, RetrieverName.LEXICAL, RetrieverName.GRAPH
 

@@ -9,7 +9,7 @@ import pytest
 import fivefold
 from fivefold import demo
 from fivefold.config import Config, OptimizerConfig
-from fivefold.model import OptimizerMode
+from fivefold.types import OptimizerMode
 
 
 @pytest.fixture(scope="module")

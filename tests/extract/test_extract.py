@@ -14,8 +14,8 @@ import fivefold
 from fivefold.errors import InvalidInput
 from fivefold.extract import extract_entities, infer_predicate, infer_type
 from fivefold.extract.prepare import check, prepare
-from fivefold.model import MemoryType, Scope
 from fivefold.text import normalize_name
+from fivefold.types import MemoryType, Scope
 
 NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)
 KNOWN = {

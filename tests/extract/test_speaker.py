@@ -7,7 +7,7 @@ import pytest
 import fivefold
 from fivefold.config import Config, FusionConfig, OptimizerConfig
 from fivefold.extract.speaker import infer_speaker
-from fivefold.model import OptimizerMode
+from fivefold.types import OptimizerMode
 
 
 @pytest.mark.parametrize(

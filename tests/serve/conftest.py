@@ -61,7 +61,7 @@ def start_server(
     tokens = {name: add_key(config, **scope)[1] for name, scope in (keys or {}).items()}
     log = folder / "server.log"
     db = folder / "memory.db"
-    command = [sys.executable, "-c", "from fivefold.cli import main; main()"]
+    command = [sys.executable, "-c", "from fivefold.cli.main import main; main()"]
     command += ["--db", str(db), "--config", str(config), "serve"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("FIVEFOLD_")}
     with log.open("wb") as out:

@@ -15,7 +15,7 @@ from tests.serve.conftest import Server
 
 import fivefold
 from fivefold import AccessDenied, InvalidInput, NotFound, StoreError
-from fivefold.model import Edge, Entity, Explanation, MemoryRecord, MemoryType, RecallResult
+from fivefold.types import Edge, Entity, Explanation, MemoryRecord, MemoryType, RecallResult
 
 
 @pytest.fixture(params=["embedded", "served"])

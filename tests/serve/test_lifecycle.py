@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from tests.serve.conftest import Server, start_server
 
 import fivefold
-from fivefold.cli import cli
+from fivefold.cli.main import cli
 
 
 def _writer(server: Server, name: str, acknowledged: list[int], stop: threading.Event) -> None:
@@ -130,7 +130,7 @@ def test_keys_add_list_revoke(tmp_path: Path) -> None:
 
 
 def test_without_keys_the_server_refuses_a_public_address(tmp_path: Path) -> None:
-    command = [sys.executable, "-c", "from fivefold.cli import main; main()"]
+    command = [sys.executable, "-c", "from fivefold.cli.main import main; main()"]
     command += ["--db", str(tmp_path / "m.db"), "serve", "--host", "0.0.0.0"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
@@ -144,7 +144,7 @@ def test_a_port_in_use_is_one_line_before_the_banner(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        command = [sys.executable, "-c", "from fivefold.cli import main; main()"]
+        command = [sys.executable, "-c", "from fivefold.cli.main import main; main()"]
         command += ["--db", str(tmp_path / "m.db"), "serve", "--port", str(port)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
@@ -171,7 +171,7 @@ def test_a_store_that_cannot_open_is_one_line_before_the_banner(tmp_path: Path) 
     """It printed the banner, then a worker's 39-line traceback, and exited 3."""
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"not a database at all" * 100)
-    command = [sys.executable, "-c", "from fivefold.cli import main; main()"]
+    command = [sys.executable, "-c", "from fivefold.cli.main import main; main()"]
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]

@@ -100,7 +100,15 @@ def test_stdio(tmp_path: Path, minilm: fivefold.MiniLMEmbedder) -> None:
     db = tmp_path / "mcp.db"
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", "from fivefold.cli import main; main()", "--db", str(db), "mcp", "-n", "agent"],
+        args=[
+            "-c",
+            "from fivefold.cli.main import main; main()",
+            "--db",
+            str(db),
+            "mcp",
+            "-n",
+            "agent",
+        ],
     )
 
     async def main() -> dict[str, Any]:
@@ -189,7 +197,7 @@ def test_a_stdio_scope_past_the_write_bounds_is_refused_before_serving(tmp_path:
     server whose every write fails."""
     from click.testing import CliRunner
 
-    from fivefold.cli import cli
+    from fivefold.cli.main import cli
 
     long = "".join(chr(0x4E00 + n) for n in range(171))  # 513 bytes
     db = str(tmp_path / "m.db")
@@ -207,7 +215,7 @@ def test_stdio_answers_a_line_it_cannot_read_and_serves_on(tmp_path: Path) -> No
     import subprocess
     import threading
 
-    command = [sys.executable, "-c", "from fivefold.cli import main; main()"]
+    command = [sys.executable, "-c", "from fivefold.cli.main import main; main()"]
     with subprocess.Popen(
         [*command, "--db", str(tmp_path / "m.db"), "mcp"],
         stdin=subprocess.PIPE,
@@ -301,7 +309,14 @@ def test_stdio_answers_what_it_was_asked_before_stdin_closed(
     lines.append('{"jsonrpc": "2.0", "id": 2, "method": 5}')  # refused, naming id 2
     db = tmp_path / "m.db"
     done = subprocess.run(
-        [sys.executable, "-c", "from fivefold.cli import main; main()", "--db", str(db), "mcp"],
+        [
+            sys.executable,
+            "-c",
+            "from fivefold.cli.main import main; main()",
+            "--db",
+            str(db),
+            "mcp",
+        ],
         input="".join(line + "\n" for line in lines),
         capture_output=True,
         text=True,

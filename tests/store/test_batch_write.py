@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import fivefold
-from fivefold.model import Scope
-from fivefold.retrieve.lexical import DEFAULT_WEIGHTS
+from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS
+from fivefold.types import Scope
 
 PEOPLE = ["Priya Patel", "priya  patel", "Marco", "Dana Lee", "Ørjan", "Acme Corp", "Zed"]
 WORDS = "budget launch painting lake support group kitchen deadline migration invoice".split()
@@ -130,7 +130,7 @@ def test_ids_are_never_reused_after_forgetting_the_newest(store_url: str) -> Non
 def test_a_batch_written_under_given_ids(store_url: str) -> None:
     """A copy keeps its source's ids (``fivefold migrate``): given ids ascend, none below the
     store's next, and the store's own ids go on above them; a refused batch writes nothing."""
-    from fivefold.model import MemoryType, NewMemory, Scope
+    from fivefold.types import MemoryType, NewMemory, Scope
 
     def new(text: str, session: str | None = None) -> NewMemory:
         return NewMemory(

@@ -160,7 +160,7 @@ def test_a_commit_is_synced_before_the_write_returns_unless_durable_is_off(
     """A power cut cannot be made here; what it depends on can be read. SQLite syncs the WAL at
     each commit only with ``synchronous = FULL`` (``NORMAL`` syncs it at checkpoints), and the
     store ran ``NORMAL``: a write that had returned could be lost to a power cut."""
-    from fivefold.config_file import load_config
+    from fivefold.config.file import load_config
 
     off = tmp_path / "fivefold.toml"
     off.write_text("[write]\ndurable = false\n", encoding="utf-8")

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 import fivefold
 from fivefold.config import Config, ContextConfig, IndexConfig
-from fivefold.model import EntityScore, MemoryType, Scope
-from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
-from fivefold.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
+from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.read.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
 from fivefold.store.sqlite import schema
+from fivefold.types import EntityScore, MemoryType, Scope
 
 # The FTS5 tokenizer of the schemas these tests build (before combining marks were word
 # characters).

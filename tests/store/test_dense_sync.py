@@ -21,7 +21,7 @@ import pytest
 import fivefold
 from fivefold import Memory, Scope
 from fivefold.config import Config, IndexConfig
-from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.store.sqlite import dense
 
 DIM = 16

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 
 import fivefold
 from fivefold import Memory, Scope
-from fivefold.cli import cli
+from fivefold.cli.main import cli
 from fivefold.config import Config, IndexConfig
-from fivefold.model import EntityScore
-from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.types import EntityScore
 
 HNSW = Config(index=IndexConfig(hnsw_threshold=100))
 
@@ -39,7 +39,7 @@ def _doctor(path: Path, *args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def _check(path: Path, repair: bool = False) -> list[fivefold.model.Finding]:
+def _check(path: Path, repair: bool = False) -> list[fivefold.types.Finding]:
     with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16), config=HNSW) as memory:
         return memory.store.check(repair=repair)
 
@@ -127,7 +127,7 @@ def test_a_mention_of_another_type_than_its_memorys_is_found_and_retyped(tmp_pat
             "UPDATE mentions SET type = '' WHERE memory_id = ?", (made.id,)
         )
 
-    def types(findings: list[fivefold.model.Finding]) -> fivefold.model.Finding:
+    def types(findings: list[fivefold.types.Finding]) -> fivefold.types.Finding:
         return next(f for f in findings if f.part == "mentions' memory types")
 
     def read(memory: Memory) -> list[int]:  # the graph leg's read of Dana Lee's mentions

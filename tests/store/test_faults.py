@@ -202,7 +202,7 @@ def test_doctor_reports_damaged_pages_and_checks_no_index(tmp_path: Path) -> Non
     import numpy as np
     from click.testing import CliRunner
 
-    from fivefold.cli import cli
+    from fivefold.cli.main import cli
 
     path, small = tmp_path / "good.db", tmp_path / "small.db"
     vectors = np.random.default_rng(5).standard_normal((2_000, 384)).tolist()
@@ -303,7 +303,7 @@ def test_doctor_does_not_wait_on_a_fifo(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from fivefold.cli import main; main()",
+            "from fivefold.cli.main import main; main()",
             "--db",
             str(fifo),
             "doctor",

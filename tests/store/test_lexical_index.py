@@ -26,8 +26,8 @@ import pytest
 
 import fivefold
 from fivefold import Memory, Scope
-from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
-from fivefold.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
+from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.read.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
 from fivefold.store.sqlite import indexer as indexer_module
 from fivefold.store.sqlite import indexer_child, lexical, schema
 

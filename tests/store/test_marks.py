@@ -96,8 +96,8 @@ def test_a_query_s_words_are_the_terms_its_text_was_indexed_by() -> None:
 def test_a_query_names_an_entity_by_the_words_its_key_was_made_of(name: str) -> None:
     """The resolver cuts a query into words where they stand and keys each; an entity's key is
     its whole name's. Both must agree, or a name is never found in a query."""
-    from fivefold.model import CatalogEntry
-    from fivefold.parse.entities import MAX_SPAN, EntityResolver
+    from fivefold.read.parse.entities import MAX_SPAN, EntityResolver
+    from fivefold.types import CatalogEntry
 
     key = text.normalize_name(name)
     if not key or len(key.split()) > MAX_SPAN:  # nothing to name, or longer than names are
@@ -194,7 +194,7 @@ def test_other_scripts_keep_the_marks_that_tell_their_words_apart() -> None:
 def test_a_known_name_with_marks_is_found_in_text_and_negated_whole(
     new_store: Callable[[], str],
 ) -> None:
-    from fivefold.parse.negation import find_negations
+    from fivefold.read.parse.negation import find_negations
 
     with _open(new_store()) as mem:
         mem.remember("काल से मिला", entities=[KAAL])

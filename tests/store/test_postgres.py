@@ -27,9 +27,9 @@ import pytest
 import fivefold
 from fivefold import Memory, Scope
 from fivefold.config import Config, IndexConfig, OptimizerConfig
-from fivefold.model import MemoryType, OptimizerMode
-from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.store.postgres.placement import search_path
+from fivefold.types import MemoryType, OptimizerMode
 
 NOW = datetime(2026, 3, 20, 17, tzinfo=UTC)
 BALANCED = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
@@ -673,7 +673,7 @@ def test_a_mention_or_posting_of_another_type_is_found_and_retyped(url: str) -> 
     """A type-filtered read finds a memory's mentions (``mentions_type``) and postings by the
     type they carry: one that is not its memory's is missed (the embedded store's check, now
     here too)."""
-    from fivefold.model import EntityScore
+    from fivefold.types import EntityScore
 
     facts = (MemoryType.FACT,)
 
@@ -684,7 +684,7 @@ def test_a_mention_or_posting_of_another_type_is_found_and_retyped(url: str) -> 
         found = memory.store.lexical_search(Scope(), ["kestrel"], 10, facts, weights=W)
         return mentioned, [i for i, _ in found]
 
-    def types(memory: Memory, repair: bool = False) -> dict[str, fivefold.model.Finding]:
+    def types(memory: Memory, repair: bool = False) -> dict[str, fivefold.types.Finding]:
         return {f.part: f for f in memory.store.check(repair=repair) if "types" in f.part}
 
     with _open(url) as memory:
@@ -1619,7 +1619,7 @@ def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
     version makes, made afresh as temporary tables and rolled back."""
     from click.testing import CliRunner
 
-    from fivefold.cli import cli
+    from fivefold.cli.main import cli
 
     with Memory.open(url, embedder=minilm) as memory:  # the command line's model
         memory.remember("Priya leads Kestrel")
@@ -1655,8 +1655,8 @@ def test_given_ids_wait_for_a_writer_that_took_ids(url: str) -> None:
     ``nextval`` and its commit, held one of them: two memories of one id (in two namespaces,
     the key allows it), and the sequence set back under them (a hostile pass). The copy now
     waits for such a writer and then sees its ids."""
-    from fivefold.model import MemoryType, NewMemory
     from fivefold.store.postgres import schema as pg_schema
+    from fivefold.types import MemoryType, NewMemory
 
     with _open(url) as memory:
         memory.remember("the first")

@@ -16,10 +16,10 @@ import pytest
 import fivefold
 from fivefold import Memory
 from fivefold.config import Config, OptimizerConfig
-from fivefold.model import ColumnWeights, MemoryType, OptimizerMode, Scope
-from fivefold.retrieve.lexical import DEFAULT_WEIGHTS, OWN_TEXT_WEIGHTS
+from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS, OWN_TEXT_WEIGHTS
 from fivefold.store.postgres import packed, schema
 from fivefold.store.postgres import store as pg_store
+from fivefold.types import ColumnWeights, MemoryType, OptimizerMode, Scope
 
 BALANCED = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
 # A Zipfian vocabulary: a few tokens in most memories, most in a few.

@@ -23,11 +23,11 @@ import fivefold
 from fivefold import EdgeKind, Memory, MemoryType, Scope
 from fivefold.config import Config, IndexConfig, OptimizerConfig
 from fivefold.errors import InvalidInput
-from fivefold.model import NewMemory, OptimizerMode, StoreStats
-from fivefold.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.store.sqlite import dense, schema
 from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.store.sqlite.read import BY_ID
+from fivefold.types import NewMemory, OptimizerMode, StoreStats
 
 HASHING = fivefold.HashingEmbedder()
 BALANCED = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
@@ -118,7 +118,7 @@ def test_the_graph_walk_runs_beside_the_text_legs(
     same recall with every leg on the calling thread."""
     from concurrent.futures import Future
 
-    from fivefold import pipeline
+    from fivefold.read import pipeline
     from fivefold.store.sqlite import read
 
     path = str(tmp_path / "m.db") if where == "file" else ":memory:"

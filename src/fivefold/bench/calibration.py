@@ -1,4 +1,4 @@
-"""``fivefold bench calibration``: fit and check the hit confidence of ``fivefold.calibrate``.
+"""``fivefold bench calibration``: fit and check the hit confidence of ``fivefold.read.calibrate``.
 
 Every LoCoMo question (categories 1-5) is asked in its own conversation, and asked again in the
 next conversation, where nothing answers it ("unstored"). Each top-k hit is a sample: its
@@ -22,8 +22,8 @@ from fivefold.bench.datasets import Dataset, Doc
 from fivefold.bench.learning import cross_validate
 from fivefold.bench.runner import ingest
 from fivefold.bench.table import table
-from fivefold.calibrate import FEATURES, fit_logistic, result_features
 from fivefold.memory import Memory
+from fivefold.read.calibrate import FEATURES, fit_logistic, result_features
 
 UNSTORED = "unstored"
 ADVERSARIAL = "5"

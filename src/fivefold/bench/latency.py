@@ -51,7 +51,7 @@ from fivefold.bench.synthetic import NOW, SyntheticCorpus, SyntheticQuery
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.memory import Memory
-from fivefold.model import OptimizerMode
+from fivefold.types import OptimizerMode
 
 __all__ = [
     "EMBEDDER_ALONE",

@@ -24,7 +24,7 @@ from fivefold.bench.latency import (
     run_latency,
 )
 from fivefold.embed.base import Embedder, HashingEmbedder
-from fivefold.model import OptimizerMode
+from fivefold.types import OptimizerMode
 
 __all__ = ["Target", "latency", "plot", "render_markdown", "targets"]
 

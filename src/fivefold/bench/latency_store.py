@@ -28,8 +28,8 @@ from fivefold.bench.synthetic import GENERATOR_VERSION, SyntheticCorpus, Synthet
 from fivefold.config import Config
 from fivefold.embed.base import Embedder, Vectors, normalize_rows
 from fivefold.memory import Memory
-from fivefold.model import Scope
-from fivefold.retrieve.lexical import DEFAULT_WEIGHTS
+from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS
+from fivefold.types import Scope
 
 __all__ = [
     "EMBEDDER_ALONE",

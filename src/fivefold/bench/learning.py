@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from fivefold.bench.datasets import Query
-from fivefold.learned import Example, LearnedModel, fit
+from fivefold.learn.model import Example, LearnedModel, fit
 from fivefold.memory import Memory
-from fivefold.model import OptimizerMode
+from fivefold.types import OptimizerMode
 
 __all__ = ["FOLDS", "cross_validate", "namespaces_to_learn"]
 

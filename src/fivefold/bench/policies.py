@@ -32,7 +32,7 @@ from fivefold.bench.scoring import Comparison, MetricSpec, compare, mean, per_qu
 from fivefold.config import Config, OptimizerConfig, RerankConfig
 from fivefold.errors import FivefoldError, InvalidInput
 from fivefold.memory import Memory
-from fivefold.model import OptimizerMode
+from fivefold.types import OptimizerMode
 
 __all__ = [
     "CACHE",

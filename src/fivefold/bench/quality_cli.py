@@ -35,12 +35,12 @@ from fivefold.bench.runner import (
     run_benchmark,
     significance_label,
 )
-from fivefold.cli_errors import friendly
+from fivefold.cli.errors import friendly
 from fivefold.config import Config
-from fivefold.config_file import config_in_effect, load_config
+from fivefold.config.file import config_in_effect, load_config
 from fivefold.embed.base import Embedder
 from fivefold.memory import Memory
-from fivefold.model import OptimizerMode
+from fivefold.types import OptimizerMode
 
 __all__ = ["COMMANDS", "LOCOMO_ENV", "beir", "default_locomo_path", "locomo", "longmemeval"]
 

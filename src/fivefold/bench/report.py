@@ -425,7 +425,8 @@ def _notes(result: BenchResult) -> str:
     notes = [
         BM25_NOTE,
         "Derived systems (every row but `fivefold`) are computed from the same `explain` runs "
-        "with `fivefold.fuse`; they skip negation demotion. Fusing all runs as the engine does "
+        "with `fivefold.read.fuse`; they skip negation demotion. Fusing all runs as the engine "
+        "does "
         f"reproduced its ranking exactly on {result.reproduced} of {n} questions.",
         "Significance: two-sided paired bootstrap on per-question scores, seed 0, not corrected "
         "for the number of systems compared.",

@@ -52,8 +52,8 @@ from fivefold.config import Config, ContextConfig
 from fivefold.embed.base import Embedder
 from fivefold.errors import FivefoldError, InvalidInput
 from fivefold.memory import Memory
-from fivefold.model import Explanation, OptimizerMode, RetrieverName, RetrieverRun
-from fivefold.pipeline import dated_within, spoken_by_named
+from fivefold.read.pipeline import dated_within, spoken_by_named
+from fivefold.types import Explanation, OptimizerMode, RetrieverName, RetrieverRun
 
 __all__ = [
     "INGEST_BATCH",

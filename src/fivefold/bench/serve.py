@@ -27,8 +27,8 @@ import httpx
 
 from fivefold.bench.latency_store import build_store, read_manifest, store_name
 from fivefold.bench.synthetic import SyntheticCorpus
-from fivefold.cli_errors import friendly
-from fivefold.metrics import percentile
+from fivefold.cli.errors import friendly
+from fivefold.read.metrics import percentile
 
 __all__ = ["LoadReport", "serve"]
 
@@ -194,7 +194,7 @@ def _start(db: Path, folder: Path, workers: int) -> tuple[subprocess.Popen[bytes
         port = sock.getsockname()[1]
     config = folder / "config.toml"
     config.write_text(f"[serve]\nport = {port}\nworkers = {workers}\n")
-    command = [sys.executable, "-c", "from fivefold.cli import main; main()"]
+    command = [sys.executable, "-c", "from fivefold.cli.main import main; main()"]
     command += ["--db", str(db), "--config", str(config), "serve"]
     log = (folder / "server.log").open("wb")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)

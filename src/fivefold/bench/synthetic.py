@@ -37,8 +37,8 @@ from fivefold.bench.synthetic_world import (
     pick,
     skewed,
 )
-from fivefold.model import MemoryType
 from fivefold.text import normalize_name
+from fivefold.types import MemoryType
 
 __all__ = [
     "GENERATOR_VERSION",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from fivefold.model import MemoryType
+from fivefold.types import MemoryType
 
 __all__ = [
     "NOW",

@@ -2,8 +2,8 @@
 
 One ``Memory.explain`` call per question yields every retriever's ranked list (the runs), the
 plan's weights and the engine's own final ranking. Every other system is derived from those runs
-with the fusion functions of ``fivefold.fuse``, so all systems see the same embeddings, the same
-BM25 index and the same candidates, and differ only in what the benchmark means to measure:
+with the fusion functions of ``fivefold.read.fuse``, so all systems see the same embeddings, the
+same BM25 index and the same candidates, and differ only in what the benchmark means to measure:
 
 - ``fivefold``: the engine with the optimizer off, i.e. the balanced plan (its final ranking,
   negation demotion included); ``fivefold-optimized``: the engine through the rule optimizer;
@@ -31,8 +31,8 @@ from enum import StrEnum
 from functools import partial
 
 from fivefold.config import FusionConfig
-from fivefold.fuse import Fused, apply_prior, boost, convex, plain_rrf, weighted_rrf
-from fivefold.model import RetrieverName, RetrieverRun
+from fivefold.read.fuse import Fused, apply_prior, boost, convex, plain_rrf, weighted_rrf
+from fivefold.types import RetrieverName, RetrieverRun
 
 __all__ = [
     "ENGINE",

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from fivefold.model import MemoryType
 from fivefold.text import capital_chars
+from fivefold.types import MemoryType
 
 _PREFERENCE = re.compile(
     r"\b(prefers?|preferred|preference|likes?|loves?|enjoys?|favou?rite|hates?|dislikes?|"

@@ -15,8 +15,8 @@ from fivefold.errors import InvalidInput
 from fivefold.extract.entities import extract_entities
 from fivefold.extract.infer import infer_predicate, infer_type
 from fivefold.extract.speaker import infer_speaker
-from fivefold.model import MemoryType, NewMemory
-from fivefold.parse.temporal import infer_event_at
+from fivefold.read.parse.temporal import infer_event_at
+from fivefold.types import MemoryType, NewMemory
 
 FIELDS = frozenset(
     {

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from fivefold import validate
-from fivefold.config_file import KEYS
+from fivefold.config.file import KEYS
 from fivefold.errors import AccessDenied, ConfigError, NotFound
-from fivefold.reader import RecallArgs
+from fivefold.read.reader import RecallArgs
 from fivefold.serve.errors import Unauthenticated
 
 __all__ = [

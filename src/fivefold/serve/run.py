@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fivefold.config import Config
-from fivefold.config_file import settings_in_effect
+from fivefold.config.file import settings_in_effect
 from fivefold.errors import ConfigError
 from fivefold.memory import Memory
 from fivefold.serve.keys import KeyRing, load_keys

@@ -15,7 +15,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from fivefold.model import RecallResult
+from fivefold.types import RecallResult
 
 __all__ = ["CONTENT_TYPE", "Telemetry"]
 

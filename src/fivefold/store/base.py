@@ -15,7 +15,8 @@ from typing import Protocol
 from fivefold.config import ContextConfig, IndexConfig, WriteConfig
 from fivefold.embed.base import Vectors
 from fivefold.errors import NotFound
-from fivefold.model import (
+from fivefold.store.context import Smoothing
+from fivefold.types import (
     CatalogEntry,
     ColumnWeights,
     Edge,
@@ -34,7 +35,6 @@ from fivefold.model import (
     Scope,
     StoreStats,
 )
-from fivefold.store.context import Smoothing
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,12 +18,12 @@ from typing import Any
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
-from fivefold.model import MemoryRecord, NewMemory
 from fivefold.store import context
 from fivefold.store.context import Group, SessionRow
 from fivefold.store.rows import memory_record
 from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
+from fivefold.types import MemoryRecord, NewMemory
 
 Named = list[tuple[str, str]]  # (spelling, key) of each name of a memory, in order
 Stored = tuple[int, SessionRow]  # a stored session row: id, row

@@ -8,7 +8,9 @@ from types import MappingProxyType
 from typing import Any
 
 from fivefold.errors import InvalidInput
-from fivefold.model import (
+from fivefold.store.timeconv import from_ts, to_ts
+from fivefold.text import normalize_name
+from fivefold.types import (
     Edge,
     EdgeHop,
     EdgeKind,
@@ -18,8 +20,6 @@ from fivefold.model import (
     NewEdge,
     Scope,
 )
-from fivefold.store.timeconv import from_ts, to_ts
-from fivefold.text import normalize_name
 
 COMENTION = "co_mentioned"  # the relation of the edges co-mentions derive
 

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from fivefold.model import ColumnWeights, MemoryType, Scope
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.lists import ListCache, Version
 from fivefold.store.postgres.packed import NORM_VALUES, decode, type_code
 from fivefold.store.tokens import Tokenizer
+from fivefold.types import ColumnWeights, MemoryType, Scope
 
 
 def namespace_row(

@@ -18,7 +18,15 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import FivefoldError, StoreError
-from fivefold.model import (
+from fivefold.store.base import StoreSettings
+from fivefold.store.postgres import schema
+from fivefold.store.postgres.context_rows import as_array
+from fivefold.store.postgres.lexical import Lexical, namespace_row
+from fivefold.store.postgres.lists import Version
+from fivefold.store.rows import edge_hop, memory_record, relation_from_row
+from fivefold.store.timeconv import from_ts, to_ts
+from fivefold.store.tokens import Tokenizer
+from fivefold.types import (
     CatalogEntry,
     ColumnWeights,
     EdgeHop,
@@ -33,14 +41,6 @@ from fivefold.model import (
     Scope,
     StoreStats,
 )
-from fivefold.store.base import StoreSettings
-from fivefold.store.postgres import schema
-from fivefold.store.postgres.context_rows import as_array
-from fivefold.store.postgres.lexical import Lexical, namespace_row
-from fivefold.store.postgres.lists import Version
-from fivefold.store.rows import edge_hop, memory_record, relation_from_row
-from fivefold.store.timeconv import from_ts, to_ts
-from fivefold.store.tokens import Tokenizer
 
 T = TypeVar("T")
 log = logging.getLogger("fivefold.store")

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fivefold.model import Scope
 from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
+from fivefold.types import Scope
 
 SCHEMA_VERSION = 9
 

@@ -33,17 +33,6 @@ from fivefold.errors import (
     NotAFivefoldStore,
     StoreError,
 )
-from fivefold.model import (
-    CatalogEntry,
-    Edge,
-    Entity,
-    Feedback,
-    Finding,
-    MemoryRecord,
-    NewEdge,
-    NewMemory,
-    Scope,
-)
 from fivefold.store import context
 from fivefold.store.base import (
     COPY_MARK,
@@ -89,6 +78,17 @@ from fivefold.store.rows import (
 from fivefold.store.timeconv import to_ts
 from fivefold.store.tokens import Tokenizer, window
 from fivefold.text import normalize_name
+from fivefold.types import (
+    CatalogEntry,
+    Edge,
+    Entity,
+    Feedback,
+    Finding,
+    MemoryRecord,
+    NewEdge,
+    NewMemory,
+    Scope,
+)
 
 T = TypeVar("T")
 log = logging.getLogger("fivefold.store")

@@ -17,7 +17,6 @@ import psycopg
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
-from fivefold.model import MemoryRecord, NewMemory, Scope
 from fivefold.store import batch, context
 from fivefold.store.base import StoreSettings
 from fivefold.store.context import Group, SessionRow
@@ -33,6 +32,7 @@ from fivefold.store.postgres.context_rows import (
 from fivefold.store.postgres.packed import Rows, copy_parts, norm_ids, pack, type_code
 from fivefold.store.tokens import Tokenizer, window
 from fivefold.text import normalize_name
+from fivefold.types import MemoryRecord, NewMemory, Scope
 
 
 class Writer:

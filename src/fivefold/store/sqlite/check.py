@@ -8,7 +8,7 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
-from fivefold.model import Finding
+from fivefold.types import Finding
 
 __all__ = [
     "check_database",

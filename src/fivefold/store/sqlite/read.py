@@ -13,7 +13,10 @@ from typing import Any
 import numpy as np
 
 from fivefold.embed.base import Vectors
-from fivefold.model import (
+from fivefold.store.rows import edge_hop, memory_record
+from fivefold.store.sqlite import schema
+from fivefold.store.timeconv import from_ts, to_ts
+from fivefold.types import (
     CatalogEntry,
     EdgeHop,
     EdgeKind,
@@ -26,9 +29,6 @@ from fivefold.model import (
     Scope,
     StoreStats,
 )
-from fivefold.store.rows import edge_hop, memory_record
-from fivefold.store.sqlite import schema
-from fivefold.store.timeconv import from_ts, to_ts
 
 
 def scope_sql(scope: Scope, alias: str = "m", *, shared: bool = False) -> tuple[str, list[Any]]:

@@ -31,25 +31,6 @@ from fivefold.errors import (
     StoreError,
 )
 from fivefold.extract.speaker import infer_speaker
-from fivefold.model import (
-    CatalogEntry,
-    ColumnWeights,
-    Edge,
-    EdgeHop,
-    Entity,
-    EntityScore,
-    Feedback,
-    Finding,
-    MemoryAttributes,
-    MemoryRecord,
-    MemoryType,
-    MentionHit,
-    NeighbourStep,
-    NewEdge,
-    NewMemory,
-    Scope,
-    StoreStats,
-)
 from fivefold.store.base import (
     COPY_MARK,
     COPY_REFUSED,
@@ -73,6 +54,25 @@ from fivefold.store.sqlite.read import BY_ID, ReadQueries
 from fivefold.store.sqlite.write import Writer
 from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
+from fivefold.types import (
+    CatalogEntry,
+    ColumnWeights,
+    Edge,
+    EdgeHop,
+    Entity,
+    EntityScore,
+    Feedback,
+    Finding,
+    MemoryAttributes,
+    MemoryRecord,
+    MemoryType,
+    MentionHit,
+    NeighbourStep,
+    NewEdge,
+    NewMemory,
+    Scope,
+    StoreStats,
+)
 
 T = TypeVar("T")
 log = logging.getLogger("fivefold.store")

@@ -15,7 +15,6 @@ import numpy as np
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
-from fivefold.model import Edge, Entity, MemoryRecord, NewEdge, NewMemory, Scope
 from fivefold.store import batch, context
 from fivefold.store.base import StoreSettings
 from fivefold.store.rows import (
@@ -28,6 +27,7 @@ from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
+from fivefold.types import Edge, Entity, MemoryRecord, NewEdge, NewMemory, Scope
 
 
 class Writer:

@@ -1,0 +1,1 @@
+"""The ``fivefold`` command line: one module per group of commands."""

@@ -1,0 +1,1 @@
+"""Learned fusion: the model that ranks a recall's candidates, and its training on feedback."""

@@ -1,0 +1,187 @@
+"""Query-side entity resolution: the cascade exact name -> alias -> partial name -> trigram fuzzy.
+
+Confidences: an exact canonical name 1.0, an alias 0.95, one word of a longer name 0.9 when it
+names a single entity (split evenly when it names several, so an ambiguous "Sarah" falls below
+the 0.7 line and the graph traverses from every candidate), a fuzzy match 0.8 x similarity (so a
+typo never reaches the 0.85 the entity-centric plan requires).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from fivefold.text import (
+    COMMON_WORDS,
+    STOP_WORDS,
+    normalize_name,
+    trigram_similarity,
+    trigrams,
+)
+from fivefold.text import (
+    words as word_spans,
+)
+from fivefold.types import CatalogEntry, EntityRef, Resolution
+
+T = TypeVar("T")
+
+EXACT, ALIAS, PARTIAL, FUZZY_SCALE = 1.0, 0.95, 0.9, 0.8
+FUZZY_MIN_SIMILARITY = 0.45
+MAX_SPAN = 4
+# A word shared by this many entity names ("project", "team") is a category, not a name.
+GENERIC_WORD_ENTITIES = 3
+FUZZY_CANDIDATES = 20  # names sharing the most trigrams with the word, compared in full
+
+
+Visible = Callable[[Sequence[int]], set[int]]
+
+
+class _Shown:
+    """Which entities a resolution may use: all of them, or those ``visible`` keeps, asked
+    once an entity within one resolution."""
+
+    def __init__(self, visible: Visible | None) -> None:
+        self._visible = visible
+        self._known: dict[int, bool] = {}
+
+    def of(self, ids: Sequence[int]) -> list[int]:
+        """``ids`` shown, in their order."""
+        if self._visible is None or not ids:
+            return list(ids)
+        unknown = [i for i in dict.fromkeys(ids) if i not in self._known]
+        if unknown:
+            kept = self._visible(unknown)
+            self._known.update((i, i in kept) for i in unknown)
+        return [i for i in ids if self._known[i]]
+
+    def first(self, items: Sequence[T], n: int, entity: Callable[[T], int]) -> list[T]:
+        """The first ``n`` of ``items`` whose entity is shown, asking about ``n`` of them,
+        then twice as many each time (a few questions however few are shown)."""
+        out: list[T] = []
+        start, size = 0, n
+        while start < len(items) and len(out) < n:
+            chunk = items[start : start + size]
+            kept = set(self.of([entity(item) for item in chunk]))
+            out.extend(item for item in chunk if entity(item) in kept)
+            start, size = start + size, size * 2
+        return out[:n]
+
+
+@dataclass(frozen=True, slots=True)
+class _Word:
+    key: str
+    capitalized: bool
+    start: int
+    end: int
+
+
+class EntityResolver:
+    """Built once per catalog snapshot; resolving a query is then dictionary lookups."""
+
+    def __init__(self, entries: Sequence[CatalogEntry]) -> None:
+        self._exact: dict[str, list[CatalogEntry]] = defaultdict(list)
+        self._alias: dict[str, list[CatalogEntry]] = defaultdict(list)
+        self._parts: dict[str, set[int]] = defaultdict(set)
+        self._names: dict[int, str] = {}
+        self._grams: dict[str, set[int]] = defaultdict(set)
+        self._keys: list[CatalogEntry] = list(entries)
+        for index, entry in enumerate(entries):
+            (self._alias if entry.is_alias else self._exact)[entry.key].append(entry)
+            if not entry.is_alias:
+                self._names[entry.entity_id] = entry.name
+            words = entry.key.split()
+            if len(words) > 1:
+                for word in words:
+                    if word not in STOP_WORDS and len(word) >= 3:
+                        self._parts[word].add(entry.entity_id)
+            for gram in trigrams(entry.key):
+                self._grams[gram].add(index)
+
+    def resolve(self, query: str, visible: Visible | None = None) -> list[EntityRef]:
+        """``visible``: of the entity ids given, those the caller's scope may know of. Every
+        stage of the cascade sees those alone, so an entity only another user named neither
+        answers a name (and ends the cascade before the caller's own would) nor splits a
+        partial match's confidence: resolution never tells one user what another wrote."""
+        shown = _Shown(visible)
+        # Each word keyed as an entity's name is (``normalize_name``): folded, it may be two
+        # words ("½" -> "1 2") or none (a lone mark).
+        words = [
+            _Word(key, m.group(0)[0].isupper(), m.start(), m.end())
+            for m in word_spans(query)
+            if (key := normalize_name(m.group(0)))
+        ]
+        used = [False] * len(words)
+        refs: dict[int, EntityRef] = {}
+        for size in range(MAX_SPAN, 0, -1):
+            for i in range(len(words) - size + 1):
+                if any(used[i : i + size]):
+                    continue
+                span = words[i : i + size]
+                found = self._lookup(span, query, shown)
+                if found:
+                    used[i : i + size] = [True] * size
+                    for ref in found:
+                        if (
+                            ref.entity_id not in refs
+                            or refs[ref.entity_id].confidence < ref.confidence
+                        ):
+                            refs[ref.entity_id] = ref
+        return sorted(refs.values(), key=lambda r: (-r.confidence, r.entity_id))
+
+    def _lookup(self, span: Sequence[_Word], query: str, shown: _Shown) -> list[EntityRef]:
+        key = " ".join(w.key for w in span)
+        text = query[span[0].start : span[-1].end]
+        common = key in STOP_WORDS or key in COMMON_WORDS
+        if len(span) == 1 and common and not span[0].capitalized:
+            return []
+        for table, confidence, how in (
+            (self._exact, EXACT, Resolution.EXACT),
+            (self._alias, ALIAS, Resolution.ALIAS),
+        ):
+            ids = shown.of([e.entity_id for e in table.get(key, ())])
+            if ids:
+                return [self._ref(text, i, confidence, how) for i in ids]
+        if len(span) == 1:
+            return self._partial_or_fuzzy(span[0], text, shown)
+        return []
+
+    def _partial_or_fuzzy(self, word: _Word, text: str, shown: _Shown) -> list[EntityRef]:
+        # Up to the first that make the word generic: more are never asked about.
+        named = sorted(self._parts.get(word.key, set()))
+        owners = shown.first(named, GENERIC_WORD_ENTITIES, lambda entity_id: entity_id)
+        if owners and len(owners) < GENERIC_WORD_ENTITIES:
+            confidence = PARTIAL / len(owners)
+            return [
+                self._ref(text, entity_id, confidence, Resolution.PARTIAL) for entity_id in owners
+            ]
+        if owners or not word.capitalized or len(word.key) < 4 or word.key in STOP_WORDS:
+            return []
+        return self._fuzzy(word.key, text, shown)
+
+    def _fuzzy(self, key: str, text: str, shown: _Shown) -> list[EntityRef]:
+        counts: dict[int, int] = defaultdict(int)
+        for gram in trigrams(key):
+            for index in self._grams.get(gram, ()):
+                counts[index] += 1
+        ranked = [index for index, _ in sorted(counts.items(), key=lambda kv: -kv[1])]
+        best: tuple[float, int] | None = None
+        for index in shown.first(ranked, FUZZY_CANDIDATES, lambda i: self._keys[i].entity_id):
+            entry = self._keys[index]
+            candidates = [entry.key, *entry.key.split()]
+            similarity = max(trigram_similarity(key, c) for c in candidates)
+            if best is None or similarity > best[0]:
+                best = (similarity, entry.entity_id)
+        if best is None or best[0] < FUZZY_MIN_SIMILARITY:
+            return []
+        return [self._ref(text, best[1], FUZZY_SCALE * best[0], Resolution.FUZZY)]
+
+    def _ref(self, text: str, entity_id: int, confidence: float, how: Resolution) -> EntityRef:
+        return EntityRef(
+            text=text,
+            entity_id=entity_id,
+            name=self._names.get(entity_id, text),
+            confidence=round(confidence, 4),
+            resolution=how,
+        )
