@@ -960,7 +960,8 @@ def test_a_batch_of_given_vectors_is_normalised_as_each_alone() -> None:
     bit for bit what one ``remember`` of it stores (the same searches either way). Scales from
     1e-300 to 1e300: without the scaling first, a norm overflows or underflows. (Sums in
     another order agree here too: the float32 cast hides their last float64 bits.)"""
-    from fivefold.memory import _unit_vector, _unit_vectors
+    from fivefold.write.vectors import unit_vector as _unit_vector
+    from fivefold.write.vectors import unit_vectors as _unit_vectors
 
     rng = np.random.default_rng(7)
     for _ in range(20):

@@ -102,15 +102,15 @@ def test_a_note_that_moved_since_it_was_read_refuses_the_batch(store_url: str) -
     second to write finds it moved and writes nothing (both wrote every record before)."""
     with fivefold.Memory.open(store_url, embedder=fivefold.HashingEmbedder()) as memory:
         store = memory.store
-        first = memory._remember_noting([{"content": "a"}], Progress("job", "1", None))
+        first = memory.writer.remember_many([{"content": "a"}], progress=Progress("job", "1", None))
         assert store.progress("job") == "1"
         with pytest.raises(StoreError, match="another run of the same import"):
-            memory._remember_noting([{"content": "b"}], Progress("job", "2", None))
+            memory.writer.remember_many([{"content": "b"}], progress=Progress("job", "2", None))
         with pytest.raises(StoreError, match="another run of the same import"):
-            memory._remember_noting([{"content": "c"}], Progress("job", "2", "0"))
+            memory.writer.remember_many([{"content": "c"}], progress=Progress("job", "2", "0"))
         assert store.progress("job") == "1"
         assert _contents(memory) == ["a"]
-        memory._remember_noting([{"content": "d"}], Progress("job", "2", "1"))
+        memory.writer.remember_many([{"content": "d"}], progress=Progress("job", "2", "1"))
         assert store.progress("job") == "2"
         assert [r.content for r in memory.browse()] == ["d", first[0].content]
 

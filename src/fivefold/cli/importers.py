@@ -192,7 +192,7 @@ class _Opened:
             if self._seen is not None and self._resume:
                 done, digest = _read_note(self._seen)
                 raise _Noted(done, digest)
-        self._mem._remember_noting(items, JobProgress(key, value, self._seen))  # noted with it
+        self._mem.writer.remember_many(items, progress=JobProgress(key, value, self._seen))
         self._seen = value
 
 

@@ -29,7 +29,7 @@ from fivefold.cli.render import (
 from fivefold.config import Config
 from fivefold.config.file import config_in_effect, config_to_toml
 from fivefold.extract.prepare import check
-from fivefold.memory import alias_of, relation_of
+from fivefold.write.relations import alias_of, relation_of
 
 if TYPE_CHECKING:
     from fivefold.cli.importers import ImportReport
