@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import fivefold
 from fivefold import Memory, NotFound, Scope
-from fivefold.types import EntityScore
+from fivefold.store.records import EntityScore
 
 NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)
 NAMESPACES = ("alpha", "beta", "gamma")

@@ -320,7 +320,7 @@ class Memory:
         """What ``train`` fits on: each recall with feedback asked again, its candidates and
         their features labelled by the feedback (for benchmarks and trainers of your own)."""
         name = validate.read_name(namespace, "namespace")
-        return self._reader.examples(questions(self._store.feedback(name)))
+        return self._reader.examples(questions(self._reader, self._store.feedback(name)))
 
     @gated
     def train(self, *, namespace: str = "default") -> TrainReport:

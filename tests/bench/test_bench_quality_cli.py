@@ -16,6 +16,7 @@ from fivefold.bench.quality_cli import (
 )
 from fivefold.bench.report import read_json
 from fivefold.bench.systems import default_systems
+from fivefold.cli.main import cli
 
 DATA = Path(__file__).parent / "data"
 LOCOMO_TINY = str(DATA / "locomo_tiny.json")
@@ -97,11 +98,14 @@ def test_locomo_reads_the_path_from_the_environment() -> None:
 def test_locomo_missing_data_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    result = CliRunner().invoke(locomo, ["--data", str(tmp_path / "nope.json"), *FAST])
+    # Through ``fivefold``: its group turns library errors into one line and an exit code.
+    result = CliRunner().invoke(
+        cli, ["bench", "locomo", "--data", str(tmp_path / "nope.json"), *FAST]
+    )
     assert result.exit_code == 2
     assert "nope.json: file not found" in result.output
     monkeypatch.setattr(quality_cli, "default_locomo_path", lambda: None)
-    result = CliRunner().invoke(locomo, FAST)
+    result = CliRunner().invoke(cli, ["bench", "locomo", *FAST])
     assert result.exit_code == 2
     assert "LoCoMo data not found" in result.output
     assert "--data PATH" in result.output
@@ -135,6 +139,6 @@ def test_longmemeval_and_beir_commands(tmp_path: Path) -> None:
 
 
 def test_longmemeval_needs_its_data() -> None:
-    result = CliRunner().invoke(longmemeval, FAST)
+    result = CliRunner().invoke(cli, ["bench", "longmemeval", *FAST])
     assert result.exit_code == 2
     assert "--data" in result.output

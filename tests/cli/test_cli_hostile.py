@@ -481,9 +481,9 @@ def test_an_error_of_several_lines_is_printed_on_one(tmp_path: Path) -> None:
     from fivefold.errors import StoreError
 
     @click.command()
-    @friendly
     def failing() -> None:
-        raise StoreError("connection failed: refused\n\tIs the server running on that host?")
+        with friendly():
+            raise StoreError("connection failed: refused\n\tIs the server running on that host?")
 
     result = CliRunner().invoke(failing, [])
     assert result.exit_code == 4

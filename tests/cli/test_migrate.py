@@ -177,7 +177,8 @@ def test_the_command_copies_and_verifies(tmp_path: Path, pg_url: str) -> None:
 
 def _old_memory(source: Memory, **fields: object) -> None:
     """A memory written below the API's checks, as an older version (or SQLite) took it."""
-    from fivefold.types import NewMemory, Scope
+    from fivefold.store.records import NewMemory
+    from fivefold.types import Scope
 
     source.store.insert_memories(
         [
@@ -245,7 +246,8 @@ def test_an_embedded_store_with_long_names_copies_to_another(tmp_path: Path) -> 
 def test_a_nul_in_a_relation_or_a_feedback_query_is_refused_before_anything_is_copied(
     tmp_path: Path, pg_url: str
 ) -> None:
-    from fivefold.types import EdgeKind, NewEdge, Scope
+    from fivefold.store.records import NewEdge
+    from fivefold.types import EdgeKind, Scope
 
     for case in ("relation", "feedback"):
         source = _open(str(tmp_path / f"{case}.db"))

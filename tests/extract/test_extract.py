@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 import fivefold
 from fivefold.errors import InvalidInput
 from fivefold.extract import extract_entities, infer_predicate, infer_type
-from fivefold.extract.prepare import check, prepare
 from fivefold.text import normalize_name
 from fivefold.types import MemoryType, Scope
+from fivefold.write.prepare import check, prepare
 
 NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)
 KNOWN = {

@@ -27,8 +27,8 @@ from fivefold.learn.model import (
     recall_at,
 )
 from fivefold.read.calibrate import LEARNED_COEFFICIENTS, confidence, result_features
+from fivefold.store.records import MemoryAttributes
 from fivefold.types import (
-    MemoryAttributes,
     MemoryType,
     OptimizerMode,
     RetrieverName,

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import fivefold
+from fivefold.learn.logistic import fit_logistic
 from fivefold.read.calibrate import (
     COEFFICIENTS,
     FEATURES,
     confidence,
-    fit_logistic,
     result_features,
 )
 from fivefold.types import FusionTerm, RetrieverName

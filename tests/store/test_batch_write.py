@@ -130,7 +130,8 @@ def test_ids_are_never_reused_after_forgetting_the_newest(store_url: str) -> Non
 def test_a_batch_written_under_given_ids(store_url: str) -> None:
     """A copy keeps its source's ids (``fivefold migrate``): given ids ascend, none below the
     store's next, and the store's own ids go on above them; a refused batch writes nothing."""
-    from fivefold.types import MemoryType, NewMemory, Scope
+    from fivefold.store.records import NewMemory
+    from fivefold.types import MemoryType, Scope
 
     def new(text: str, session: str | None = None) -> NewMemory:
         return NewMemory(

@@ -17,8 +17,9 @@ import fivefold
 from fivefold.config import Config, ContextConfig, IndexConfig
 from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.read.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
+from fivefold.store.records import EntityScore
 from fivefold.store.sqlite import schema
-from fivefold.types import EntityScore, MemoryType, Scope
+from fivefold.types import MemoryType, Scope
 
 # The FTS5 tokenizer of the schemas these tests build (before combining marks were word
 # characters).
@@ -407,7 +408,7 @@ def _one_at_a_time(own, near, far, smoothing):  # type: ignore[no-untyped-def]
 def test_a_batch_smooths_each_vector_exactly_as_alone(
     shapes: list[tuple[int, int, bool]], weights: tuple[float, float], seed: int
 ) -> None:
-    from fivefold.store.context import Smoothing, smoothed
+    from fivefold.store.shared.context import Smoothing, smoothed
 
     rng = np.random.default_rng(seed)
     smoothing = Smoothing(2, *weights)

@@ -15,7 +15,7 @@ from fivefold import Memory, Scope
 from fivefold.cli.main import cli
 from fivefold.config import Config, IndexConfig
 from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
-from fivefold.types import EntityScore
+from fivefold.store.records import EntityScore
 
 HNSW = Config(index=IndexConfig(hnsw_threshold=100))
 

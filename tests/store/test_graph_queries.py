@@ -15,8 +15,8 @@ import pytest
 
 import fivefold
 from fivefold import EdgeKind, Memory, Scope
+from fivefold.store.records import EdgeHop, EntityScore, NeighbourStep
 from fivefold.store.sqlite.files import register_math
-from fivefold.types import EdgeHop, EntityScore, NeighbourStep
 
 NOW = datetime(2026, 3, 20, tzinfo=UTC)
 PRIORS = {EdgeKind.STRUCTURAL: 1.0, EdgeKind.SEMANTIC: 0.9, EdgeKind.LIFECYCLE: 0.8}

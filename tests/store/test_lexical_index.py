@@ -69,7 +69,7 @@ def test_the_window_counts_the_same_on_both_backends(content: str, near: str, fa
     ``Tokenizer.windows``: the same terms, frequencies and length (so the same BM25)."""
     from collections import Counter
 
-    from fivefold.store.tokens import Tokenizer
+    from fivefold.store.shared.tokens import Tokenizer
 
     tokenizer = Tokenizer()
 

@@ -20,8 +20,8 @@ from tests.store.test_context import as_schema_7
 import fivefold
 from fivefold import text
 from fivefold.config import Config, OptimizerConfig, OptimizerMode
-from fivefold.store import tokens
-from fivefold.store.tokens import Tokenizer
+from fivefold.store.shared import tokens
+from fivefold.store.shared.tokens import Tokenizer
 
 OFF = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
 # "Time", "total" and "fort": the three were one term ("क ल") and one entity key before.
@@ -97,7 +97,7 @@ def test_a_query_names_an_entity_by_the_words_its_key_was_made_of(name: str) -> 
     """The resolver cuts a query into words where they stand and keys each; an entity's key is
     its whole name's. Both must agree, or a name is never found in a query."""
     from fivefold.read.parse.entities import MAX_SPAN, EntityResolver
-    from fivefold.types import CatalogEntry
+    from fivefold.store.records import CatalogEntry
 
     key = text.normalize_name(name)
     if not key or len(key.split()) > MAX_SPAN:  # nothing to name, or longer than names are

@@ -631,7 +631,7 @@ def test_a_store_that_indexed_tokens_past_255_characters_is_reindexed_at_schema_
     """Tokens are cut at 255 characters since schema 7: a store that indexed a longer one
     whole would keep its rows past a forget (which cuts it) and miscount it on a context
     update. Its postings are made again from the rows when it opens."""
-    from fivefold.store import tokens
+    from fivefold.store.shared import tokens
 
     long = "".join(chr(ord("a") + (n * 7) % 26) for n in range(300))
     monkeypatch.setattr(tokens, "_TERM", "term")  # the whole token, as before schema 7
@@ -673,7 +673,7 @@ def test_a_mention_or_posting_of_another_type_is_found_and_retyped(url: str) -> 
     """A type-filtered read finds a memory's mentions (``mentions_type``) and postings by the
     type they carry: one that is not its memory's is missed (the embedded store's check, now
     here too)."""
-    from fivefold.types import EntityScore
+    from fivefold.store.records import EntityScore
 
     facts = (MemoryType.FACT,)
 
@@ -1397,7 +1397,7 @@ def test_a_batch_whose_entity_a_concurrent_forget_drops_is_retried(
     Bob's last memory, which drops Bob. The batch's mention would point at nothing and its
     record would name an entity ``get`` does not show (a reviewer's repro): it starts again and
     makes Bob anew."""
-    from fivefold.store import batch
+    from fivefold.store.shared import batch
 
     with _open(url) as memory, _open(url) as other:
         first = memory.remember("first note about Bob", entities=["Bob"])
@@ -1656,7 +1656,8 @@ def test_given_ids_wait_for_a_writer_that_took_ids(url: str) -> None:
     the key allows it), and the sequence set back under them (a hostile pass). The copy now
     waits for such a writer and then sees its ids."""
     from fivefold.store.postgres import schema as pg_schema
-    from fivefold.types import MemoryType, NewMemory
+    from fivefold.store.records import NewMemory
+    from fivefold.types import MemoryType
 
     with _open(url) as memory:
         memory.remember("the first")

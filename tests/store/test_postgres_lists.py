@@ -236,7 +236,7 @@ def test_the_check_finds_a_posting_of_no_memory_and_a_posting_twice(pg_url: str)
 def test_parts_pack_each_term_and_chunk_once_in_id_order() -> None:
     from collections import Counter
 
-    from fivefold.store.tokens import Counted
+    from fivefold.store.shared.tokens import Counted
 
     low = packed.CHUNK - 2
     entries = [

@@ -24,10 +24,11 @@ from fivefold import EdgeKind, Memory, MemoryType, Scope
 from fivefold.config import Config, IndexConfig, OptimizerConfig
 from fivefold.errors import InvalidInput
 from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
+from fivefold.store.records import NewMemory
 from fivefold.store.sqlite import dense, schema
 from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.store.sqlite.read import BY_ID
-from fivefold.types import NewMemory, OptimizerMode, StoreStats
+from fivefold.types import OptimizerMode, StoreStats
 
 HASHING = fivefold.HashingEmbedder()
 BALANCED = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))

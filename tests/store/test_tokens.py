@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fivefold.store.postgres.bags import Bag, Bags
-from fivefold.store.tokens import MAX_TOKEN_CHARS, Tokenizer, window
+from fivefold.store.shared.tokens import MAX_TOKEN_CHARS, Tokenizer, window
 
 TOKENIZER = Tokenizer()
 WORDS = st.sampled_from(["Kestrel", "budget", "running", "runs", "Zoë", "naïve", "42", "B-7", ""])

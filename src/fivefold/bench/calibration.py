@@ -22,8 +22,9 @@ from fivefold.bench.datasets import Dataset, Doc
 from fivefold.bench.learning import cross_validate
 from fivefold.bench.runner import ingest
 from fivefold.bench.table import table
+from fivefold.learn.logistic import fit_logistic
 from fivefold.memory import Memory
-from fivefold.read.calibrate import FEATURES, fit_logistic, result_features
+from fivefold.read.calibrate import FEATURES, result_features
 
 UNSTORED = "unstored"
 ADVERSARIAL = "5"

@@ -35,7 +35,6 @@ from fivefold.bench.runner import (
     run_benchmark,
     significance_label,
 )
-from fivefold.cli.errors import friendly
 from fivefold.config import Config
 from fivefold.config.file import config_in_effect, load_config
 from fivefold.embed.base import Embedder
@@ -194,7 +193,6 @@ def _locomo_path(data: Path | None) -> Path:
 @click.command()
 @_LOCOMO_DATA
 @_common("Only the first N conversations.")
-@friendly
 def locomo(data: Path | None, **options: Any) -> None:
     """LoCoMo: one memory per turn, categories 1-4 scored (5, adversarial, left out)."""
     _run(load_locomo(_locomo_path(data)), LOCOMO_CATEGORIES, _Options(**options))
@@ -208,7 +206,6 @@ def locomo(data: Path | None, **options: Any) -> None:
     help="A LongMemEval file (longmemeval_s.json, _m or _oracle).",
 )
 @_common("Only the first N questions (each has its own haystack).")
-@friendly
 def longmemeval(data: Path, **options: Any) -> None:
     """LongMemEval: user turns of each question's haystack; abstention questions skipped."""
     _run(load_longmemeval(data), None, _Options(**options))
@@ -223,7 +220,6 @@ def longmemeval(data: Path, **options: Any) -> None:
 )
 @click.option("--split", default="test", show_default=True, help="The qrels file to score.")
 @_common("Only the first N queries (over the whole corpus).")
-@friendly
 def beir(data: Path, split: str, **options: Any) -> None:
     """Any BEIR-format directory, one namespace, every judged query."""
     _run(load_beir(data, split=split), None, _Options(**options))
@@ -318,7 +314,6 @@ def _print(result: BenchResult) -> None:
     help="Whose results to fit: the rules' (COEFFICIENTS) or learned fusion's, each "
     "conversation ranked by a model fit on the others (LEARNED_COEFFICIENTS).",
 )
-@friendly
 def calibration(
     data: Path | None, limit: int | None, k: int, embedder: str, optimizer: str
 ) -> None:

@@ -27,7 +27,6 @@ import httpx
 
 from fivefold.bench.latency_store import build_store, read_manifest, store_name
 from fivefold.bench.synthetic import SyntheticCorpus
-from fivefold.cli.errors import friendly
 from fivefold.read.metrics import percentile
 
 __all__ = ["LoadReport", "serve"]
@@ -228,7 +227,6 @@ def _say(text: str) -> None:
 )
 @click.option("--store-dir", type=click.Path(path_type=Path), help="Reuse built stores here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@friendly
 def serve(
     memories: int,
     clients: int,

@@ -28,9 +28,9 @@ from rich.progress import Progress
 
 from fivefold import validate
 from fivefold.errors import InvalidInput
-from fivefold.extract.prepare import check
 from fivefold.memory import Memory
 from fivefold.store.base import Progress as JobProgress
+from fivefold.write.prepare import check
 
 OnError = Literal["stop", "skip"]
 DEFAULT_NAMESPACE = "default"  # ``Memory.remember``'s

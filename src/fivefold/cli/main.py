@@ -4,12 +4,13 @@ code (2 bad input, 3 not found, 4 store problem, 1 anything else of ours); never
 from __future__ import annotations
 
 import functools
+import importlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, ParamSpec, TypeVar
 
 import click
 from rich.console import Console
@@ -28,7 +29,7 @@ from fivefold.cli.render import (
 )
 from fivefold.config import Config
 from fivefold.config.file import config_in_effect, config_to_toml
-from fivefold.extract.prepare import check
+from fivefold.write.prepare import check
 from fivefold.write.relations import alias_of, relation_of
 
 if TYPE_CHECKING:
@@ -45,12 +46,33 @@ def _scope_options(command: Callable[P, R]) -> Callable[P, R]:
 
 
 class _Cli(click.Group):
-    """The ``fivefold`` group: an option of its own given after the command is named as such
-    (click said "No such option: --db" and no more)."""
+    """The ``fivefold`` group: every command's library errors as one line and an exit code
+    (``friendly``); an option of its own given after the command is named as such (click said
+    "No such option: --db" and no more); the commands that serve and benchmark are imported
+    only when one of them runs, so a recall loads neither."""
+
+    lazy: ClassVar[Mapping[str, tuple[str, str]]] = {
+        "bench": ("fivefold.bench.cli", "bench"),
+        "serve": ("fivefold.cli.serve", "serve"),
+        "mcp": ("fivefold.cli.serve", "mcp"),
+        "keys": ("fivefold.cli.serve", "keys"),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, name = self.lazy[cmd_name]
+            command = getattr(importlib.import_module(module), name)
+            assert isinstance(command, click.Command)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with friendly():
+                return super().invoke(ctx)
         except click.NoSuchOption as exc:
             # ``bench`` takes no store or settings of fivefold's: the hint would mislead there.
             if exc.option_name not in ("--db", "--config") or ctx.invoked_subcommand == "bench":
@@ -96,7 +118,6 @@ def cli(ctx: click.Context, db: str | None, config_path: Path | None) -> None:
 @click.option("--metadata", help="A JSON object stored with the memory.")
 @_scope_options
 @click.pass_context
-@friendly
 def remember(ctx: click.Context, /, content: str, mtype: str | None, **opts: Any) -> None:
     """Store one memory; print its id and what was inferred."""
     metadata = _json_object(opts.pop("metadata"))
@@ -134,7 +155,6 @@ def remember(ctx: click.Context, /, content: str, mtype: str | None, **opts: Any
 @click.option("--explain", is_flag=True, help="Show each retriever's list and the fusion terms.")
 @_scope_options
 @click.pass_context
-@friendly
 def recall(
     ctx: click.Context,
     /,
@@ -173,7 +193,6 @@ def recall(
 @click.option("--no-record", is_flag=True, help="Add the edge only; store no fact memory.")
 @_scope_options
 @click.pass_context
-@friendly
 def relate(ctx: click.Context, /, no_record: bool, **opts: Any) -> None:
     """Add a typed edge SOURCE -RELATION-> TARGET between two entities."""
     settings_of(ctx)  # a broken config file is said first
@@ -188,7 +207,6 @@ def relate(ctx: click.Context, /, no_record: bool, **opts: Any) -> None:
 @click.argument("alias")
 @click.option("--namespace", "-n", default="default", show_default=True)
 @click.pass_context
-@friendly
 def alias(ctx: click.Context, /, name: str, alias: str, namespace: str) -> None:
     """Make ALIAS another name of the entity NAME."""
     settings_of(ctx)  # a broken config file is said first
@@ -204,7 +222,6 @@ def alias(ctx: click.Context, /, name: str, alias: str, namespace: str) -> None:
     "--namespace", "-n", default="default", show_default=True, help="The memory's namespace."
 )
 @click.pass_context
-@friendly
 def forget(ctx: click.Context, /, memory_id: int, namespace: str) -> None:
     """Delete memory MEMORY_ID (of the namespace) and everything derived from it."""
     with open_memory(ctx, existing=True) as mem:
@@ -238,7 +255,6 @@ def forget(ctx: click.Context, /, memory_id: int, namespace: str) -> None:
     help="Import every record, even those an earlier import of them into this store did.",
 )
 @click.pass_context
-@friendly
 def import_(
     ctx: click.Context,
     /,
@@ -326,7 +342,6 @@ def _said_earlier(path: Path, report: ImportReport) -> None:
 @click.option("--relevant", type=int, multiple=True, help="A memory that answered (repeatable).")
 @click.option("--used", type=int, multiple=True, help="A memory the agent used (repeatable).")
 @click.pass_context
-@friendly
 def feedback(
     ctx: click.Context, /, recall_id: str, relevant: tuple[int, ...], used: tuple[int, ...]
 ) -> None:
@@ -339,7 +354,6 @@ def feedback(
 @cli.command()
 @click.option("--namespace", "-n", default="default", show_default=True)
 @click.pass_context
-@friendly
 def train(ctx: click.Context, /, namespace: str) -> None:
     """Fit learned fusion on the namespace's feedback; keep it only if it does not lose to the
     rules on held-out recalls (optimizer.mode = "learned" ranks with it)."""
@@ -356,7 +370,6 @@ def train(ctx: click.Context, /, namespace: str) -> None:
 @cli.command()
 @click.option("--repair", is_flag=True, help="Rebuild every index found out of step.")
 @click.pass_context
-@friendly
 def doctor(ctx: click.Context, /, repair: bool) -> None:
     """Check the store: its pages and rows, the lexical indexes, each namespace's dense index
     and saved HNSW graph. Exit 0 when all is well (or repaired), 4 when a problem remains."""
@@ -392,7 +405,6 @@ def doctor(ctx: click.Context, /, repair: bool) -> None:
 @click.option("--batch", default=500, show_default=True, help="Memories per transaction.")
 @click.option("--sample", default=20, show_default=True, help="Recalls compared after copying.")
 @click.pass_context
-@friendly
 def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sample: int) -> None:
     """Copy the store SOURCE into the empty store DESTINATION (file paths or postgresql://
     URLs, either way), then verify: counts per namespace and a sample of recalls. Exit 0 when
@@ -462,7 +474,6 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
-@friendly
 def stats(ctx: click.Context, /, as_json: bool) -> None:
     """Counts, namespaces, types, embedding model and size of the store, and this process's
     recall metrics."""
@@ -481,7 +492,6 @@ def stats(ctx: click.Context, /, as_json: bool) -> None:
 @cli.command()
 @click.option("-k", default=3, show_default=True, help="Hits shown per query.")
 @click.pass_context
-@friendly
 def demo(ctx: click.Context, /, k: int) -> None:
     """Load the bundled sample of a fictional engineer's memories into a throwaway store and
     run queries of every kind, showing plan and top hits."""
@@ -499,7 +509,6 @@ def config_group() -> None:
 @config_group.command(name="show")
 @click.option("--defaults", is_flag=True, help="Print the built-in defaults instead.")
 @click.pass_context
-@friendly
 def config_show(ctx: click.Context, /, defaults: bool) -> None:
     """Print the effective settings as TOML (every key; never the API key)."""
     click.echo(config_to_toml(Config() if defaults else settings_of(ctx)), nl=False)
@@ -507,24 +516,10 @@ def config_show(ctx: click.Context, /, defaults: bool) -> None:
 
 @config_group.command(name="path")
 @click.pass_context
-@friendly
 def config_path(ctx: click.Context, /) -> None:
     """Print the config file in effect, or "built-in defaults"."""
     path = config_in_effect(ctx.obj["config_path"])
     click.echo("built-in defaults" if path is None else str(path))
-
-
-def _register_bench() -> None:
-    # Imported here, not at the top: the bench modules import this package's CLI helpers.
-    from fivefold.bench.cli import bench
-    from fivefold.cli.serve import keys, mcp, serve
-
-    cli.add_command(bench)
-    for command in (serve, mcp, keys):
-        cli.add_command(command)
-
-
-_register_bench()
 
 
 def _json_object(raw: str | None) -> dict[str, Any] | None:

@@ -23,8 +23,9 @@ from fivefold import validate
 from fivefold.errors import InvalidInput, StoreError
 from fivefold.memory import Memory
 from fivefold.store.base import Store
-from fivefold.store.batch import IdTaken
-from fivefold.types import MemoryRecord, NewEdge, NewMemory, Scope
+from fivefold.store.records import NewEdge, NewMemory
+from fivefold.store.shared.batch import IdTaken
+from fivefold.types import MemoryRecord, Scope
 
 PAGE = 1000
 T = TypeVar("T")

@@ -13,7 +13,6 @@ import click
 
 from fivefold import validate
 from fivefold.cli.context import open_memory, settings_of
-from fivefold.cli.errors import friendly
 from fivefold.config.file import config_in_effect, default_config_path
 from fivefold.errors import ConfigError
 
@@ -37,7 +36,6 @@ def _need_extra(*modules: str) -> None:
 @click.option("--port", type=click.IntRange(1, 65535), help="Port (serve.port; default 8420).")
 @click.option("--workers", type=click.IntRange(1, 64), help="Worker processes (serve.workers).")
 @click.pass_context
-@friendly
 def serve(ctx: click.Context, /, host: str | None, port: int | None, workers: int | None) -> None:
     """Serve the HTTP API (/v1, its OpenAPI schema at /openapi.json), MCP at /mcp and the web page
     at /."""
@@ -66,7 +64,6 @@ def serve(ctx: click.Context, /, host: str | None, port: int | None, workers: in
 @click.option("--user", "user_id", help="Bind every call to this user id.")
 @click.option("--agent", "agent_id", help="Bind every call to this agent id.")
 @click.pass_context
-@friendly
 def mcp(
     ctx: click.Context, /, namespace: str | None, user_id: str | None, agent_id: str | None
 ) -> None:
@@ -100,7 +97,6 @@ def _keys_file(ctx: click.Context) -> Path:
 @click.option("--agent", "agent_id", help="Bind the key to this agent id too.")
 @click.option("--label", default="", help="A note saying who holds the key.")
 @click.pass_context
-@friendly
 def keys_add(
     ctx: click.Context,
     /,
@@ -122,7 +118,6 @@ def keys_add(
 
 @keys.command(name="list")
 @click.pass_context
-@friendly
 def keys_list(ctx: click.Context, /) -> None:
     """The keys in the config file (ids and scopes; secrets are never stored)."""
     from fivefold.serve.keys import load_keys
@@ -139,7 +134,6 @@ def keys_list(ctx: click.Context, /) -> None:
 @keys.command(name="revoke")
 @click.argument("key_id")
 @click.pass_context
-@friendly
 def keys_revoke(ctx: click.Context, /, key_id: str) -> None:
     """Remove a key; running servers refuse it after a restart."""
     _need_extra("tomlkit")

@@ -26,8 +26,9 @@ import numpy as np
 import numpy.typing as npt
 
 from fivefold.errors import InvalidInput
-from fivefold.read.calibrate import fit_logistic
-from fivefold.types import MemoryAttributes, RetrieverName, RetrieverRun, TimeWindow
+from fivefold.learn.logistic import fit_logistic
+from fivefold.store.records import MemoryAttributes
+from fivefold.types import RetrieverName, RetrieverRun, TimeWindow
 
 __all__ = [
     "FEATURES",

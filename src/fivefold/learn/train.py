@@ -12,43 +12,57 @@ ranking.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from statistics import fmean
+from typing import Protocol
 
 from fivefold.config import LearnedConfig
 from fivefold.errors import InvalidInput
-from fivefold.learn.model import fit, recall_at
-from fivefold.read.reader import Reader, RecallArgs
+from fivefold.learn.model import Example, LearnedModel, fit, recall_at
 from fivefold.store.base import Store
-from fivefold.types import Feedback, TrainReport
+from fivefold.store.records import Feedback
+from fivefold.types import TrainReport
 
-__all__ = ["questions", "train"]
+__all__ = ["Asker", "questions", "train"]
 
 
-def questions(feedback: Sequence[Feedback]) -> list[Feedback]:
+class Asker(Protocol):
+    """What training asks of the read pipeline: each feedback's recall asked again."""
+
+    def question(self, entry: Feedback) -> Hashable | None:
+        """The question a feedback's recall asked (equal for the same question however its
+        recall_id was written); None for a recall that cannot be asked again."""
+        ...
+
+    def examples(self, entries: Sequence[Feedback]) -> list[Example]:
+        """Each recall's candidates with their features, labelled by its feedback."""
+        ...
+
+    def ranking(self, entry: Feedback, model: LearnedModel | None) -> list[int]:
+        """The ids the recall ranks first, by ``model`` or (None) by the rules."""
+        ...
+
+
+def questions(asker: Asker, feedback: Sequence[Feedback]) -> list[Feedback]:
     """One entry a question (the query and every argument of its recall but the time it was
     asked), the last thing said of it, with a memory that answered. A recall_id given feedback
     30 times counted as 30 recalls, held out against copies of itself; so did one question asked
     30 times, and one recall_id written 30 ways (padded, or with keys of its own: hostile
     passes' finds)."""
-    latest: dict[tuple[object, ...], Feedback] = {}
+    latest: dict[Hashable, Feedback] = {}
     for entry in feedback:
-        try:
-            args = RecallArgs.from_token(entry.args)
-        except InvalidInput:  # kept by an older version that took it: not a question to train on
+        key = asker.question(entry)
+        if key is None:  # kept by an older version that took it: not a question to train on
             continue
-        # Types in any order, spaces around and between words: the same question.
-        text, forced = " ".join(args.text.split()), tuple(sorted(t.value for t in args.forced))
-        key = (text, args.k, args.scope, forced, args.budget, args.session)
         latest.pop(key, None)  # in the order of each question's last feedback
         latest[key] = entry
     return [e for e in latest.values() if any(v > 0 for v in e.labels.values())]
 
 
-def train(reader: Reader, store: Store, namespace: str, config: LearnedConfig) -> TrainReport:
-    entries = questions(store.feedback(namespace))
+def train(reader: Asker, store: Store, namespace: str, config: LearnedConfig) -> TrainReport:
+    entries = questions(reader, store.feedback(namespace))
     if len(entries) < config.min_feedback:
         raise InvalidInput(
             f"namespace {namespace!r} has feedback on {len(entries)} recalls; training needs "

@@ -110,31 +110,12 @@ def confidence(
     return 1.0 / (1.0 + math.exp(-z)) if z > -700.0 else 0.0
 
 
-def fit_logistic(
-    x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], *, l2: float = 1e-3, steps: int = 50
-) -> npt.NDArray[np.float64]:
-    """Logistic regression by Newton's method with a small ridge (the bias unpenalised)."""
-    weights = np.zeros(x.shape[1])
-    ridge = np.full(x.shape[1], l2)
-    ridge[0] = 0.0
-    for _ in range(steps):
-        p = 1.0 / (1.0 + np.exp(-np.clip(x @ weights, -50.0, 50.0)))
-        gradient = x.T @ (p - y) + ridge * weights
-        hessian = (x.T * (p * (1.0 - p))) @ x + np.diag(ridge) + 1e-9 * np.eye(x.shape[1])
-        step = np.linalg.solve(hessian, gradient)
-        weights -= step
-        if float(np.max(np.abs(step))) < 1e-8:
-            break
-    return weights
-
-
 __all__ = [
     "COEFFICIENTS",
     "FEATURES",
     "LEARNED_COEFFICIENTS",
     "best_evidence",
     "confidence",
-    "fit_logistic",
     "hit_features",
     "result_features",
 ]

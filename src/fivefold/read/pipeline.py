@@ -30,10 +30,10 @@ from fivefold.read.retrieve import (
     type_list,
 )
 from fivefold.store.base import Store
+from fivefold.store.records import MemoryAttributes
 from fivefold.text import normalize_name
 from fivefold.types import (
     Budget,
-    MemoryAttributes,
     MemoryType,
     ParsedQuery,
     Plan,

@@ -8,7 +8,7 @@ import binascii
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from copy import deepcopy
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -33,13 +33,12 @@ from fivefold.read.plan import Features, plan_query
 from fivefold.read.rerank.cross_encoder import load_reranker
 from fivefold.read.retrieve.graph import specificity
 from fivefold.store.base import Store
+from fivefold.store.records import CatalogEntry, Feedback
 from fivefold.text import normalize_query
 from fivefold.types import (
     Budget,
-    CatalogEntry,
     ExplainedHit,
     Explanation,
-    Feedback,
     Hit,
     MemoryType,
     OptimizerMode,
@@ -271,6 +270,16 @@ class Reader:
         return self._metrics.snapshot(cache_hits=self._cache.hits, cache_misses=self._cache.misses)
 
     # -- learned fusion -----------------------------------------------------------------------
+    def question(self, entry: Feedback) -> Hashable | None:
+        """The question a feedback's recall asked: its query and every argument but the time
+        it was asked, types in any order and spaces around and between words folded."""
+        try:
+            args = RecallArgs.from_token(entry.args)
+        except InvalidInput:
+            return None
+        text, forced = " ".join(args.text.split()), tuple(sorted(t.value for t in args.forced))
+        return (text, args.k, args.scope, forced, args.budget, args.session)
+
     def examples(self, entries: Sequence[Feedback]) -> list[Example]:
         """Each feedback's recall asked again as learned fusion asks it (the rule optimizer's
         plan), its candidates labelled by the feedback: what ``learned.fit`` trains on."""

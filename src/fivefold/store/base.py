@@ -15,23 +15,25 @@ from typing import Protocol
 from fivefold.config import ContextConfig, IndexConfig, WriteConfig
 from fivefold.embed.base import Vectors
 from fivefold.errors import NotFound
-from fivefold.store.context import Smoothing
-from fivefold.types import (
+from fivefold.store.records import (
     CatalogEntry,
-    ColumnWeights,
-    Edge,
     EdgeHop,
-    Entity,
     EntityScore,
     Feedback,
-    Finding,
     MemoryAttributes,
-    MemoryRecord,
-    MemoryType,
     MentionHit,
     NeighbourStep,
     NewEdge,
     NewMemory,
+)
+from fivefold.store.shared.context import Smoothing
+from fivefold.types import (
+    ColumnWeights,
+    Edge,
+    Entity,
+    Finding,
+    MemoryRecord,
+    MemoryType,
     Scope,
     StoreStats,
 )

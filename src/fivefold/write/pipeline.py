@@ -16,12 +16,13 @@ from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput
 from fivefold.extract.entities import extract_entities
-from fivefold.extract.prepare import VECTOR_FIELD, prepare
 from fivefold.gate import Gate, gated
 from fivefold.store import Store
 from fivefold.store.base import Progress
+from fivefold.store.records import NewEdge, NewMemory
 from fivefold.text import normalize_name
-from fivefold.types import Edge, Entity, MemoryRecord, NewEdge, NewMemory, Scope
+from fivefold.types import Edge, Entity, MemoryRecord, Scope
+from fivefold.write.prepare import VECTOR_FIELD, prepare
 from fivefold.write.vectors import embed_text, unit_vectors
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from fivefold import validate
 from fivefold.errors import InvalidInput
-from fivefold.extract.prepare import MAX_PREDICATE_CHARS
-from fivefold.store.rows import refuse_self_edge
+from fivefold.store.records import NewEdge
+from fivefold.store.shared.rows import refuse_self_edge
 from fivefold.text import normalize_name
-from fivefold.types import NewEdge
+from fivefold.write.prepare import MAX_PREDICATE_CHARS
 
 
 def alias_of(name: object, alias: object, *, namespace: object = "default") -> tuple[str, str, str]:

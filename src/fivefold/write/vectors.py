@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from fivefold.errors import InvalidInput
-from fivefold.extract.prepare import given_vector
-from fivefold.types import NewMemory
+from fivefold.store.records import NewMemory
+from fivefold.write.prepare import given_vector
 
 
 def embed_text(memory: NewMemory) -> str:

@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fivefold.read.parse.entities import EntityResolver
+from fivefold.store.records import CatalogEntry
 from fivefold.text import normalize_name
-from fivefold.types import CatalogEntry, Resolution
+from fivefold.types import Resolution
 
 SARAH_CHEN, PRIYA, KESTREL, FALCON, OSPREY, SARAH_JONES, JOSE, BERLIN, INBOX3 = range(1, 10)
 MAY_LEE, WILL_SMITH = 10, 11

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from fivefold.config import TemporalConfig
 from fivefold.read.parse.entities import EntityResolver
 from fivefold.read.parse.query import MAX_QUERY_CHARS, parse_query, predicate_hints
+from fivefold.store.records import CatalogEntry
 from fivefold.text import STOP_WORDS, normalize_name
-from fivefold.types import CatalogEntry, ParsedQuery, Resolution
+from fivefold.types import ParsedQuery, Resolution
 
 NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)  # a Friday
 SARAH, PRIYA, KESTREL, MARCUS = 1, 2, 3, 4

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from fivefold.store.records import CatalogEntry
 from fivefold.text import (
     COMMON_WORDS,
     STOP_WORDS,
@@ -23,7 +24,7 @@ from fivefold.text import (
 from fivefold.text import (
     words as word_spans,
 )
-from fivefold.types import CatalogEntry, EntityRef, Resolution
+from fivefold.types import EntityRef, Resolution
 
 T = TypeVar("T")
 

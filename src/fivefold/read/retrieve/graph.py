@@ -24,15 +24,8 @@ from fivefold.config import GraphConfig
 from fivefold.read.retrieve.lexical import idf
 from fivefold.read.retrieve.ranking import clip01
 from fivefold.store.base import Store
-from fivefold.types import (
-    EdgeKind,
-    EntityRef,
-    EntityScore,
-    MemoryType,
-    NeighbourStep,
-    Scope,
-    Scored,
-)
+from fivefold.store.records import EntityScore, NeighbourStep
+from fivefold.types import EdgeKind, EntityRef, MemoryType, Scope, Scored
 
 
 def graph_search(

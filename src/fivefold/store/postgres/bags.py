@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fivefold.store.context import WINDOW_REPEATS
-from fivefold.store.tokens import Tokenizer
+from fivefold.store.shared.context import WINDOW_REPEATS
+from fivefold.store.shared.tokens import Tokenizer
 
 __all__ = ["Bag", "Bags", "paired"]
 

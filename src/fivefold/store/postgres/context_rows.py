@@ -13,10 +13,10 @@ import psycopg
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import StoreError
-from fivefold.store.context import Group, Neighbour
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.packed import Rewrites
-from fivefold.store.tokens import Counted, Tokenizer
+from fivefold.store.shared.context import Group, Neighbour
+from fivefold.store.shared.tokens import Counted, Tokenizer
 
 _GROUP = (
     "SELECT namespace, user_id, agent_id, session_id FROM memories WHERE namespace = %s AND id = %s"

@@ -23,7 +23,7 @@ import psycopg
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.lists import ListCache, Version
 from fivefold.store.postgres.packed import NORM_VALUES, decode, type_code
-from fivefold.store.tokens import Tokenizer
+from fivefold.store.shared.tokens import Tokenizer
 from fivefold.types import ColumnWeights, MemoryType, Scope
 
 

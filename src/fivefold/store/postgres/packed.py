@@ -27,7 +27,7 @@ import numpy as np
 import psycopg
 
 from fivefold.store.postgres import schema
-from fivefold.store.tokens import NORMS, Counted
+from fivefold.store.shared.tokens import NORMS, Counted
 
 __all__ = [
     "CHUNK",

@@ -23,24 +23,19 @@ from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import as_array
 from fivefold.store.postgres.lexical import Lexical, namespace_row
 from fivefold.store.postgres.lists import Version
-from fivefold.store.rows import edge_hop, memory_record, relation_from_row
-from fivefold.store.timeconv import from_ts, to_ts
-from fivefold.store.tokens import Tokenizer
-from fivefold.types import (
+from fivefold.store.records import (
     CatalogEntry,
-    ColumnWeights,
     EdgeHop,
-    EdgeKind,
     EntityScore,
     MemoryAttributes,
-    MemoryRecord,
-    MemoryType,
     MentionHit,
     NeighbourStep,
     NewEdge,
-    Scope,
-    StoreStats,
 )
+from fivefold.store.shared.rows import edge_hop, memory_record, relation_from_row
+from fivefold.store.shared.timeconv import from_ts, to_ts
+from fivefold.store.shared.tokens import Tokenizer
+from fivefold.types import ColumnWeights, EdgeKind, MemoryRecord, MemoryType, Scope, StoreStats
 
 T = TypeVar("T")
 log = logging.getLogger("fivefold.store")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
+from fivefold.store.shared.rows import COMENTION as COMENTION  # one name for both backends
 from fivefold.types import Scope
 
 SCHEMA_VERSION = 9

@@ -33,7 +33,6 @@ from fivefold.errors import (
     NotAFivefoldStore,
     StoreError,
 )
-from fivefold.store import context
 from fivefold.store.base import (
     COPY_MARK,
     COPY_REFUSED,
@@ -67,7 +66,9 @@ from fivefold.store.postgres.read import PostgresReads, lost_connection
 from fivefold.store.postgres.read import translating as _translating
 from fivefold.store.postgres.upkeep import Upkeep
 from fivefold.store.postgres.write import Writer, move_memory_ids, next_memory_id, no_nul
-from fivefold.store.rows import (
+from fivefold.store.records import CatalogEntry, Feedback, NewEdge, NewMemory
+from fivefold.store.shared import context
+from fivefold.store.shared.rows import (
     edge_values,
     feedback_entries,
     new_keys,
@@ -75,20 +76,10 @@ from fivefold.store.rows import (
     refuse_taken_alias,
     stored_edge,
 )
-from fivefold.store.timeconv import to_ts
-from fivefold.store.tokens import Tokenizer, window
+from fivefold.store.shared.timeconv import to_ts
+from fivefold.store.shared.tokens import Tokenizer, window
 from fivefold.text import normalize_name
-from fivefold.types import (
-    CatalogEntry,
-    Edge,
-    Entity,
-    Feedback,
-    Finding,
-    MemoryRecord,
-    NewEdge,
-    NewMemory,
-    Scope,
-)
+from fivefold.types import Edge, Entity, Finding, MemoryRecord, Scope
 
 T = TypeVar("T")
 log = logging.getLogger("fivefold.store")

@@ -17,9 +17,7 @@ import psycopg
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
-from fivefold.store import batch, context
 from fivefold.store.base import StoreSettings
-from fivefold.store.context import Group, SessionRow
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.bags import Bag, Bags, paired
 from fivefold.store.postgres.beside import THREADED_FROM, Beside
@@ -30,9 +28,12 @@ from fivefold.store.postgres.context_rows import (
     as_array,
 )
 from fivefold.store.postgres.packed import Rows, copy_parts, norm_ids, pack, type_code
-from fivefold.store.tokens import Tokenizer, window
+from fivefold.store.records import NewMemory
+from fivefold.store.shared import batch, context
+from fivefold.store.shared.context import Group, SessionRow
+from fivefold.store.shared.tokens import Tokenizer, window
 from fivefold.text import normalize_name
-from fivefold.types import MemoryRecord, NewMemory, Scope
+from fivefold.types import MemoryRecord, Scope
 
 
 class Writer:

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from fivefold.embed.base import Vectors
-from fivefold.store import context
-from fivefold.store.context import Group, Neighbour, SessionRow, Smoothing
+from fivefold.store.shared import context
+from fivefold.store.shared.context import Group, Neighbour, SessionRow, Smoothing
 
 _GROUP = "SELECT namespace, user_id, agent_id, session_id FROM memories WHERE id = ?"
 _SIDE = """

@@ -53,11 +53,11 @@ from pathlib import Path
 import tantivy
 
 from fivefold.errors import StoreError
-from fivefold.store.context import WINDOW_REPEATS
+from fivefold.store.shared.context import WINDOW_REPEATS
+from fivefold.store.shared.tokens import Tokenizer
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.indexer import Indexer
 from fivefold.store.sqlite.read import BY_ID
-from fivefold.store.tokens import Tokenizer
 from fivefold.types import ColumnWeights, Finding, MemoryType, Scope
 
 __all__ = ["LexicalIndexBusy", "LexicalIndexes", "window_tokens"]

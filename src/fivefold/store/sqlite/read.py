@@ -13,22 +13,18 @@ from typing import Any
 import numpy as np
 
 from fivefold.embed.base import Vectors
-from fivefold.store.rows import edge_hop, memory_record
-from fivefold.store.sqlite import schema
-from fivefold.store.timeconv import from_ts, to_ts
-from fivefold.types import (
+from fivefold.store.records import (
     CatalogEntry,
     EdgeHop,
-    EdgeKind,
     EntityScore,
     MemoryAttributes,
-    MemoryRecord,
-    MemoryType,
     MentionHit,
     NeighbourStep,
-    Scope,
-    StoreStats,
 )
+from fivefold.store.shared.rows import edge_hop, memory_record
+from fivefold.store.shared.timeconv import from_ts, to_ts
+from fivefold.store.sqlite import schema
+from fivefold.types import EdgeKind, MemoryRecord, MemoryType, Scope, StoreStats
 
 
 def scope_sql(scope: Scope, alias: str = "m", *, shared: bool = False) -> tuple[str, list[Any]]:

@@ -17,7 +17,7 @@ theirs, which the dense index searches (NULL without neighbours: ``embedding`` i
 
 from __future__ import annotations
 
-from fivefold.store.rows import COMENTION as COMENTION  # one name for both backends
+from fivefold.store.shared.rows import COMENTION as COMENTION  # one name for both backends
 
 SCHEMA_VERSION = 8
 SCHEMA_VERSION_OF = "SELECT value FROM meta WHERE key = 'schema_version'"

@@ -43,7 +43,19 @@ from fivefold.store.base import (
     mistyped_rows,
     unfinished_copy,
 )
-from fivefold.store.rows import feedback_entries, new_keys, relation_from_row
+from fivefold.store.records import (
+    CatalogEntry,
+    EdgeHop,
+    EntityScore,
+    Feedback,
+    MemoryAttributes,
+    MentionHit,
+    NeighbourStep,
+    NewEdge,
+    NewMemory,
+)
+from fivefold.store.shared.rows import feedback_entries, new_keys, relation_from_row
+from fivefold.store.shared.timeconv import to_ts
 from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import files, schema, vector_sync
 from fivefold.store.sqlite.checkpoint import Checkpointer
@@ -52,24 +64,14 @@ from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.store.sqlite.lexical import LexicalIndexes
 from fivefold.store.sqlite.read import BY_ID, ReadQueries
 from fivefold.store.sqlite.write import Writer
-from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
 from fivefold.types import (
-    CatalogEntry,
     ColumnWeights,
     Edge,
-    EdgeHop,
     Entity,
-    EntityScore,
-    Feedback,
     Finding,
-    MemoryAttributes,
     MemoryRecord,
     MemoryType,
-    MentionHit,
-    NeighbourStep,
-    NewEdge,
-    NewMemory,
     Scope,
     StoreStats,
 )

@@ -15,19 +15,20 @@ import numpy as np
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
-from fivefold.store import batch, context
 from fivefold.store.base import StoreSettings
-from fivefold.store.rows import (
+from fivefold.store.records import NewEdge, NewMemory
+from fivefold.store.shared import batch, context
+from fivefold.store.shared.rows import (
     edge_values,
     refuse_self_edge,
     refuse_taken_alias,
     stored_edge,
 )
+from fivefold.store.shared.timeconv import to_ts
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
-from fivefold.store.timeconv import to_ts
 from fivefold.text import normalize_name
-from fivefold.types import Edge, Entity, MemoryRecord, NewEdge, NewMemory, Scope
+from fivefold.types import Edge, Entity, MemoryRecord, Scope
 
 
 class Writer:

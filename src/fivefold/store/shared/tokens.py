@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from fivefold.store.context import WINDOW_REPEATS
+from fivefold.store.shared.context import WINDOW_REPEATS
 from fivefold.text import index_text
 
 # Both backends count their terms with ``Tokenizer`` below, which runs this one. Combining marks

@@ -18,12 +18,13 @@ from typing import Any
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
-from fivefold.store import context
-from fivefold.store.context import Group, SessionRow
-from fivefold.store.rows import memory_record
-from fivefold.store.timeconv import to_ts
+from fivefold.store.records import NewMemory
+from fivefold.store.shared import context
+from fivefold.store.shared.context import Group, SessionRow
+from fivefold.store.shared.rows import memory_record
+from fivefold.store.shared.timeconv import to_ts
 from fivefold.text import normalize_name
-from fivefold.types import MemoryRecord, NewMemory
+from fivefold.types import MemoryRecord
 
 Named = list[tuple[str, str]]  # (spelling, key) of each name of a memory, in order
 Stored = tuple[int, SessionRow]  # a stored session row: id, row

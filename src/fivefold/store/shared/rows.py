@@ -8,18 +8,10 @@ from types import MappingProxyType
 from typing import Any
 
 from fivefold.errors import InvalidInput
-from fivefold.store.timeconv import from_ts, to_ts
+from fivefold.store.records import EdgeHop, Feedback, NewEdge
+from fivefold.store.shared.timeconv import from_ts, to_ts
 from fivefold.text import normalize_name
-from fivefold.types import (
-    Edge,
-    EdgeHop,
-    EdgeKind,
-    Feedback,
-    MemoryRecord,
-    MemoryType,
-    NewEdge,
-    Scope,
-)
+from fivefold.types import Edge, EdgeKind, MemoryRecord, MemoryType, Scope
 
 COMENTION = "co_mentioned"  # the relation of the edges co-mentions derive
 

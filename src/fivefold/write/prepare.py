@@ -16,7 +16,8 @@ from fivefold.extract.entities import extract_entities
 from fivefold.extract.infer import infer_predicate, infer_type
 from fivefold.extract.speaker import infer_speaker
 from fivefold.read.parse.temporal import infer_event_at
-from fivefold.types import MemoryType, NewMemory
+from fivefold.store.records import NewMemory
+from fivefold.types import MemoryType
 
 FIELDS = frozenset(
     {
