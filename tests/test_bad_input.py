@@ -823,7 +823,7 @@ def test_huge_and_tiny_vectors_are_normalised_not_zeroed(
 ) -> None:
     vector = [scale] * hashing_mem.embedder.dim
     record = hashing_mem.remember_many([{"content": "scaled", "vector": vector}])[0]
-    stored = hashing_mem.store.vectors("default", [record.id])[record.id]
+    stored = hashing_mem.store.reads.vectors("default", [record.id])[record.id]
     assert abs(float((stored**2).sum()) - 1.0) < 1e-5
     assert stored[0] > 0
 

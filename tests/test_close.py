@@ -26,7 +26,7 @@ def test_close_waits_for_a_write_it_met_after_the_commit(
     store_url = new_store()
     memory = _open(store_url)
     committed, closing = threading.Event(), threading.Event()
-    insert = memory.store.insert_memories
+    insert = memory.store.writes.insert_memories
 
     def slow_insert(*args: Any, **kwargs: Any) -> Any:
         written = insert(*args, **kwargs)
@@ -35,7 +35,7 @@ def test_close_waits_for_a_write_it_met_after_the_commit(
         time.sleep(0.3)  # close() runs now, unless it waits for this call
         return written
 
-    memory.store.insert_memories = slow_insert  # type: ignore[method-assign]
+    memory.store.writes.insert_memories = slow_insert  # type: ignore[method-assign]
     outcome: list[Any] = []
 
     def write() -> None:
@@ -80,14 +80,14 @@ def test_close_from_inside_a_call_does_not_wait_for_itself(store_url: str) -> No
     """A call that closes its own ``Memory`` (say, a handler on shutdown) returns, and the
     store is closed."""
     memory = _open(store_url)
-    stats = memory.store.stats
+    stats = memory.store.admin.stats
 
     def closing_stats(*args: Any, **kwargs: Any) -> Any:
         found = stats(*args, **kwargs)
         memory.close()
         return found
 
-    memory.store.stats = closing_stats  # type: ignore[method-assign]
+    memory.store.admin.stats = closing_stats  # type: ignore[method-assign]
     memory.stats()
     with pytest.raises(StoreError, match="closed"):
         memory.recall("anything")
@@ -110,7 +110,7 @@ def test_a_second_close_waits_for_the_first() -> None:
         store_close()
         closed.append(time.monotonic())
 
-    memory.store.stats = slow_stats  # type: ignore[method-assign]
+    memory.store.admin.stats = slow_stats  # type: ignore[method-assign]
     memory.store.close = closing  # type: ignore[method-assign]
     caller = threading.Thread(target=memory.stats)
     caller.start()

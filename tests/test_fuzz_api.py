@@ -144,7 +144,7 @@ def _storable(value: object) -> bool:
 def _state(memory: Memory, named: set[str]) -> tuple[Any, ...]:
     stats = memory.stats()
     spaces = sorted({"default", "ns-a", "ns-b"} | {n for n in named if _storable(n)})
-    generations = tuple(memory.store.namespace_generation(ns) for ns in spaces)
+    generations = tuple(memory.store.reads.namespace_generation(ns) for ns in spaces)
     return stats.memories, stats.entities, stats.edges, tuple(stats.namespaces.items()), generations
 
 
@@ -390,13 +390,13 @@ def test_feedback(call: tuple[str | None, dict[str, Any]]) -> None:
     bad, args = call
     memory = _memory()
     recall_id = args["recall"] if bad == "recall" else _recall_ids()[args["recall"]]
-    before = {ns: len(memory.store.feedback(ns)) for ns in ("default", "ns-a")}
+    before = {ns: len(memory.store.models.feedback(ns)) for ns in ("default", "ns-a")}
     ok, _ = _attempt(
         bad,
         set(),
         lambda: memory.feedback(recall_id, relevant=args["relevant"], used=args["used"]),
     )
-    after = {ns: len(memory.store.feedback(ns)) for ns in ("default", "ns-a")}
+    after = {ns: len(memory.store.models.feedback(ns)) for ns in ("default", "ns-a")}
     assert sum(after.values()) - sum(before.values()) == int(ok)
 
 

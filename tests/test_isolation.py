@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import fivefold
 from fivefold import Memory, NotFound, Scope
-from fivefold.store.records import EntityScore
+from fivefold.store.scoring import EntityScore, mentions
 
 NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)
 NAMESPACES = ("alpha", "beta", "gamma")
@@ -51,6 +51,8 @@ memory_specs = st.lists(
     min_size=1,
     max_size=24,
 )
+
+EVERY_EDGE = 1_000_000  # a cap no test graph reaches: every edge in scope, from each side
 
 
 def _in_scope(record: fivefold.MemoryRecord, namespace: str, user_id: str | None) -> bool:
@@ -128,14 +130,14 @@ def _check_scope(memory: Memory, namespace: str, user_id: str | None, seen: Coun
             budget=BUDGETS[qi % len(BUDGETS)],
         )
         candidates = {item.id for run in explanation.runs for item in run.items}
-        records = memory.store.get_memories(namespace, sorted(candidates))
+        records = memory.store.reads.get_memories(namespace, sorted(candidates))
         assert set(records) == candidates
         for run in explanation.runs:
             seen[f"run:{run.name}"] += bool(run.items)
             for item in run.items:
                 assert _in_scope(records[item.id], namespace, user_id), (run.name, query)
         for ref in explanation.query.entity_refs:
-            assert ref.entity_id in {e.entity_id for e in memory.store.catalog(namespace)}
+            assert ref.entity_id in {e.entity_id for e in memory.store.reads.catalog(namespace)}
 
 
 def test_no_retriever_crosses_a_namespace_or_user(new_store: Callable[[], str]) -> None:
@@ -198,7 +200,7 @@ def test_agent_id_scopes_every_retriever(
         assert {"semantic", "lexical", "graph", "temporal"} <= set(result.hits[0].sources)
     explanation = agents_mem.explain(query, agent_id=agent_id, user_id=user_id, now=NOW)
     ids = {item.id for run in explanation.runs for item in run.items}
-    for record in agents_mem.store.get_memories("default", sorted(ids)).values():
+    for record in agents_mem.store.reads.get_memories("default", sorted(ids)).values():
         assert record.agent_id == agent_id
 
 
@@ -238,17 +240,17 @@ def test_user_scoped_edges_are_invisible_to_other_users(hashing_mem: Memory) -> 
     hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel", user_id="u1")
     hashing_mem.remember("Sarah Chen and Omar Haddad pair on Atlas", user_id="u1")
     hashing_mem.remember("Priya Patel reviewed the Atlas budget", user_id="u2")
-    catalog = {e.name: e.entity_id for e in hashing_mem.store.catalog("default")}
+    catalog = {e.name: e.entity_id for e in hashing_mem.store.reads.catalog("default")}
     ids = [catalog["Sarah Chen"], catalog["Priya Patel"], catalog["Atlas"]]
-    u1_edges = hashing_mem.store.edges_touching(Scope("default", "u1"), ids)
-    u2_edges = hashing_mem.store.edges_touching(Scope("default", "u2"), ids)
+    u1_edges = hashing_mem.store.search.strongest_edges(Scope("default", "u1"), ids, EVERY_EDGE)
+    u2_edges = hashing_mem.store.search.strongest_edges(Scope("default", "u2"), ids, EVERY_EDGE)
     sarah = catalog["Sarah Chen"]
-    assert any(sarah in (e.source_id, e.target_id) for e in u1_edges)
-    assert not any(sarah in (e.source_id, e.target_id) for e in u2_edges)
+    assert any(sarah in (e.entity_id, e.there) for e in u1_edges)
+    assert not any(sarah in (e.entity_id, e.there) for e in u2_edges)
     result = hashing_mem.recall("who reports to Priya Patel?", user_id="u2")
     assert result.hits
     assert {h.memory.user_id for h in result.hits} == {"u2"}
-    assert hashing_mem.store.edges_touching(Scope("other"), ids) == []
+    assert hashing_mem.store.search.strongest_edges(Scope("other"), ids, EVERY_EDGE) == []
 
 
 def test_entity_refs_resolve_only_within_the_namespace(hashing_mem: Memory) -> None:
@@ -367,9 +369,9 @@ def test_mentions_of_another_namespaces_entity_are_never_read(
     """The graph's mention read for a whole namespace trusts no entity id it is given: an id
     of another namespace's entity reads nothing, whatever the scope's form."""
     made = hashing_mem.remember("Priya leads Kestrel", entities=["Priya"], namespace="a")
-    entity = next(e.entity_id for e in hashing_mem.store.catalog("a") if not e.is_alias)
+    entity = next(e.entity_id for e in hashing_mem.store.reads.catalog("a") if not e.is_alias)
     scored = [EntityScore(entity, 1.0, 0, 1.0)]
     for scope in (Scope("b"), Scope("b", user_id="u1"), Scope("b", agent_id="x")):
-        assert hashing_mem.store.mentions(scope, scored, 10) == []
-    found = hashing_mem.store.mentions(Scope("a"), scored, 10)
+        assert mentions(hashing_mem.store.search, scope, scored, 10) == []
+    found = mentions(hashing_mem.store.search, Scope("a"), scored, 10)
     assert [h.memory_id for h in found] == [made.id]

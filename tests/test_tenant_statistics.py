@@ -89,7 +89,7 @@ def _what_b_sees(path: str) -> list[Any]:
             seen.append(_without_timings(to_json(explained)))
         # The file's size is the file's (the server leaves it out of a tenant's stats).
         seen.append({**to_json(memory.stats(namespace="b")), "size_bytes": None, "parts": None})
-        seen.append(memory.store.term_document_frequencies("b", WORDS))
+        seen.append(memory.store.reads.term_document_frequencies("b", WORDS))
         return seen
 
 
@@ -112,8 +112,11 @@ def test_each_namespace_counts_its_own_memories_and_terms(new_store: Callable[[]
     with _open(new_store()) as memory:
         _tenant_b(memory)
         _fill_a(memory, 600)
-        total_b, df_b = memory.store.term_document_frequencies("b", ["budget", "filler"])
-        total_a, df_a = memory.store.term_document_frequencies("a", ["budget", "filler"])
+        total_b, df_b = memory.store.reads.term_document_frequencies("b", ["budget", "filler"])
+        total_a, df_a = memory.store.reads.term_document_frequencies("a", ["budget", "filler"])
         assert (total_b, df_b["filler"]) == (41, 0)  # 40 memories and the relate's fact
         assert (total_a, df_a["filler"]) == (650, 600)
-        assert memory.store.term_document_frequencies("nobody", ["budget"]) == (0, {"budget": 0})
+        assert memory.store.reads.term_document_frequencies("nobody", ["budget"]) == (
+            0,
+            {"budget": 0},
+        )

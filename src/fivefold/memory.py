@@ -195,7 +195,7 @@ class Memory:
         co-mention edges, its session neighbours' context, and entities nothing else names).
         Like every call, it acts in a scope: an id outside it raises ``NotFound``."""
         scope = validate.scope(namespace, user_id, agent_id)
-        if not self._store.delete_memory(validate.memory_id(memory_id), scope):
+        if not self._store.writes.delete_memory(validate.memory_id(memory_id), scope):
             raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
 
     @gated
@@ -210,7 +210,7 @@ class Memory:
         """The memory with this id, if it is in the scope (else ``NotFound``)."""
         scope = validate.scope(namespace, user_id, agent_id)
         wanted = validate.memory_id(memory_id)
-        record = self._store.get_memories(scope.namespace, [wanted]).get(wanted)
+        record = self._store.reads.get_memories(scope.namespace, [wanted]).get(wanted)
         if record is None or not scope.admits(record.namespace, record.user_id, record.agent_id):
             raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
         return record
@@ -230,16 +230,16 @@ class Memory:
         scope = validate.scope(namespace, user_id, agent_id)
         count = validate.top_k(limit, "limit")
         below = None if before is None else validate.memory_id(before)
-        ids = self._store.recent_ids(scope, limit=count, before=below)
-        records = self._store.get_memories(scope.namespace, ids)
+        ids = self._store.reads.recent_ids(scope, limit=count, before=below)
+        records = self._store.reads.get_memories(scope.namespace, ids)
         return [records[i] for i in ids if i in records]
 
     @gated
     def stats(self, *, namespace: str | None = None) -> StoreStats:
         """Counts of the store, or of one namespace's memories, entities and edges."""
         if namespace is None:
-            return self._store.stats()
-        return self._store.stats(validate.read_name(namespace, "namespace"))
+            return self._store.admin.stats()
+        return self._store.admin.stats(validate.read_name(namespace, "namespace"))
 
     # -- reads ----------------------------------------------------------------------------------
     @gated
@@ -301,7 +301,7 @@ class Memory:
                 "feedback names no memory: give the ids that answered (relevant) or were used"
             )
         scope = args.scope
-        records = self._store.get_memories(scope.namespace, sorted(set(named)))
+        records = self._store.reads.get_memories(scope.namespace, sorted(set(named)))
         for memory_id in named:
             record = records.get(memory_id)
             if record is None or not scope.admits(
@@ -311,7 +311,7 @@ class Memory:
         labels = dict.fromkeys(named, 1.0)
         # The recall as fivefold writes it: one recall_id written two ways (padded, with keys
         # of its own) is one recall to training.
-        return self._store.add_feedback(
+        return self._store.models.add_feedback(
             scope.namespace, args.text, args.to_token(), labels, datetime.now(UTC)
         )
 
@@ -320,7 +320,7 @@ class Memory:
         """What ``train`` fits on: each recall with feedback asked again, its candidates and
         their features labelled by the feedback (for benchmarks and trainers of your own)."""
         name = validate.read_name(namespace, "namespace")
-        return self._reader.examples(questions(self._reader, self._store.feedback(name)))
+        return self._reader.examples(questions(self._reader, self._store.models.feedback(name)))
 
     @gated
     def train(self, *, namespace: str = "default") -> TrainReport:

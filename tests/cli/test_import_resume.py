@@ -16,7 +16,7 @@ import pytest
 import fivefold
 from fivefold.cli.importers import import_file
 from fivefold.errors import InvalidInput, StoreError
-from fivefold.store.base import Progress
+from fivefold.store.protocol import Progress
 
 
 def _write(path: Path, contents: list[str]) -> None:
@@ -103,15 +103,15 @@ def test_a_note_that_moved_since_it_was_read_refuses_the_batch(store_url: str) -
     with fivefold.Memory.open(store_url, embedder=fivefold.HashingEmbedder()) as memory:
         store = memory.store
         first = memory.writer.remember_many([{"content": "a"}], progress=Progress("job", "1", None))
-        assert store.progress("job") == "1"
+        assert store.admin.progress("job") == "1"
         with pytest.raises(StoreError, match="another run of the same import"):
             memory.writer.remember_many([{"content": "b"}], progress=Progress("job", "2", None))
         with pytest.raises(StoreError, match="another run of the same import"):
             memory.writer.remember_many([{"content": "c"}], progress=Progress("job", "2", "0"))
-        assert store.progress("job") == "1"
+        assert store.admin.progress("job") == "1"
         assert _contents(memory) == ["a"]
         memory.writer.remember_many([{"content": "d"}], progress=Progress("job", "2", "1"))
-        assert store.progress("job") == "2"
+        assert store.admin.progress("job") == "2"
         assert [r.content for r in memory.browse()] == ["d", first[0].content]
 
 

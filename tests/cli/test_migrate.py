@@ -107,7 +107,7 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
         trained = memory.train(namespace="acme")
         # As migrate compares: with statistics of the current rows only (the forget above left
         # the embedded lexical index counting the forgotten text until compacted).
-        memory.store.compact()
+        memory.store.admin.compact()
         before = _rankings(memory)
         held = {
             r.id: (r.namespace, r.user_id, r.content)
@@ -141,7 +141,7 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
             NOW - timedelta(days=3),
         )
         assert memory.explain("PP", namespace="acme", now=NOW).query.entity_refs
-        copied = memory.store.feedback("acme")
+        copied = memory.store.models.feedback("acme")
         assert len(copied) == 30
         assert all(
             set(entry.labels) <= {r.id for r in memory.browse(namespace="acme", limit=100)}
@@ -180,7 +180,7 @@ def _old_memory(source: Memory, **fields: object) -> None:
     from fivefold.store.records import NewMemory
     from fivefold.types import Scope
 
-    source.store.insert_memories(
+    source.store.writes.insert_memories(
         [
             NewMemory(
                 content=str(fields.get("content", "an old memory")),
@@ -256,9 +256,9 @@ def test_a_nul_in_a_relation_or_a_feedback_query_is_refused_before_anything_is_c
             edge = NewEdge(
                 "Sarah", "kno\x00ws", "Priya", EdgeKind.STRUCTURAL, 1.0, None, None, Scope("zzz")
             )
-            source.store.add_edge(edge)
+            source.store.writes.add_edge(edge)
         else:  # a recall's query may hold one, and its feedback keeps it
-            source.store.add_feedback("zzz", "bud\x00get", "{}", {}, NOW)
+            source.store.models.add_feedback("zzz", "bud\x00get", "{}", {}, NOW)
         source.remember("another memory", namespace="zzz")
         target = _open(pg_url)
         with pytest.raises(fivefold.InvalidInput, match="nothing was copied") as info:
@@ -303,7 +303,7 @@ def test_a_copy_that_did_not_finish_is_reported_and_refused(
     with pytest.raises(KeyboardInterrupt):
         migrate(source, target, batch=5, on_progress=cut_off)
     assert target.stats().memories == 5  # a part
-    findings = [f for f in target.store.check() if not f.ok]
+    findings = [f for f in target.store.admin.check() if not f.ok]
     assert [f.part for f in findings] == ["copy"]
     assert "has not finished" in findings[0].detail
     assert "src.db" in findings[0].detail
@@ -315,11 +315,11 @@ def test_a_copy_that_did_not_finish_is_reported_and_refused(
         migrate(target, onward)  # the part would come out unmarked
     assert onward.stats().memories == 0
     with pytest.raises(fivefold.InvalidInput, match="under way or did not finish"):
-        target.store.mark_copy("a second copy")  # one claim at a time, atomically
+        target.store.admin.mark_copy("a second copy")  # one claim at a time, atomically
     whole = _open(str(tmp_path / "whole.db") if backend == "sqlite" else _fresh(pg_url))
     assert migrate(source, whole).verified
-    assert whole.store.copy_mark() is None
-    assert all(f.ok for f in whole.store.check())
+    assert whole.store.admin.copy_mark() is None
+    assert all(f.ok for f in whole.store.admin.check())
 
 
 def _fresh(pg_url: str) -> str:
@@ -361,7 +361,7 @@ def test_doctor_reports_a_copy_killed_half_way(tmp_path: Path) -> None:
     process.communicate(timeout=60)
     time.sleep(0.1)
     with _open(str(destination)) as half:  # what `fivefold doctor` runs
-        problems = [f for f in half.store.check() if not f.ok]
+        problems = [f for f in half.store.admin.check() if not f.ok]
         assert 100 <= half.stats().memories < 3_000
     assert [f.part for f in problems] == ["copy"]
     assert "a copy into this store has not finished (from " in problems[0].detail
@@ -378,7 +378,7 @@ def test_an_older_stores_alias_naming_two_entities_is_left_out_and_said(
     source.remember("Bob Jones moved to Bergen", entities=["Bob Jones"])
     source.remember("Ann Smith and Dana Lee met", entities=["Ann Smith", "Dana Lee"])
     source.alias("Ann Smith", "AS")
-    conn = source.store._conn  # type: ignore[attr-defined]
+    conn = source.store._core.conn  # type: ignore[attr-defined]
     ids = dict(conn.execute("SELECT name, id FROM entities").fetchall())
     conn.executemany(  # what alias() accepted before
         "INSERT INTO aliases (namespace, norm, alias, entity_id) VALUES ('default', ?, ?, ?)",
@@ -390,7 +390,7 @@ def test_an_older_stores_alias_naming_two_entities_is_left_out_and_said(
     assert len(report.aliases_left_out) == 2
     assert all("already names the entity" in line for line in report.aliases_left_out)
     assert target.alias("Ann Smith", "AS").aliases == ("AS",)
-    assert target.store.copy_mark() is None
+    assert target.store.admin.copy_mark() is None
 
 
 def test_a_postgres_url_naming_no_store_is_not_made_one(
@@ -481,10 +481,10 @@ def test_a_namespace_of_relations_alone_is_copied(
     assert report.verified, report
     assert report.namespaces["graphonly"].entities == (2, 2)
     assert report.namespaces["graphonly"].edges == (1, 1)
-    assert target.store.aliases("graphonly") == [("Ann", "Annie")]
-    assert [(e.source, e.relation, e.target) for e in target.store.relations("graphonly")] == [
-        ("Ann", "manages", "Ben")
-    ]
+    assert target.store.admin.aliases("graphonly") == [("Ann", "Annie")]
+    assert [
+        (e.source, e.relation, e.target) for e in target.store.admin.relations("graphonly")
+    ] == [("Ann", "manages", "Ben")]
 
 
 def test_what_the_source_gains_or_loses_during_the_copy_is_counted(tmp_path: Path) -> None:
@@ -524,10 +524,10 @@ def test_a_destination_holding_relations_or_aliases_is_not_empty(
     with pytest.raises(fivefold.InvalidInput, match="already holds data"):
         migrate(source, target)
     with pytest.raises(fivefold.InvalidInput, match="holds data"):
-        target.store.mark_copy("another copy")  # the claim's own check, in its transaction
-    assert target.store.copy_mark() is None
+        target.store.admin.mark_copy("another copy")  # the claim's own check, in its transaction
+    assert target.store.admin.copy_mark() is None
     assert target.stats().memories == 0
-    assert target.store.held_namespaces() == ["acme"]
+    assert target.store.admin.held_namespaces() == ["acme"]
 
 
 def test_a_refused_copy_makes_no_destination(tmp_path: Path) -> None:
@@ -535,7 +535,7 @@ def test_a_refused_copy_makes_no_destination(tmp_path: Path) -> None:
     empty store at a new path; a new Postgres schema's tables: a hostile pass's find)."""
     source = tmp_path / "part.db"
     with Memory.open(source) as memory:  # the default model, as the command opens it
-        memory.store.mark_copy("from elsewhere")
+        memory.store.admin.mark_copy("from elsewhere")
         memory.remember("a memory of the part copied")
     destination = tmp_path / "new.db"
     result = CliRunner().invoke(cli, ["migrate", str(source), str(destination)])
@@ -560,7 +560,7 @@ def test_ids_a_destination_gave_before_are_not_given_again(
         used.forget(used.remember(f"gone {n}").id)
     with pytest.raises(fivefold.InvalidInput, match="has given ids up to"):
         migrate(source, used, batch=1)
-    assert used.store.copy_mark() is None  # not left marked
+    assert used.store.admin.copy_mark() is None  # not left marked
     fresh = _open(str(tmp_path / "fresh.db"))
     assert migrate(source, fresh).verified
     assert fresh.get(kept.id).content == "kept note"

@@ -136,12 +136,12 @@ def test_feedback_is_checked_and_stays_in_its_scope(hashing_mem: fivefold.Memory
     with pytest.raises(InvalidInput):
         hashing_mem.feedback(result.recall_id, relevant=[True])
     made = hashing_mem.feedback(result.recall_id, relevant=[mine.id], used=[mine.id])
-    entries = hashing_mem.store.feedback("a")
+    entries = hashing_mem.store.models.feedback("a")
     assert [(e.id, e.query, dict(e.labels)) for e in entries] == [(made, "Kestrel", {mine.id: 1.0})]
-    assert hashing_mem.store.feedback("b") == []
+    assert hashing_mem.store.models.feedback("b") == []
     # Forgetting the memory takes its label with it.
     hashing_mem.forget(mine.id, namespace="a")
-    assert dict(hashing_mem.store.feedback("a")[0].labels) == {}
+    assert dict(hashing_mem.store.models.feedback("a")[0].labels) == {}
 
 
 def test_training_needs_enough_feedback(hashing_mem: fivefold.Memory) -> None:
@@ -189,7 +189,7 @@ def test_a_namespace_model_ranks_only_its_namespace(hashing_mem: fivefold.Memory
     other = learning.recall("topic1", namespace="b", now=NOW)
     assert other.plan.reasons[-1] == NOT_TURNS
     # Versions count per namespace.
-    assert hashing_mem.store.save_model("b", "{}", accepted=False) == 1
+    assert hashing_mem.store.models.save_model("b", "{}", accepted=False) == 1
     assert learning.train(namespace="a").version == 2
 
 
@@ -354,7 +354,7 @@ def test_one_question_counts_once_however_its_recall_id_is_written(
     for types in (["fact", "preference"], ["preference", "fact"]):  # one question, in any order
         typed = learning.recall("topic3", types=types, now=NOW)
         learning.feedback(typed.recall_id, relevant=[answers[3]])
-    assert len(learning.store.feedback("default")) == 37
+    assert len(learning.store.models.feedback("default")) == 37
     assert len(learning.examples()) == 2  # with its types, another question
     with pytest.raises(InvalidInput, match="feedback on 2 recalls"):
         learning.train()
@@ -386,8 +386,10 @@ def test_feedback_on_a_memory_forgotten_meanwhile_is_not_found(
     kept, gone = hashing_mem.remember_many([{"content": "kept"}, {"content": "forgotten"}])
     hashing_mem.forget(gone.id)
     with pytest.raises(NotFound, match=f"no memory with id {gone.id}"):
-        hashing_mem.store.add_feedback("default", "q", "r1.x", {kept.id: 1.0, gone.id: 1.0}, NOW)
-    assert hashing_mem.store.feedback("default") == []
+        hashing_mem.store.models.add_feedback(
+            "default", "q", "r1.x", {kept.id: 1.0, gone.id: 1.0}, NOW
+        )
+    assert hashing_mem.store.models.feedback("default") == []
 
 
 def test_a_feedback_row_no_longer_readable_does_not_stop_training(
@@ -401,6 +403,6 @@ def test_a_feedback_row_no_longer_readable_does_not_stop_training(
     result = learning.recall("topic1", now=NOW)
     body = json.loads(base64.urlsafe_b64decode(result.recall_id[3:] + "=="))
     odd = "r1." + base64.urlsafe_b64encode(json.dumps({**body, "pad": 1}).encode()).decode()
-    learning.store.add_feedback("default", "topic1", odd, {answers[1]: 1.0}, NOW)
+    learning.store.models.add_feedback("default", "topic1", odd, {answers[1]: 1.0}, NOW)
     assert len(learning.examples()) == TRAINED
     assert learning.train().recalls == TRAINED

@@ -64,7 +64,7 @@ def _items(seed: int, n: int) -> list[dict[str, Any]]:
 
 
 def _dump(mem: fivefold.Memory) -> dict[str, list[tuple[Any, ...]]]:
-    pool = getattr(mem.store, "_pool", None)
+    pool = getattr(mem.store._core, "pool", None)
     queries = {**TABLES, "vectors": VECTORS["postgres" if pool else "sqlite"]}
     out: dict[str, list[tuple[Any, ...]]] = {}
     if pool is not None:
@@ -72,7 +72,7 @@ def _dump(mem: fivefold.Memory) -> dict[str, list[tuple[Any, ...]]]:
             for name, sql in queries.items():
                 out[name] = sorted(tuple(r) for r in conn.execute(sql).fetchall())
         return out
-    conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+    conn: sqlite3.Connection = mem.store._core.conn  # type: ignore[attr-defined]
     for name, sql in queries.items():
         out[name] = sorted(tuple(r) for r in conn.execute(sql).fetchall())
     return out
@@ -149,7 +149,7 @@ def test_a_batch_written_under_given_ids(store_url: str) -> None:
     with fivefold.Memory.open(store_url, embedder=fivefold.HashingEmbedder()) as mem:
         vectors = mem.embedder.embed(["a", "b", "c"])
         first = mem.remember("the store's own first")
-        made = mem.store.insert_memories(
+        made = mem.store.writes.insert_memories(
             [new("Priya leads Kestrel", "s"), new("Kestrel ships in May", "s")],
             vectors[:2],
             ids=[first.id + 10, first.id + 25],
@@ -159,7 +159,7 @@ def test_a_batch_written_under_given_ids(store_url: str) -> None:
         assert mem.recall("when does Kestrel ship?").hits[0].memory.id == first.id + 25
         for ids in ([first.id + 40, first.id + 30], [first.id + 20, first.id + 50], [1, 2]):
             with pytest.raises(fivefold.InvalidInput, match=r"ascend|below"):
-                mem.store.insert_memories([new("x"), new("y")], vectors[:2], ids=ids)
+                mem.store.writes.insert_memories([new("x"), new("y")], vectors[:2], ids=ids)
         assert mem.stats().memories == 3
         assert mem.remember("the store's own again").id == first.id + 26
 
@@ -177,7 +177,10 @@ def test_a_batch_is_found_by_every_leg_as_written(store_url: str) -> None:
         )
         scope = Scope("default")
         hits = [
-            i for i, _ in mem.store.lexical_search(scope, ["zebras"], 10, weights=DEFAULT_WEIGHTS)
+            i
+            for i, _ in mem.store.search.lexical_search(
+                scope, ["zebras"], 10, weights=DEFAULT_WEIGHTS
+            )
         ]
         assert hits[0] == batch[1].id
         assert set(hits) == {before.id, batch[0].id, batch[1].id}
@@ -189,7 +192,7 @@ def test_a_writer_racing_into_the_same_session_waits_for_the_batch(
     """Postgres: batch A takes its session's lock and its ids; B, writing turns of the same
     session meanwhile, waits for A to commit, then takes ids after A's and finds A's turns:
     every context is as if they had written one after the other."""
-    from fivefold.store.postgres.write import Writer
+    from fivefold.store.postgres.writer import Writer
 
     with (
         fivefold.Memory.open(pg_url, embedder=fivefold.HashingEmbedder()) as a,
@@ -220,7 +223,7 @@ def test_a_writer_racing_into_the_same_session_waits_for_the_batch(
         other.join(timeout=30)
         assert [r.content for r in written] == ["B1", "B2"]
         assert written[0].id > second.id
-        with a.store._pool.connection() as conn:  # type: ignore[attr-defined]
+        with a.store._core.pool.connection() as conn:  # type: ignore[attr-defined]
             rows = {
                 int(i): (str(n), str(f))
                 for i, n, f in conn.execute(
@@ -315,9 +318,9 @@ def test_forgetting_a_sessions_memories_takes_its_span_with_them(
             ]
         )
         store = mem.store
-        assert store.last_session_end(Scope(), None) == times[2]
+        assert store.reads.last_session_end(Scope(), None) == times[2]
         mem.forget(made[2].id)  # s2's only memory: the session goes
-        assert store.last_session_end(Scope(), None) == times[1]
+        assert store.reads.last_session_end(Scope(), None) == times[1]
         mem.forget(made[1].id)  # s1's newest: its span ends at the one left
-        assert store.last_session_end(Scope(), None) == times[0]
-        assert store.last_session_end(Scope(), "s1") is None
+        assert store.reads.last_session_end(Scope(), None) == times[0]
+        assert store.reads.last_session_end(Scope(), "s1") is None

@@ -47,7 +47,7 @@ def test_the_thread_moves_committed_pages_into_the_file_while_the_store_is_open(
     checkpoint is off: the file grows only if the store's thread checkpoints."""
     path = tmp_path / "m.db"
     with fivefold.Memory.open(path, embedder=HASHING) as mem:
-        conn = mem.store._conn  # type: ignore[attr-defined]
+        conn = mem.store._core.conn  # type: ignore[attr-defined]
         assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
         assert len(_checkpoint_threads()) == 1
         before = path.stat().st_size
@@ -145,7 +145,7 @@ def test_sigkill_while_the_thread_checkpoints_loses_no_acknowledged_batch(
     proc.stdout.close()
     with fivefold.Memory.open(path, embedder=HASHING) as mem:
         assert mem.stats().memories >= 200 * (acknowledged + 1)
-        hits = mem.store.lexical_search(  # type: ignore[attr-defined]
+        hits = mem.store.search.lexical_search(  # type: ignore[attr-defined]
             fivefold.Scope("default"), ["pottery"], 5000, weights=fivefold.Config().bm25_weights()
         )
         assert len(hits) >= 200 * (acknowledged + 1)
@@ -170,5 +170,5 @@ def test_a_commit_is_synced_before_the_write_returns_unless_durable_is_off(
             tmp_path / f"{synced}.db", embedder=HASHING, config=config
         ) as mem:
             mem.remember("a note")
-            conn = mem.store._conn  # type: ignore[attr-defined]
+            conn = mem.store._core.conn  # type: ignore[attr-defined]
             assert conn.execute("PRAGMA synchronous").fetchone()[0] == synced

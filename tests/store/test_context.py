@@ -17,7 +17,7 @@ import fivefold
 from fivefold.config import Config, ContextConfig, IndexConfig
 from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.read.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
-from fivefold.store.records import EntityScore
+from fivefold.store.scoring import EntityScore, mentions
 from fivefold.store.sqlite import schema
 from fivefold.types import MemoryType, Scope
 
@@ -37,19 +37,22 @@ TURNS = [
 def _context(mem: fivefold.Memory, memory_id: int) -> tuple[str, str]:
     """The stored context columns, read from the backend's own rows."""
     sql = "SELECT context_near, context_far FROM memories WHERE id = {}"
-    pool = getattr(mem.store, "_pool", None)
+    pool = getattr(mem.store._core, "pool", None)
     if pool is not None:  # Postgres
         with pool.connection() as conn:
             row = conn.execute(sql.format("%s"), (memory_id,)).fetchone()
     else:
-        conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+        conn: sqlite3.Connection = mem.store._core.conn  # type: ignore[attr-defined]
         row = conn.execute(sql.format("?"), (memory_id,)).fetchone()
     return str(row[0]), str(row[1])
 
 
 def _lexical(mem: fivefold.Memory, scope: Scope, word: str, *, context: bool = True) -> list[int]:
     return [
-        i for i, _ in mem.store.lexical_search(scope, [word], 50, weights=W if context else OWN)
+        i
+        for i, _ in mem.store.search.lexical_search(
+            scope, [word], 50, weights=W if context else OWN
+        )
     ]
 
 
@@ -101,7 +104,7 @@ def test_smoothed_vectors_are_searched_and_own_vectors_kept(tmp_path: Path) -> N
     path = str(tmp_path / "m.db")
     with fivefold.Memory.open(path, embedder=fivefold.HashingEmbedder()) as mem:
         ids = [r.id for r in mem.remember_many([{"content": t, "session_id": "s"} for t in TURNS])]
-        conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+        conn: sqlite3.Connection = mem.store._core.conn  # type: ignore[attr-defined]
         own, searched = conn.execute(
             "SELECT embedding, context FROM vectors WHERE memory_id = ?", (ids[2],)
         ).fetchone()
@@ -115,15 +118,15 @@ def test_smoothed_vectors_are_searched_and_own_vectors_kept(tmp_path: Path) -> N
         expected /= np.linalg.norm(expected)
         assert np.allclose(np.frombuffer(searched, np.float32), expected, atol=1e-6)
         assert np.allclose(
-            np.frombuffer(own, np.float32), mem.store.vectors("default", [ids[2]])[ids[2]]
+            np.frombuffer(own, np.float32), mem.store.reads.vectors("default", [ids[2]])[ids[2]]
         )
-        hit = mem.store.vector_search(Scope(), expected[None, :], 1)[0][0]
+        hit = mem.store.search.vector_search(Scope(), expected[None, :], 1)[0][0]
         assert hit[0] == ids[2]
         assert hit[1] > 0.999
     # Other smoothing weights re-smooth the store when it is opened.
     config = Config(context=ContextConfig(vector_near=0.0, vector_far=0.0))
     with fivefold.Memory.open(path, embedder=fivefold.HashingEmbedder(), config=config) as mem:
-        conn = mem.store._conn  # type: ignore[attr-defined]
+        conn = mem.store._core.conn  # type: ignore[attr-defined]
         assert (
             conn.execute("SELECT count(*) FROM vectors WHERE context IS NOT NULL").fetchone()[0]
             == 0
@@ -296,7 +299,7 @@ def _as_schema_3(path: Path) -> None:
 
 
 def _schema_version(mem: fivefold.Memory) -> str:
-    conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+    conn: sqlite3.Connection = mem.store._core.conn  # type: ignore[attr-defined]
     return str(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
 
 
@@ -326,7 +329,7 @@ def test_a_version_1_store_is_migrated(tmp_path: Path) -> None:
         assert _context(mem, ids[2])[0].splitlines() == [TURNS[1], TURNS[3]]
         assert set(_lexical(mem, Scope(), "sometime")) == {ids[2], ids[3], ids[4]}
         assert _schema_version(mem) == str(schema.SCHEMA_VERSION)
-        assert all(f.ok for f in mem.store.check())
+        assert all(f.ok for f in mem.store.admin.check())
 
 
 @pytest.mark.parametrize("version", [2, 3])
@@ -341,7 +344,7 @@ def test_an_fts5_store_moves_to_lexical_indexes_per_namespace(tmp_path: Path, ve
     with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
         assert _schema_version(mem) == str(schema.SCHEMA_VERSION)
         assert {ns: _bm25(mem, ns) for ns in ("a", "b")} == before
-        conn: sqlite3.Connection = mem.store._conn  # type: ignore[attr-defined]
+        conn: sqlite3.Connection = mem.store._core.conn  # type: ignore[attr-defined]
         leftovers = conn.execute(
             "SELECT name FROM sqlite_master WHERE name LIKE '%fts%' OR name LIKE 'lex%_src%' "
             "OR name = 'lexical_tables'"
@@ -349,12 +352,12 @@ def test_an_fts5_store_moves_to_lexical_indexes_per_namespace(tmp_path: Path, ve
         assert leftovers == []
         assert {i for i, _ in before["a"]} <= set(mine)
         assert {i for i, _ in before["b"]} <= set(theirs)
-        assert all(f.ok for f in mem.store.check())
+        assert all(f.ok for f in mem.store.admin.check())
 
 
 def _bm25(mem: fivefold.Memory, namespace: str) -> list[tuple[int, float]]:
     scope = Scope(namespace)
-    return mem.store.lexical_search(scope, ["sometime", "caroline"], 10, weights=W)
+    return mem.store.search.lexical_search(scope, ["sometime", "caroline"], 10, weights=W)
 
 
 def test_explain_says_when_a_hit_matched_through_its_context(
@@ -376,7 +379,7 @@ def test_an_hnsw_index_follows_context_changes_and_forgets(tmp_path: Path) -> No
             [{"content": f"turn {i} about topic{i}", "session_id": "s"} for i in range(30)]
         )
         assert mem.recall("topic5").hits[0].memory.content == "turn 5 about topic5"
-        assert mem.store._dense["default"].uses_hnsw  # type: ignore[attr-defined]
+        assert mem.store._core.dense["default"].uses_hnsw  # type: ignore[attr-defined]
         # One at a time: each write re-smooths the two before it in the loaded index.
         for i in range(30, 40):
             mem.remember(f"turn {i} about topic{i}", session_id="s")
@@ -452,7 +455,7 @@ def test_a_version_5_store_gets_mentions_keyed_by_type_on_open(tmp_path: Path) -
 
     def reads(mem: fivefold.Memory) -> list[object]:
         return [
-            mem.store.mentions(s, e, 12, t)
+            mentions(mem.store.search, s, e, 12, t)
             for e in (reached, entities)
             for s in scopes
             for t in asked
@@ -470,8 +473,8 @@ def test_a_version_5_store_gets_mentions_keyed_by_type_on_open(tmp_path: Path) -
     with fivefold.Memory.open(str(path), embedder=fivefold.HashingEmbedder()) as mem:
         assert _schema_version(mem) == str(schema.SCHEMA_VERSION)
         assert reads(mem) == before
-        assert all(f.ok for f in mem.store.check())
-        conn = mem.store._conn  # type: ignore[attr-defined]
+        assert all(f.ok for f in mem.store.admin.check())
+        conn = mem.store._core.conn  # type: ignore[attr-defined]
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     assert "mentions_type" not in names
     assert before[0]  # the reads found something to compare

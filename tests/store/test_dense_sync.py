@@ -44,13 +44,13 @@ def _items(start: int, count: int) -> list[dict[str, object]]:
 
 
 def _bm25(memory: Memory, term: str) -> list[tuple[int, float]]:
-    return memory.store.lexical_search(Scope(), [term], 10, weights=W)
+    return memory.store.search.lexical_search(Scope(), [term], 10, weights=W)
 
 
 def _nearest(memory: Memory, n: int, k: int = 5) -> list[int]:
     query = np.asarray([_vector(n)], dtype=np.float32)
     query /= np.linalg.norm(query)
-    return [i for i, _ in memory.store.vector_search(Scope(), query, k)[0]]
+    return [i for i, _ in memory.store.search.vector_search(Scope(), query, k)[0]]
 
 
 WRITER = textwrap.dedent(
@@ -88,13 +88,13 @@ def test_another_process_writes_and_deletes_are_caught_up(tmp_path: Path, config
         first = memory.remember_many(_items(0, 300))
         assert _nearest(memory, 5)[0] == first[5].id  # index loaded in this process
         store = memory.store
-        reloads = store.reloads  # type: ignore[attr-defined]
+        reloads = store._core.reloads  # type: ignore[attr-defined]
         added = _other_process(db, 300, 20, forget=[first[7].id])
         for offset, memory_id in enumerate(added):
             assert _nearest(memory, 300 + offset)[0] == memory_id
         assert first[7].id not in _nearest(memory, 7, k=50)
-        assert store.reloads == reloads  # type: ignore[attr-defined]
-        assert store.catch_ups >= 1  # type: ignore[attr-defined]
+        assert store._core.reloads == reloads  # type: ignore[attr-defined]
+        assert store._core.catch_ups >= 1  # type: ignore[attr-defined]
 
 
 def test_a_damaged_saved_graph_is_rebuilt_not_searched(tmp_path: Path) -> None:
@@ -114,7 +114,7 @@ def test_a_damaged_saved_graph_is_rebuilt_not_searched(tmp_path: Path) -> None:
         # builds; a build on several threads left some unreachable: 53 in a CI run, 51 in 300
         # here). A damaged graph searched as it is found almost none (0.6 %).
         hits = [records[n].id in _nearest(memory, n) for n in range(0, 400, 7)]
-        assert memory.store.reloads == 1  # type: ignore[attr-defined]
+        assert memory.store._core.reloads == 1  # type: ignore[attr-defined]
     assert all(hits)
 
 
@@ -144,7 +144,7 @@ def test_a_graph_saved_before_single_threaded_builds_is_built_again(
     monkeypatch.setattr(dense.NamespaceIndex, "build_hnsw", counted)
     with _open(db, HNSW) as memory:
         if not marked:  # sound: doctor says so (it said "damaged": a review's find)
-            findings = memory.store.check()  # type: ignore[attr-defined]
+            findings = memory.store.admin.check()  # type: ignore[attr-defined]
             assert all(f.ok for f in findings)
             assert any("older version" in f.detail for f in findings)
         assert _nearest(memory, 9)[0] == records[9].id
@@ -168,7 +168,7 @@ KILLED_WRITER = textwrap.dedent(
             print(" ".join(f"{{r.id}}:{{n + i}}" for i, r in enumerate(records)), flush=True)
             n += 7
             if n % 70 == 0:  # load (and save) the index now and then, as a reader would
-                memory.store.vector_search(Scope(), ones((1, 16), dtype="float32") / 4, 3)
+                memory.store.search.vector_search(Scope(), ones((1, 16), dtype="float32") / 4, 3)
     """
 )
 
@@ -206,8 +206,8 @@ def test_sigkill_during_writes_loses_no_acknowledged_memory(tmp_path: Path) -> N
     # HNSW is approximate: a miss must be the graph's, not a lost vector. Each one is in the
     # store with its own vector and an exact search over the namespace ranks it first.
     with _open(db, HNSW) as memory:
-        stored = memory.store.vectors("default", missing_semantic)
-        everything = memory.store.vectors("default", list(acknowledged))
+        stored = memory.store.reads.vectors("default", missing_semantic)
+        everything = memory.store.reads.vectors("default", list(acknowledged))
     assert set(stored) == set(missing_semantic)
     ids = np.asarray(list(everything))
     matrix = np.stack([everything[i] for i in ids])
@@ -239,7 +239,7 @@ def test_a_namespace_is_read_whole_in_either_order_the_same(tmp_path: Path) -> N
                     for n, item in enumerate(_items(start, 30), start=start)
                 ]
             )
-        conn = memory.store._conn  # type: ignore[attr-defined]
+        conn = memory.store._core.conn  # type: ignore[attr-defined]
         for namespace, count in (("big", 210), ("small", 90)):
             scanned = conn.execute(schema.SCAN_NAMESPACE_VECTORS, {"ns": namespace}).fetchall()
             searched = conn.execute(schema.SELECT_NAMESPACE_VECTORS, {"ns": namespace}).fetchall()
@@ -248,6 +248,6 @@ def test_a_namespace_is_read_whole_in_either_order_the_same(tmp_path: Path) -> N
         for namespace, n in (("big", 5), ("small", 1)):
             query = np.array([_vector(n)], dtype=np.float32)
             query /= np.linalg.norm(query)
-            ((found, cosine),) = memory.store.vector_search(Scope(namespace), query, 1)[0]
-            assert memory.store.get_memories(namespace, [found])  # its own, found
+            ((found, cosine),) = memory.store.search.vector_search(Scope(namespace), query, 1)[0]
+            assert memory.store.reads.get_memories(namespace, [found])  # its own, found
             assert cosine == pytest.approx(1.0, abs=1e-3)  # the graph keeps float16

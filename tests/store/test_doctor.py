@@ -15,7 +15,7 @@ from fivefold import Memory, Scope
 from fivefold.cli.main import cli
 from fivefold.config import Config, IndexConfig
 from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
-from fivefold.store.records import EntityScore
+from fivefold.store.scoring import EntityScore, mentions
 
 HNSW = Config(index=IndexConfig(hnsw_threshold=100))
 
@@ -29,7 +29,7 @@ def _store(path: Path) -> list[fivefold.MemoryRecord]:
                 for i, v in enumerate(rng.standard_normal((150, 16)).tolist())
             ]
         )
-        memory.store.vector_search(Scope(), np.ones((1, 16), dtype=np.float32) / 4, 3)
+        memory.store.search.vector_search(Scope(), np.ones((1, 16), dtype=np.float32) / 4, 3)
     return records
 
 
@@ -41,7 +41,7 @@ def _doctor(path: Path, *args: str) -> tuple[int, str]:
 
 def _check(path: Path, repair: bool = False) -> list[fivefold.types.Finding]:
     with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16), config=HNSW) as memory:
-        return memory.store.check(repair=repair)
+        return memory.store.admin.check(repair=repair)
 
 
 def test_a_clean_store_passes(tmp_path: Path) -> None:
@@ -81,7 +81,7 @@ def test_a_lexical_index_out_of_step_is_found_and_rebuilt(tmp_path: Path) -> Non
     assert repaired["lexical index of namespace 'default'"].repaired
     assert repaired["lexical index of namespace 'default'"].ok
     with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16), config=HNSW) as memory:
-        found = memory.store.lexical_search(Scope(), ["turn", "42"], 5, weights=W)
+        found = memory.store.search.lexical_search(Scope(), ["turn", "42"], 5, weights=W)
     assert lost.id in {i for i, _ in found}
 
 
@@ -123,7 +123,7 @@ def test_a_mention_of_another_type_than_its_memorys_is_found_and_retyped(tmp_pat
     path = tmp_path / "m.db"
     with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16)) as memory:
         made = memory.remember("Dana Lee joined Kestrel", entities=["Dana Lee", "Kestrel"])
-        memory.store._conn.execute(  # type: ignore[attr-defined]
+        memory.store._core.conn.execute(  # type: ignore[attr-defined]
             "UPDATE mentions SET type = '' WHERE memory_id = ?", (made.id,)
         )
 
@@ -131,24 +131,24 @@ def test_a_mention_of_another_type_than_its_memorys_is_found_and_retyped(tmp_pat
         return next(f for f in findings if f.part == "mentions' memory types")
 
     def read(memory: Memory) -> list[int]:  # the graph leg's read of Dana Lee's mentions
-        (entity,) = [e for e in memory.store.catalog("default") if e.name == "Dana Lee"]
+        (entity,) = [e for e in memory.store.reads.catalog("default") if e.name == "Dana Lee"]
         dana = EntityScore(entity_id=entity.entity_id, score=0.9, hops=0, rarity=1.0)
-        return [hit.memory_id for hit in memory.store.mentions(Scope(), [dana], 10)]
+        return [hit.memory_id for hit in mentions(memory.store.search, Scope(), [dana], 10)]
 
     with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16)) as memory:
         assert read(memory) == []
-        assert not types(memory.store.check()).ok
-        assert "2 mentions" in types(memory.store.check()).detail
-        assert types(memory.store.check(repair=True)).repaired
-        assert types(memory.store.check()).ok
+        assert not types(memory.store.admin.check()).ok
+        assert "2 mentions" in types(memory.store.admin.check()).detail
+        assert types(memory.store.admin.check(repair=True)).repaired
+        assert types(memory.store.admin.check()).ok
         assert read(memory) == [made.id]
         # A mistyped twin of a well-typed mention: retyped, it broke the key and the whole
         # repair failed (a review's find); it goes.
-        memory.store._conn.execute(  # type: ignore[attr-defined]
+        memory.store._core.conn.execute(  # type: ignore[attr-defined]
             "INSERT INTO mentions (entity_id, type, memory_id, joined) "
             "SELECT entity_id, 'preference', memory_id, joined FROM mentions WHERE memory_id = ?",
             (made.id,),
         )
-        assert "2 mentions" in types(memory.store.check()).detail
-        assert all(f.ok for f in memory.store.check(repair=True))
+        assert "2 mentions" in types(memory.store.admin.check()).detail
+        assert all(f.ok for f in memory.store.admin.check(repair=True))
         assert read(memory) == [made.id]

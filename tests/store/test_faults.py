@@ -105,7 +105,7 @@ def _creator(
     try:
         with _open(Path(path)) as memory:
             memory.remember("written by one of the creators")
-            out.put(memory.store.stats().location)
+            out.put(memory.store.admin.stats().location)
     except Exception as exc:  # reported to the parent, which fails the test
         out.put(f"error: {type(exc).__name__}: {exc}")
 
@@ -233,7 +233,7 @@ def test_doctor_reports_damaged_pages_and_checks_no_index(tmp_path: Path) -> Non
     truncated.write_bytes(small.read_bytes()[: 3 * 4096])  # the open stops at it
     for damaged in (leaf, root_page):
         with Memory.open(damaged) as memory:
-            findings = memory.store.check()
+            findings = memory.store.admin.check()
         assert [(f.part, f.ok) for f in findings] == [("database", False), ("indexes", False)]
         assert "not checked" in findings[1].detail
     with pytest.raises(NotAFivefoldStore, match="a backup or a re-import") as opening:

@@ -1,7 +1,7 @@
-"""The graph's two SQL queries against a plain-Python oracle: one hop of the walk (``neighbours``)
-against the formula applied to ``edges_touching``, and ``mentions`` against a noisy-or over
-per-entity reads, on seeded random graphs with every edge kind, co-mentions, expired lifecycle
-edges and user-scoped edges."""
+"""The graph's scoring against a plain-Python oracle: one hop of the walk (``neighbours``: the
+strongest edges read, then scored) against the formula applied to every edge in scope, and
+``mentions`` against a noisy-or over per-entity reads, on seeded random graphs with every edge
+kind, co-mentions, expired lifecycle edges and user-scoped edges."""
 
 from __future__ import annotations
 
@@ -15,13 +15,16 @@ import pytest
 
 import fivefold
 from fivefold import EdgeKind, Memory, Scope
-from fivefold.store.records import EdgeHop, EntityScore, NeighbourStep
+from fivefold.store.records import EdgeRow
+from fivefold.store.scoring import EntityScore, NeighbourStep, mentions, neighbours
 from fivefold.store.sqlite.files import register_math
 
 NOW = datetime(2026, 3, 20, tzinfo=UTC)
 PRIORS = {EdgeKind.STRUCTURAL: 1.0, EdgeKind.SEMANTIC: 0.9, EdgeKind.LIFECYCLE: 0.8}
 NAMES = [f"Entity{i:02d}" for i in range(24)]
 SCOPES = [Scope(), Scope("default", "u1"), Scope("default", "u2")]
+
+EVERY_EDGE = 1_000_000  # a cap no test graph reaches: every edge in scope, from each side
 
 
 def _build(seed: int) -> Memory:
@@ -59,21 +62,21 @@ def graph(request: pytest.FixtureRequest) -> Iterator[Memory]:
 
 
 def _oracle(
-    edges: list[EdgeHop], frontier: dict[int, float], exclude: set[int], limit: int
+    edges: list[EdgeRow], frontier: dict[int, float], exclude: set[int], limit: int
 ) -> list[tuple[int, float]]:
     step: dict[int, float] = {}
+    now = NOW.timestamp()
     for edge in edges:
-        fresh = 0.3 if edge.valid_to is not None and edge.valid_to < NOW else 1.0
-        factor = edge.confidence * PRIORS[edge.kind] * fresh
-        for here, there in ((edge.source_id, edge.target_id), (edge.target_id, edge.source_id)):
-            if here in frontier and frontier[here] * factor > step.get(there, 0.0):
-                step[there] = frontier[here] * factor
+        fresh = 0.3 if edge.valid_to is not None and edge.valid_to < now else 1.0
+        path = frontier[edge.entity_id] * edge.strength * PRIORS[edge.kind] * fresh
+        if path > step.get(edge.there, 0.0):
+            step[edge.there] = path
     kept = [(e, p) for e, p in step.items() if e not in exclude]
     return sorted(kept, key=lambda kv: (-kv[1], kv[0]))[:limit]
 
 
 def _ids(mem: Memory) -> dict[str, int]:
-    return {e.name: e.entity_id for e in mem.store.catalog("default") if not e.is_alias}
+    return {e.name: e.entity_id for e in mem.store.reads.catalog("default") if not e.is_alias}
 
 
 @pytest.mark.parametrize("scope", SCOPES, ids=["all", "u1", "u2"])
@@ -94,8 +97,13 @@ def test_one_hop_matches_the_formula(graph: Memory, scope: Scope) -> None:
                 exclude=exclude,
                 limit=limit,
             )
-            got = graph.store.neighbours(scope, step)
-            expected = _oracle(graph.store.edges_touching(scope, roots), frontier, exclude, limit)
+            got = neighbours(graph.store.search, scope, step)
+            expected = _oracle(
+                graph.store.search.strongest_edges(scope, roots, EVERY_EDGE),
+                frontier,
+                exclude,
+                limit,
+            )
             assert [e for e, _ in got] == [e for e, _ in expected]
             assert [p for _, p in got] == pytest.approx([p for _, p in expected])
             seen += len(got)
@@ -106,7 +114,7 @@ def test_an_empty_frontier_or_limit_reaches_nothing(graph: Memory) -> None:
     step = NeighbourStep(
         frontier={}, priors=PRIORS, now=NOW, expired_freshness=0.3, exclude=(), limit=5
     )
-    assert graph.store.neighbours(Scope(), step) == []
+    assert neighbours(graph.store.search, Scope(), step) == []
 
 
 def _mentions_oracle(
@@ -135,9 +143,9 @@ def _mentions_oracle(
 
 def _memories_naming(mem: Memory, scope: Scope, entity_id: int) -> list[int]:
     found = []
-    for record in mem.store.get_memories("default", list(range(1, 200))).values():
+    for record in mem.store.reads.get_memories("default", list(range(1, 200))).values():
         in_scope = scope.user_id is None or record.user_id == scope.user_id
-        names = {e.name: e.entity_id for e in mem.store.catalog("default")}
+        names = {e.name: e.entity_id for e in mem.store.reads.catalog("default")}
         if in_scope and any(names.get(n) == entity_id for n in record.entities):
             found.append(record.id)
     return found
@@ -153,7 +161,7 @@ def test_mentions_rank_by_noisy_or_then_touched_then_rarity(graph: Memory, scope
             EntityScore(e, round(rng.choice([1.0, rng.uniform(0.1, 0.9)]), 2), hops, rng.random())
             for e, hops in zip(rng.sample(ids, 4), [0, 0, 1, 2], strict=True)
         ]
-        got = graph.store.mentions(scope, entities, 25)
+        got = mentions(graph.store.search, scope, entities, 25)
         expected = _mentions_oracle(graph, scope, entities, 25)
         assert [h.memory_id for h in got] == [r[0] for r in expected]
         for hit, (_, score, hops, touched, rarity) in zip(got, expected, strict=True):
@@ -168,11 +176,11 @@ def test_python_math_stands_in_for_sqlite_math_functions(graph: Memory) -> None:
     # Application functions override SQLite's built-ins of the same name, so this exercises
     # the fallback a SQLite without math functions gets.
     entities = [EntityScore(e, 0.5, 0, 1.0) for e in sorted(_ids(graph).values())[:6]]
-    builtin = graph.store.mentions(Scope(), entities, 30)
-    conn: sqlite3.Connection = graph.store._conn  # type: ignore[attr-defined]
+    builtin = mentions(graph.store.search, Scope(), entities, 30)
+    conn: sqlite3.Connection = graph.store._core.conn  # type: ignore[attr-defined]
     register_math(conn)
     assert conn.execute("SELECT ln(1.0), ln(0.0), exp(0.0)").fetchone() == (0.0, None, 1.0)
-    fallback = graph.store.mentions(Scope(), entities, 30)
+    fallback = mentions(graph.store.search, Scope(), entities, 30)
     assert [h.memory_id for h in fallback] == [h.memory_id for h in builtin]
     assert [h.score for h in fallback] == pytest.approx([h.score for h in builtin])
     assert any(h.touched > 1 for h in builtin)  # the noisy-or path ran

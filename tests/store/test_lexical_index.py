@@ -47,12 +47,12 @@ def _items(start: int, count: int, **extra: Any) -> list[dict[str, Any]]:
 
 def _found(memory: Memory, n: int, scope: Scope | None = None) -> list[int]:
     own = OWN  # a session neighbour would match through its context
-    hits = memory.store.lexical_search(scope or Scope(), [f"tok{n}x"], 5, weights=own)
+    hits = memory.store.search.lexical_search(scope or Scope(), [f"tok{n}x"], 5, weights=own)
     return [i for i, _ in hits]
 
 
 def _index(memory: Memory) -> lexical.LexicalIndexes:
-    return memory.store._lexical  # type: ignore[attr-defined,no-any-return]
+    return memory.store._core.lexical  # type: ignore[attr-defined,no-any-return]
 
 
 @pytest.mark.parametrize(
@@ -107,17 +107,17 @@ def test_compact_leaves_statistics_of_the_current_rows(tmp_path: Path) -> None:
         records = memory.remember_many(items)
         _found(memory, 0)  # the index is built, then the forget below deletes from it
         memory.forget(records[10].id)
-        drifted = memory.store.lexical_search(Scope(), ["kestrel", "tok11x"], 5, weights=W)
+        drifted = memory.store.search.lexical_search(Scope(), ["kestrel", "tok11x"], 5, weights=W)
         # The memory and the four neighbours whose context it was.
         assert _index(memory).current("default").stale == 5
-        assert memory.store.compact() == 1
+        assert memory.store.admin.compact() == 1
         assert _index(memory).current("default").stale == 0
-        assert memory.store.compact() == 0
-        compacted = memory.store.lexical_search(Scope(), ["kestrel", "tok11x"], 5, weights=W)
-        assert any("deleted" in f.detail for f in memory.store.check()) is False
+        assert memory.store.admin.compact() == 0
+        compacted = memory.store.search.lexical_search(Scope(), ["kestrel", "tok11x"], 5, weights=W)
+        assert any("deleted" in f.detail for f in memory.store.admin.check()) is False
     with _open(tmp_path / "fresh.db") as memory:
         kept = memory.remember_many([item for n, item in enumerate(items) if n != 10])
-        fresh = memory.store.lexical_search(Scope(), ["kestrel", "tok11x"], 5, weights=W)
+        fresh = memory.store.search.lexical_search(Scope(), ["kestrel", "tok11x"], 5, weights=W)
     ids = {r.id: n for n, r in enumerate(kept)}
     renumber = {
         r.id: ids[f.id]
@@ -138,7 +138,7 @@ def test_ties_at_the_cut_are_broken_by_id(tmp_path: Path) -> None:
         _found(memory, 0)  # committed: the next write rewrites the last two's context
         memory.remember_many(same[3:])
         own = OWN
-        hits = memory.store.lexical_search(Scope(), ["kestrel"], 2, weights=own)
+        hits = memory.store.search.lexical_search(Scope(), ["kestrel"], 2, weights=own)
         assert [i for i, _ in hits] == [first[0].id, first[1].id]
 
 
@@ -147,21 +147,23 @@ def test_filters_admit_without_scoring(tmp_path: Path) -> None:
         mine = memory.remember_many(_items(0, 5, user_id="u1"))
         memory.remember_many(_items(5, 5, user_id="u2"))
         scope = Scope(user_id="u1")
-        hits = memory.store.lexical_search(scope, ["kestrel", "tok2x"], 10, weights=W)
+        hits = memory.store.search.lexical_search(scope, ["kestrel", "tok2x"], 10, weights=W)
         assert {i for i, _ in hits} == {r.id for r in mine}
         assert hits[0][0] == mine[2].id
         assert all(s > 0 for _, s in hits)
-        typed = memory.store.lexical_search(
+        typed = memory.store.search.lexical_search(
             scope, ["kestrel"], 10, [fivefold.MemoryType.EVENT], weights=W
         )
         assert typed == []
-        within = memory.store.lexical_search(
+        within = memory.store.search.lexical_search(
             scope, ["kestrel"], 10, within=[mine[1].id, mine[4].id], weights=W
         )
         assert {i for i, _ in within} == {mine[1].id, mine[4].id}
         # Only memories that hold a term come back, however few do.
-        assert memory.store.lexical_search(scope, ["tok3x"], 10, weights=W)[0][0] == mine[3].id
-        assert len(memory.store.lexical_search(scope, ["tok3x"], 10, weights=W)) == 1
+        assert (
+            memory.store.search.lexical_search(scope, ["tok3x"], 10, weights=W)[0][0] == mine[3].id
+        )
+        assert len(memory.store.search.lexical_search(scope, ["tok3x"], 10, weights=W)) == 1
 
 
 OTHER_WRITER = textwrap.dedent(
@@ -218,7 +220,7 @@ def test_a_damaged_folder_is_rebuilt(tmp_path: Path) -> None:
             file.write_bytes(b"\x00" * 64)
     with _open(db) as memory:
         assert _found(memory, 4) == [ids[4]]
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
 
 
 def test_an_index_behind_a_pruned_log_is_rebuilt(
@@ -234,7 +236,7 @@ def test_an_index_behind_a_pruned_log_is_rebuilt(
         late = memory.remember_many(_items(10, 3, namespace="quiet"))
         for start in range(100, 100 + 300 * 2, 2):
             memory.remember_many(_items(start, 2, namespace="busy"))
-        pruned = memory.store._conn.execute(  # type: ignore[attr-defined]
+        pruned = memory.store._core.conn.execute(  # type: ignore[attr-defined]
             "SELECT count(*) FROM lexical_log WHERE namespace = 'quiet'"
         ).fetchone()[0]
         assert pruned == 0
@@ -276,7 +278,7 @@ def test_long_ingests_are_indexed_by_the_indexer_process(
         indexer = _index(memory)._indexer
         assert indexer is not None
         assert _alive(indexer.pid)
-        last = int(memory.store._conn.execute(schema.LEXICAL_LOG_NEWEST).fetchone()[0])  # type: ignore[attr-defined]
+        last = int(memory.store._core.conn.execute(schema.LEXICAL_LOG_NEWEST).fetchone()[0])  # type: ignore[attr-defined]
         _wait_for(lambda: _saved_seq(db) >= last - 100)  # sent after the last 100 waited
         assert _index(memory).rebuilds == 0
         assert _index(memory).catch_ups == 0
@@ -385,7 +387,7 @@ def test_the_indexer_reports_a_failed_catch_up_and_goes_on(
     db = tmp_path / "m.db"
     with _open(db) as memory:
         memory.remember_many(_items(0, 10, namespace="a") + _items(10, 10, namespace="b"))
-        store_id = memory.store._store_id  # type: ignore[attr-defined]
+        store_id = memory.store._core.store_id  # type: ignore[attr-defined]
     asked: list[str] = []
 
     def current(self: lexical.LexicalIndexes, namespace: str) -> None:
@@ -438,7 +440,7 @@ KILLED_WRITER = textwrap.dedent(
     lexical.SYNC_PENDING = 100
     memory = _open(Path({db!r}))
     memory.remember_many(_items(0, 300))
-    print(memory.store._lexical._indexer.pid, flush=True)
+    print(memory.store._core.lexical._indexer.pid, flush=True)
     input()  # killed here
     """
 )
@@ -458,7 +460,7 @@ def test_the_indexer_process_ends_with_a_killed_writer(tmp_path: Path) -> None:
     _wait_for(lambda: not _alive(pid))  # its stdin closed with the writer: it ended
     with _open(db) as memory:
         index = _index(memory)
-        rows = {int(r[0]) for r in memory.store._conn.execute("SELECT id FROM memories")}  # type: ignore[attr-defined]
+        rows = {int(r[0]) for r in memory.store._core.conn.execute("SELECT id FROM memories")}  # type: ignore[attr-defined]
         assert len(rows) == 300
         assert index._ids(index.current("default")) == rows
 
@@ -509,7 +511,7 @@ def test_sigkill_during_a_100k_ingest_loses_nothing_from_the_lexical_leg(
         assert start < total, "the writer finished before it was killed"
     assert len(acknowledged) >= 80_000
     with _open(db) as memory:
-        conn = memory.store._conn  # type: ignore[attr-defined]
+        conn = memory.store._core.conn  # type: ignore[attr-defined]
         rows = {int(r[0]) for r in conn.execute("SELECT id FROM memories")}
         assert set(acknowledged) <= rows
         index = _index(memory)

@@ -45,7 +45,7 @@ def _open(url: str) -> fivefold.Memory:
 
 
 def _frequencies(mem: fivefold.Memory, *terms: str) -> dict[str, int]:
-    return mem.store.term_document_frequencies("default", list(terms))[1]
+    return mem.store.reads.term_document_frequencies("default", list(terms))[1]
 
 
 def test_words_with_vowel_signs_are_terms_and_keys_of_their_own(
@@ -164,7 +164,7 @@ def test_a_store_that_split_words_at_their_marks_is_brought_up_to_date_when_it_o
         hits = mem.recall(KUL, k=3).hits
         assert {h.memory.id for h in hits[:2]} == {ids[1], kul.id}
         assert mem.get(latin) is not None
-        assert all(f.ok for f in mem.store.check())
+        assert all(f.ok for f in mem.store.admin.check())
 
 
 def test_other_scripts_keep_the_marks_that_tell_their_words_apart() -> None:
@@ -213,8 +213,8 @@ def test_the_migration_rebuilds_a_namespace_holding_marks_once_and_leaves_ascii_
     use (once), however many writes elsewhere prune the log before it (a prune set the mark
     back under the migration's: the index then applied one entry and kept the old terms);
     an ASCII namespace's index is kept."""
+    from fivefold.store.sqlite import core as sqlite_core
     from fivefold.store.sqlite import schema
-    from fivefold.store.sqlite import store as sqlite_store
 
     url = str(tmp_path / "old.db")
     with _old_tokenizer(monkeypatch), _open(url) as mem:
@@ -224,18 +224,18 @@ def test_the_migration_rebuilds_a_namespace_holding_marks_once_and_leaves_ascii_
     with _open(url) as mem:
         if prune:  # from now on (the migration's own transaction is not a write's)
             monkeypatch.setattr(schema, "LEXICAL_LOG_KEEP", 2)
-            monkeypatch.setattr(sqlite_store, "LOG_PRUNE_EVERY", 1)
+            monkeypatch.setattr(sqlite_core, "LOG_PRUNE_EVERY", 1)
         # Writes elsewhere; pruning at the first, the migration's entry is among those kept
         # and the namespace's older ones are not.
         for n in range(1 if prune else 6):
             mem.remember(f"busy {n}", namespace="busy")
-        lexical = mem.store._lexical  # type: ignore[attr-defined]
+        lexical = mem.store._core.lexical  # type: ignore[attr-defined]
         before = lexical.rebuilds
         assert _frequencies(mem, KAAL, "क") == {KAAL: 1, "क": 0}
-        assert mem.store.term_document_frequencies("plain", ["ascii"]) == (5, {"ascii": 5})
+        assert mem.store.reads.term_document_frequencies("plain", ["ascii"]) == (5, {"ascii": 5})
         assert lexical.rebuilds == before + 1  # "default"; not "plain"
     with _open(url) as mem:
-        lexical = mem.store._lexical  # type: ignore[attr-defined]
+        lexical = mem.store._core.lexical  # type: ignore[attr-defined]
         assert _frequencies(mem, KAAL) == {KAAL: 1}
         assert lexical.rebuilds == 0
 

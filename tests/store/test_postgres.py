@@ -149,17 +149,17 @@ def test_a_version_1_store_is_reindexed_on_open(url: str) -> None:
         _seed(memory, "default")
         _seed(memory, "other")
         before = {
-            ns: memory.store.lexical_search(Scope(ns), terms, 20, weights=W)
+            ns: memory.store.search.lexical_search(Scope(ns), terms, 20, weights=W)
             for ns in ("default", "other")
         }
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(AS_VERSION_1)
     with _open(url) as memory:
         after = {
-            ns: memory.store.lexical_search(Scope(ns), terms, 20, weights=W)
+            ns: memory.store.search.lexical_search(Scope(ns), terms, 20, weights=W)
             for ns in ("default", "other")
         }
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
     assert after == before
     assert len(before["default"]) == 13
 
@@ -183,7 +183,7 @@ def test_a_version_8_store_gets_packed_lists_on_open(url: str) -> None:
         _seed(memory, "default")
         _seed(memory, "other")
         before = [
-            memory.store.lexical_search(Scope(ns), terms, 20, types, weights=W)
+            memory.store.search.lexical_search(Scope(ns), terms, 20, types, weights=W)
             for ns in ("default", "other")
             for types in ((), (MemoryType.EVENT,))
         ]
@@ -191,11 +191,11 @@ def test_a_version_8_store_gets_packed_lists_on_open(url: str) -> None:
         conn.execute(AS_VERSION_8)
     with _open(url) as memory:
         after = [
-            memory.store.lexical_search(Scope(ns), terms, 20, types, weights=W)
+            memory.store.search.lexical_search(Scope(ns), terms, 20, types, weights=W)
             for ns in ("default", "other")
             for types in ((), (MemoryType.EVENT,))
         ]
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
     assert after == before
     assert len(before[0]) == 13
     with psycopg.connect(url) as conn:
@@ -212,7 +212,7 @@ def test_a_version_3_store_gets_its_windows_on_open(url: str) -> None:
         memory.remember_many(
             [{"content": f"turn {i} about the Kestrel budget", "session_id": "s"} for i in range(5)]
         )
-        before = memory.store.lexical_search(Scope("default"), terms, 20, weights=W)
+        before = memory.store.search.lexical_search(Scope("default"), terms, 20, weights=W)
     with psycopg.connect(url, autocommit=True) as conn:
         # What schema 3 held in field 1 is not a window: gone, and the version set back.
         conn.execute(AS_VERSION_8)
@@ -220,8 +220,8 @@ def test_a_version_3_store_gets_its_windows_on_open(url: str) -> None:
         conn.execute("DELETE FROM term_stats WHERE field = 1")
         conn.execute("UPDATE fivefold_meta SET value = '3' WHERE key = 'schema_version'")
     with _open(url) as memory:
-        assert memory.store.lexical_search(Scope("default"), terms, 20, weights=W) == before
-        assert all(f.ok for f in memory.store.check())
+        assert memory.store.search.lexical_search(Scope("default"), terms, 20, weights=W) == before
+        assert all(f.ok for f in memory.store.admin.check())
 
 
 AS_VERSION_4 = """
@@ -245,7 +245,9 @@ def test_a_version_4_store_gets_types_on_open(url: str) -> None:
     def searches(memory: Memory) -> list[object]:
         found: list[object] = []
         for types in ((), events, (MemoryType.FACT,)):
-            found.append(memory.store.lexical_search(Scope("default"), terms, 20, types, weights=W))
+            found.append(
+                memory.store.search.lexical_search(Scope("default"), terms, 20, types, weights=W)
+            )
             hits = memory.recall("Kestrel budget review", k=20, now=NOW, types=list(types) or None)
             found.append([h.memory.id for h in hits.hits])
         return found
@@ -258,7 +260,7 @@ def test_a_version_4_store_gets_types_on_open(url: str) -> None:
         conn.execute(AS_VERSION_4)
     with _open(url) as memory:
         assert searches(memory) == before
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
     pages, visible = _visibility(url, "postings")  # rebuilt, then vacuumed
     assert visible == pages > 0
     with psycopg.connect(url) as conn:
@@ -436,7 +438,7 @@ def test_hnsw_applies_the_scope_filter_and_finds_what_exact_search_finds(url: st
         agree = 0
         for n in range(0, 600, 37):
             scope, types = Scope(user_id="u1"), (MemoryType.EVENT,)
-            found = memory.store.vector_search(scope, vectors[n][None, :], 10, types)[0]
+            found = memory.store.search.vector_search(scope, vectors[n][None, :], 10, types)[0]
             allowed = [i for i in range(600) if i % 3 == 0 and i % 2 == 1]
             assert {i for i, _ in found} <= set(ids[allowed].tolist())
             assert len(found) == 10  # iterative scans keep going until k rows pass the filter
@@ -474,15 +476,20 @@ def test_the_hnsw_index_is_built_by_the_first_search_that_needs_it(url: str) -> 
     with _open(url, HNSW_AT_100) as memory:
         records = memory.remember_many(items[:60])
         assert not _has_searched_index(url)  # writes insert into no graph
-        assert memory.store.vector_search(Scope(), vectors[3][None, :], 5)[0][0][0] == records[3].id
+        assert (
+            memory.store.search.vector_search(Scope(), vectors[3][None, :], 5)[0][0][0]
+            == records[3].id
+        )
         assert not _has_searched_index(url)  # below the threshold the search is exact
         records += memory.remember_many(items[60:300])
-        found = memory.store.vector_search(Scope(), vectors[7][None, :], 5)[0]
+        found = memory.store.search.vector_search(Scope(), vectors[7][None, :], 5)[0]
         assert _has_searched_index(url)
         assert found[0][0] == records[7].id
         # From now on each write goes into the graph, and a search finds it there.
         last = memory.remember_many(items[300:])[0]
-        assert memory.store.vector_search(Scope(), vectors[300][None, :], 5)[0][0][0] == last.id
+        assert (
+            memory.store.search.vector_search(Scope(), vectors[300][None, :], 5)[0][0][0] == last.id
+        )
     with psycopg.connect(url) as conn:
         conn.execute("SET enable_seqscan = off")
         plan = conn.execute(
@@ -493,15 +500,15 @@ def test_the_hnsw_index_is_built_by_the_first_search_that_needs_it(url: str) -> 
 
 
 def test_a_search_through_the_hnsw_index_is_not_sorted_again_by_the_server(url: str) -> None:
-    from fivefold.store.postgres.read import _vector_sql
     from fivefold.store.postgres.schema import scope_sql
+    from fivefold.store.postgres.search import _vector_sql
 
     vectors = _unit_rows(300, seed=9)
     with _open(url, HNSW_AT_100) as memory:
         memory.remember_many(
             {"content": f"memory {n}", "vector": v.tolist()} for n, v in enumerate(vectors)
         )
-        memory.store.vector_search(Scope(), vectors[:1], 5)  # builds the index
+        memory.store.search.vector_search(Scope(), vectors[:1], 5)  # builds the index
     where, params = scope_sql(Scope())
     plans = {}
     with psycopg.connect(url) as conn:
@@ -527,7 +534,7 @@ def test_a_failed_index_build_leaves_searches_working_and_is_tried_again_later(
     # A statement timeout, a lock timeout or too little memory for the build: the search
     # answers without the index (the exact order), and the build is not tried again on every
     # search.
-    from fivefold.store.postgres import read, schema
+    from fivefold.store.postgres import schema, search
 
     good = schema.CREATE_SEARCHED_INDEX
     monkeypatch.setattr(
@@ -541,17 +548,17 @@ def test_a_failed_index_build_leaves_searches_working_and_is_tried_again_later(
             for n in range(150)
         )
         for _ in range(2):
-            found = memory.store.vector_search(Scope(), vectors[9][None, :], 3)[0]
+            found = memory.store.search.vector_search(Scope(), vectors[9][None, :], 3)[0]
             assert found[0][0] == records[9].id
-            lexical = memory.store.lexical_search(Scope(), terms, 5, weights=W)
+            lexical = memory.store.search.lexical_search(Scope(), terms, 5, weights=W)
             assert len(lexical) == 5
         warnings = [r for r in caplog.records if "searches go on without it" in r.message]
         assert len(warnings) == 1  # the second search did not try again
         assert not _has_searched_index(url)
         monkeypatch.setattr(schema, "CREATE_SEARCHED_INDEX", good)
-        monkeypatch.setattr(read, "BUILD_RETRY_S", 0.0)
-        assert memory.store.vector_search(Scope(), vectors[9][None, :], 3)[0] == found
-        assert memory.store.lexical_search(Scope(), terms, 5, weights=W) == lexical
+        monkeypatch.setattr(search, "BUILD_RETRY_S", 0.0)
+        assert memory.store.search.vector_search(Scope(), vectors[9][None, :], 3)[0] == found
+        assert memory.store.search.lexical_search(Scope(), terms, 5, weights=W) == lexical
         assert _has_searched_index(url)
 
 
@@ -571,7 +578,9 @@ def test_first_searches_in_several_processes_build_one_index_while_a_writer_wait
     def search(n: int) -> None:
         try:
             start.wait()
-            found[n] = stores[n].store.vector_search(Scope(), vectors[n][None, :], 3)[0][0][0]
+            found[n] = stores[n].store.search.vector_search(Scope(), vectors[n][None, :], 3)[0][0][
+                0
+            ]
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -647,10 +656,10 @@ def test_a_store_that_indexed_tokens_past_255_characters_is_reindexed_at_schema_
             assert conn.execute(longest).fetchone() == (tokens.MAX_TOKEN_CHARS,)
         assert memory.recall(long).hits[0].memory.id == first.id
         second = memory.remember(f"a reply about {long}", session_id="s1")  # a context update
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
         memory.forget(first.id)
         memory.forget(second.id)
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
     with psycopg.connect(url, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM postings").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM term_stats").fetchone() == (0,)
@@ -673,19 +682,19 @@ def test_a_mention_or_posting_of_another_type_is_found_and_retyped(url: str) -> 
     """A type-filtered read finds a memory's mentions (``mentions_type``) and postings by the
     type they carry: one that is not its memory's is missed (the embedded store's check, now
     here too)."""
-    from fivefold.store.records import EntityScore
+    from fivefold.store.scoring import EntityScore, mentions
 
     facts = (MemoryType.FACT,)
 
     def reads(memory: Memory) -> tuple[list[int], list[int]]:
-        (entity,) = [e for e in memory.store.catalog("default") if e.name == "Dana Lee"]
+        (entity,) = [e for e in memory.store.reads.catalog("default") if e.name == "Dana Lee"]
         dana = EntityScore(entity_id=entity.entity_id, score=0.9, hops=0, rarity=1.0)
-        mentioned = [h.memory_id for h in memory.store.mentions(Scope(), [dana], 10, facts)]
-        found = memory.store.lexical_search(Scope(), ["kestrel"], 10, facts, weights=W)
+        mentioned = [h.memory_id for h in mentions(memory.store.search, Scope(), [dana], 10, facts)]
+        found = memory.store.search.lexical_search(Scope(), ["kestrel"], 10, facts, weights=W)
         return mentioned, [i for i, _ in found]
 
     def types(memory: Memory, repair: bool = False) -> dict[str, fivefold.types.Finding]:
-        return {f.part: f for f in memory.store.check(repair=repair) if "types" in f.part}
+        return {f.part: f for f in memory.store.admin.check(repair=repair) if "types" in f.part}
 
     with _open(url) as memory:
         made = memory.remember(
@@ -701,24 +710,24 @@ def test_a_mention_or_posting_of_another_type_is_found_and_retyped(url: str) -> 
         assert "2 mentions carry another type" in found["mentions' memory types"].detail
         assert not found["postings' memory types"].ok
         assert all(f.repaired for f in types(memory, repair=True).values())
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
         assert reads(memory) == ([made.id], [made.id])
 
 
 def test_the_statistics_check_finds_and_repairs_drift(url: str) -> None:
     with _open(url) as memory:
         _seed(memory, "default")
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
         before = memory.recall("kestrel budget review", now=NOW)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("UPDATE term_stats SET df2 = df2 + 5 WHERE term = 'kestrel'")
         conn.execute("UPDATE namespaces SET tokens[2] = tokens[2] + 100")
     with _open(url) as memory:
-        findings = {f.part: f for f in memory.store.check()}
+        findings = {f.part: f for f in memory.store.admin.check()}
         assert not findings["lexical statistics of namespace 'default'"].ok
-        repaired = {f.part: f for f in memory.store.check(repair=True)}
+        repaired = {f.part: f for f in memory.store.admin.check(repair=True)}
         assert repaired["lexical statistics of namespace 'default'"].repaired
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
         after = memory.recall("kestrel budget review", now=NOW)
     assert [(h.memory.id, h.score) for h in after.hits] == [
         (h.memory.id, h.score) for h in before.hits
@@ -786,10 +795,10 @@ def test_several_processes_and_threads_write_and_read_at_once(
             assert writer.returncode == 0, err
             assert out.strip() == "done"
         assert memory.stats().memories == 1 + 3 * 40 * 3 + 4 * 30
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
         assert "the upkeep after a write failed" not in caplog.text
-        priya = next(e for e in memory.store.catalog("default") if e.name == "Priya Patel")
-        assert memory.store.entity_frequencies("default", [priya.entity_id]) == {
+        priya = next(e for e in memory.store.reads.catalog("default") if e.name == "Priya Patel")
+        assert memory.store.reads.entity_frequencies("default", [priya.entity_id]) == {
             priya.entity_id: 3 * 40 * 3
         }
 
@@ -878,7 +887,7 @@ def test_a_vacuum_step_alone_refreshes_no_statistics(
 
     monkeypatch.setattr(schema, "ANALYZE", "ANALYZE no_such_table")
     with _open(url) as memory:
-        upkeep = memory.store._upkeep  # type: ignore[attr-defined]
+        upkeep = memory.store._core.upkeep  # type: ignore[attr-defined]
         upkeep.run(Growth(vacuum=True))
         assert "the upkeep after a write failed" not in caplog.text
         upkeep.run(Growth(analyze=True))
@@ -987,11 +996,13 @@ def test_a_namespace_copy_would_read_as_separators_is_written_as_it_is(url: str)
     with _open(url) as memory:
         _seed(memory, odd)
         _seed(memory, "plain")
-        found = memory.store.lexical_search(Scope(odd), ["kestrel", "priya"], 20, weights=W)
-        plain = memory.store.lexical_search(Scope("plain"), ["kestrel", "priya"], 20, weights=W)
+        found = memory.store.search.lexical_search(Scope(odd), ["kestrel", "priya"], 20, weights=W)
+        plain = memory.store.search.lexical_search(
+            Scope("plain"), ["kestrel", "priya"], 20, weights=W
+        )
         assert len(found) == 13  # 12 and the fact of the relation
         assert [s for _, s in found] == [s for _, s in plain]
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
     with psycopg.connect(url) as conn:
         namespaces = {r[0] for r in conn.execute("SELECT DISTINCT namespace FROM postings")}
     assert namespaces == {odd, "plain"}
@@ -1017,7 +1028,7 @@ def test_two_writers_starting_one_session_at_once_link_their_turns(url: str) -> 
             thread.start()
         for thread in threads:
             thread.join()
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
     with psycopg.connect(url) as conn:
         for r in range(rounds):
             rows = conn.execute(
@@ -1042,15 +1053,16 @@ def test_postings_arrive_whole_over_a_connection_in_another_encoding(url: str) -
     latin = f"{url}%20-cclient_encoding%3DLATIN1"
     with _open(latin) as memory:
         memory.remember("café crème brûlée for Zoë", namespace="näm")
-        found = memory.store.lexical_search(Scope("näm"), ["café", "zoë"], 5, weights=W)
+        found = memory.store.search.lexical_search(Scope("näm"), ["café", "zoë"], 5, weights=W)
         assert len(found) == 1
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
 
 
 def test_a_write_that_lost_a_neighbour_is_retried_whole(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fivefold.store.postgres import context_rows, write
+    from fivefold.store.postgres import context_rows
+    from fivefold.store.postgres import writer as write
 
     real = write.copy_parts
     calls = {"n": 0}
@@ -1066,7 +1078,7 @@ def test_a_write_that_lost_a_neighbour_is_retried_whole(
         records = memory.remember_many(_filler(5))
         assert memory.stats().memories == 5  # the first attempt rolled back, the second wrote
         assert [r.id for r in records] == sorted(r.id for r in records)
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
 
 
 def test_a_neighbour_forgotten_while_a_batch_writes_waits_for_it(
@@ -1075,7 +1087,7 @@ def test_a_neighbour_forgotten_while_a_batch_writes_waits_for_it(
     # The batch reads the session's earlier turns, then another writer forgets one of them:
     # the forget waits for the batch (the session's lock), then refreshes its neighbours, so no
     # context keeps the forgotten text and no posting counts a memory that is gone.
-    from fivefold.store.postgres.write import Writer
+    from fivefold.store.postgres.writer import Writer
 
     with _open(url) as memory:
         first = memory.remember("the Kestrel kickoff was on Monday", session_id="s")
@@ -1103,7 +1115,7 @@ def test_a_neighbour_forgotten_while_a_batch_writes_waits_for_it(
         assert forgot == [True]
         assert memory.stats().memories == 1
         assert memory.get(later.id) is not None
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
     with psycopg.connect(url) as conn:
         context = conn.execute(
             "SELECT context_near, context_far FROM memories WHERE id = %s", (later.id,)
@@ -1136,7 +1148,7 @@ def test_two_writers_adding_turns_to_one_session_keep_postings_and_statistics_ri
             t.join(120)
         assert not errors
         assert stores[0].stats().memories == 80
-        assert all(f.ok for f in stores[0].store.check())
+        assert all(f.ok for f in stores[0].store.admin.check())
     finally:
         for s in stores:
             s.close()
@@ -1145,7 +1157,8 @@ def test_two_writers_adding_turns_to_one_session_keep_postings_and_statistics_ri
 def test_a_write_that_keeps_losing_neighbours_fails_clearly_and_writes_nothing(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fivefold.store.postgres import context_rows, write
+    from fivefold.store.postgres import context_rows
+    from fivefold.store.postgres import writer as write
 
     def always_gone(*args: Any) -> None:
         raise context_rows.MemoryGone("a neighbour was deleted meanwhile; try again")
@@ -1214,17 +1227,17 @@ def test_sigkill_during_writes_loses_no_acknowledged_memory(url: str) -> None:
     assert len(acknowledged) >= 30
     probe = fivefold.HashingEmbedder(dim=64).embed(["a turn of a long session"])
     with _open(url) as memory:
-        assert all(f.ok for f in memory.store.check())
-        records = memory.store.get_memories("default", list(acknowledged))
+        assert all(f.ok for f in memory.store.admin.check())
+        records = memory.store.reads.get_memories("default", list(acknowledged))
         assert set(records) == set(acknowledged)
         for memory_id, n in acknowledged.items():
-            lexical = memory.store.lexical_search(Scope(), [f"tok{n}x"], 5, weights=W)
+            lexical = memory.store.search.lexical_search(Scope(), [f"tok{n}x"], 5, weights=W)
             assert memory_id in {i for i, _ in lexical}
         # Every acknowledged memory is in the dense leg (its searched vector was written in
         # the batch's own transaction), whatever its rank among near-identical turns. A batch
         # committed just before its kill is there too, unacknowledged: ask for every memory.
         total = memory.stats().memories
-        everyone = memory.store.vector_search(Scope(), probe, total)[0]
+        everyone = memory.store.search.vector_search(Scope(), probe, total)[0]
         assert len(everyone) == total
         assert set(acknowledged) <= {i for i, _ in everyone}
 
@@ -1236,7 +1249,7 @@ def test_a_failing_copy_fails_the_whole_write(
     """A bulk write works out its older rows beside its COPYs (``Beside``), a small one
     inline: a failing COPY either way fails the write, and nothing of the batch stays."""
     from fivefold.errors import StoreError
-    from fivefold.store.postgres import write as pg_write
+    from fivefold.store.postgres import writer as pg_write
 
     def failing_copy(conn: psycopg.Connection, *args: Any) -> None:
         conn.execute("SELECT 1 / 0")
@@ -1251,8 +1264,8 @@ def test_a_failing_copy_fails_the_whole_write(
             with pytest.raises(StoreError, match="division by zero"):
                 memory.remember_many(_filler(40))
         assert memory.stats().memories == before
-        assert memory.store.lexical_search(Scope("default"), ["note"], 50, weights=W) == []
-        assert all(f.ok for f in memory.store.check())
+        assert memory.store.search.lexical_search(Scope("default"), ["note"], 50, weights=W) == []
+        assert all(f.ok for f in memory.store.admin.check())
         assert len(memory.remember_many(_filler(40))) == 40  # the store still takes writes
         time.sleep(0.2)  # an abandoned computation ends on its own
         assert threading.active_count() == threads  # the thread beside is gone
@@ -1296,7 +1309,7 @@ INTERRUPTED_WRITE = textwrap.dedent(
     """
     import os, signal, sys, threading, time
     import fivefold
-    from fivefold.store.postgres import write as pg_write
+    from fivefold.store.postgres import writer as pg_write
 
     url = sys.argv[1]
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even as a background job's
@@ -1328,7 +1341,7 @@ INTERRUPTED_WRITE = textwrap.dedent(
             print("interrupted")
         time.sleep(1.5)  # anything left running on the connection would have run by now
         pg_write.copy_parts = real
-        print(memory.stats().memories, all(f.ok for f in memory.store.check()), flush=True)
+        print(memory.stats().memories, all(f.ok for f in memory.store.admin.check()), flush=True)
     """
 )
 
@@ -1419,7 +1432,7 @@ def test_a_batch_whose_entity_a_concurrent_forget_drops_is_retried(
         assert second.entities == ("Bob",)
         assert memory.get(second.id) == second
         assert memory.stats().memories == 1
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
     with psycopg.connect(url) as conn:
         dangling = conn.execute(
             "SELECT count(*) FROM mentions m WHERE NOT EXISTS "
@@ -1623,7 +1636,7 @@ def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
 
     with Memory.open(url, embedder=minilm) as memory:  # the command line's model
         memory.remember("Priya leads Kestrel")
-        findings = {f.part: f for f in memory.store.check()}
+        findings = {f.part: f for f in memory.store.admin.check()}
         assert findings["tables"].ok, findings["tables"]
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ALTER TABLE memories DROP COLUMN importance")
@@ -1634,7 +1647,7 @@ def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
         conn.execute("ALTER TABLE memories ALTER COLUMN extra DROP DEFAULT")
         conn.execute("DROP SEQUENCE fivefold_edge_ids CASCADE")
     with Memory.open(url, embedder=minilm) as memory:
-        findings = {f.part: f for f in memory.store.check()}
+        findings = {f.part: f for f in memory.store.admin.check()}
     assert not findings["tables"].ok
     assert "memories.importance is missing" in findings["tables"].detail
     assert "aliases.alias is character varying(200), not text" in findings["tables"].detail
@@ -1679,7 +1692,7 @@ def test_given_ids_wait_for_a_writer_that_took_ids(url: str) -> None:
 
         def copy() -> None:
             try:
-                made = memory.store.insert_memories(
+                made = memory.store.writes.insert_memories(
                     [new], memory.embedder.embed([new.content]), ids=[taken]
                 )
                 outcome.append(made[0].id)
@@ -1749,7 +1762,7 @@ def test_doctor_checks_the_tables_with_pgvector_elsewhere_and_no_right_to_make_s
     url = _with_path(_other(postgres_server, user=role, database=database), "app,ext")
     with _open(url) as memory:
         memory.remember("Priya leads Kestrel")
-        findings = {f.part: f for f in memory.store.check()}
+        findings = {f.part: f for f in memory.store.admin.check()}
     assert findings["tables"].ok, findings["tables"]
     assert findings["tables"].detail == "match the schema"
     assert all(f.ok for f in findings.values()), findings

@@ -17,8 +17,8 @@ import fivefold
 from fivefold import Memory
 from fivefold.config import Config, OptimizerConfig
 from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS, OWN_TEXT_WEIGHTS
+from fivefold.store.postgres import admin as pg_admin
 from fivefold.store.postgres import packed, schema
-from fivefold.store.postgres import store as pg_store
 from fivefold.types import ColumnWeights, MemoryType, OptimizerMode, Scope
 
 BALANCED = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
@@ -52,20 +52,22 @@ def _searches(memory: Memory, namespace: str = "default") -> list[object]:
     """Every kind of lexical search: the weights, a type, an id list, a user's scope."""
     store = memory.store
     found: list[object] = []
-    ids = sorted(store.recent_ids(Scope(namespace), limit=10_000))
+    ids = sorted(store.reads.recent_ids(Scope(namespace), limit=10_000))
     for terms in (["w0", "w3", "w17"], ["w1", "w2", "w40", "w41"], ["w5"]):
         for weights in (DEFAULT_WEIGHTS, OWN_TEXT_WEIGHTS, WINDOW_ONLY):
-            found.append(store.lexical_search(Scope(namespace), terms, 15, weights=weights))
+            found.append(store.search.lexical_search(Scope(namespace), terms, 15, weights=weights))
         found.append(
-            store.lexical_search(
+            store.search.lexical_search(
                 Scope(namespace), terms, 15, [MemoryType.EVENT], weights=DEFAULT_WEIGHTS
             )
         )
         found.append(
-            store.lexical_search(Scope(namespace), terms, 15, within=ids[::3], weights=WINDOW_ONLY)
+            store.search.lexical_search(
+                Scope(namespace), terms, 15, within=ids[::3], weights=WINDOW_ONLY
+            )
         )
         found.append(
-            store.lexical_search(
+            store.search.lexical_search(
                 Scope(namespace, user_id="ana"), terms, 15, weights=DEFAULT_WEIGHTS
             )
         )
@@ -74,7 +76,7 @@ def _searches(memory: Memory, namespace: str = "default") -> list[object]:
 
 def _indexed_again(memory: Memory, namespace: str = "default") -> None:
     """The namespace's lists and statistics made again from its rows alone."""
-    memory.store._reindex(namespace)  # type: ignore[attr-defined]
+    memory.store.admin._reindex(namespace)  # type: ignore[attr-defined]
 
 
 def _part_rows(url: str) -> tuple[int, int]:
@@ -99,7 +101,7 @@ def test_lists_after_writes_rewrites_and_forgets_are_the_rows_lists(pg_url: str)
                 for memory_id in rng.sample(live, 3):
                     memory.forget(memory_id)
                     live.remove(memory_id)
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
         before = _searches(memory)
         assert sum(len(hits) for hits in before) > 100  # type: ignore[arg-type]
         _indexed_again(memory)
@@ -136,7 +138,7 @@ def test_two_writers_of_one_namespace_merging_the_same_lists_lose_nothing(pg_url
         for thread in threads:
             thread.join(120)
         assert not errors
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
         before = _searches(memory)
         _indexed_again(memory)
         assert _searches(memory) == before
@@ -151,15 +153,15 @@ def test_small_writes_split_chunks_that_compact_merges(
             memory.remember(**_item(rng))
         before = _searches(memory)
         split, most = _part_rows(pg_url)
-        assert most > pg_store.COMPACT_PARTS
-        merged = memory.store.compact()
+        assert most > pg_admin.COMPACT_PARTS
+        merged = memory.store.admin.compact()
         assert merged > 0
         rows, most = _part_rows(pg_url)
         assert rows <= split - merged  # each chunk merged was two parts or more
-        assert most <= pg_store.COMPACT_PARTS
-        assert memory.store.compact() == 0  # nothing left to merge
+        assert most <= pg_admin.COMPACT_PARTS
+        assert memory.store.admin.compact() == 0  # nothing left to merge
         assert _searches(memory) == before
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
 
 
 def test_a_namespace_crossing_a_growth_step_has_its_lists_compacted(
@@ -170,15 +172,15 @@ def test_a_namespace_crossing_a_growth_step_has_its_lists_compacted(
     with _open(pg_url) as memory:
         for _ in range(31):
             memory.remember(**_item(rng))
-        assert _part_rows(pg_url)[1] > pg_store.COMPACT_PARTS
+        assert _part_rows(pg_url)[1] > pg_admin.COMPACT_PARTS
         memory.remember(**_item(rng))  # the 32nd: a power of two from ANALYZE_FROM
-    assert _part_rows(pg_url)[1] <= pg_store.COMPACT_PARTS  # closing waited for the upkeep
+    assert _part_rows(pg_url)[1] <= pg_admin.COMPACT_PARTS  # closing waited for the upkeep
 
 
 def test_a_compaction_stops_when_told_and_a_writer_beside_it_loses_nothing(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pg_store, "COMPACT_BATCH", 5)
+    monkeypatch.setattr(pg_admin, "COMPACT_BATCH", 5)
     rng = random.Random(10)
     with _open(pg_url) as memory:
         for _ in range(40):
@@ -190,7 +192,7 @@ def test_a_compaction_stops_when_told_and_a_writer_beside_it_loses_nothing(
             calls["n"] += 1
             return calls["n"] > 2
 
-        assert store._compact_namespace("default", stop) == 10  # type: ignore[attr-defined]
+        assert store.admin.compact_namespace("default", stop) == 10  # type: ignore[attr-defined]
         done = threading.Event()
 
         def writes() -> None:
@@ -200,11 +202,11 @@ def test_a_compaction_stops_when_told_and_a_writer_beside_it_loses_nothing(
         writer = threading.Thread(target=writes)
         writer.start()
         try:
-            store.compact()
+            store.admin.compact()
         finally:
             done.set()
             writer.join(60)
-        assert all(f.ok for f in store.check())
+        assert all(f.ok for f in store.admin.check())
         before = _searches(memory)
         _indexed_again(memory)
         assert _searches(memory) == before
@@ -225,12 +227,14 @@ def test_the_check_finds_a_posting_of_no_memory_and_a_posting_twice(pg_url: str)
             (np.concatenate([postings, postings, ghost]).tobytes(), ctid),
         )
     with _open(pg_url) as memory:
-        (found,) = [f for f in memory.store.check() if f.part.startswith("lexical")]
+        (found,) = [f for f in memory.store.admin.check() if f.part.startswith("lexical")]
         assert not found.ok
         assert "2 postings of no memory, or twice in a list" in found.detail
-        (fixed,) = [f for f in memory.store.check(repair=True) if f.part.startswith("lexical")]
+        (fixed,) = [
+            f for f in memory.store.admin.check(repair=True) if f.part.startswith("lexical")
+        ]
         assert fixed.repaired
-        assert all(f.ok for f in memory.store.check())
+        assert all(f.ok for f in memory.store.admin.check())
 
 
 def test_parts_pack_each_term_and_chunk_once_in_id_order() -> None:
@@ -267,8 +271,8 @@ def test_a_repair_makes_a_lost_namespace_row_again(pg_url: str) -> None:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("DELETE FROM namespaces WHERE namespace = 'dx'")
     with _open(pg_url) as memory:
-        assert not all(f.ok for f in memory.store.check())
-        assert all(f.ok for f in memory.store.check(repair=True))
-        assert all(f.ok for f in memory.store.check())
+        assert not all(f.ok for f in memory.store.admin.check())
+        assert all(f.ok for f in memory.store.admin.check(repair=True))
+        assert all(f.ok for f in memory.store.admin.check())
         assert memory.stats(namespace="dx").memories == 5
         assert _searches(memory, "dx") == before

@@ -9,7 +9,8 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,12 +28,14 @@ from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.store.records import NewMemory
 from fivefold.store.sqlite import dense, schema
 from fivefold.store.sqlite.dense import NamespaceIndex
-from fivefold.store.sqlite.read import BY_ID
+from fivefold.store.sqlite.schema import BY_ID
 from fivefold.types import OptimizerMode, StoreStats
 
 HASHING = fivefold.HashingEmbedder()
 BALANCED = Config(optimizer=OptimizerConfig(mode=OptimizerMode.OFF))
 BUDGET_QUERY = "what did Priya Patel discuss with Sarah Chen about the Kestrel budget last week?"
+
+EVERY_EDGE = 1_000_000  # a cap no test graph reaches: every edge in scope, from each side
 
 
 def _open(path: Path | str, config: fivefold.Config | None = None) -> Memory:
@@ -42,7 +45,7 @@ def _open(path: Path | str, config: fivefold.Config | None = None) -> Memory:
 
 
 def _entity_ids(memory: Memory, namespace: str = "default") -> dict[str, int]:
-    return {e.name: e.entity_id for e in memory.store.catalog(namespace) if not e.is_alias}
+    return {e.name: e.entity_id for e in memory.store.reads.catalog(namespace) if not e.is_alias}
 
 
 def _run_ids(explanation: fivefold.Explanation) -> dict[str, set[int]]:
@@ -79,21 +82,26 @@ def test_everything_persists_across_close_and_reopen(
     path = tmp_path / "memory.db"
     with Memory.open(path, embedder=minilm) as memory:
         ids = _seed_graph(memory, now)
-        records = memory.store.get_memories("default", list(ids.values()))
-        vectors = memory.store.vectors("default", list(ids.values()))
-        catalog = sorted(memory.store.catalog("default"), key=lambda e: (e.key, e.is_alias))
+        records = memory.store.reads.get_memories("default", list(ids.values()))
+        vectors = memory.store.reads.vectors("default", list(ids.values()))
+        catalog = sorted(memory.store.reads.catalog("default"), key=lambda e: (e.key, e.is_alias))
         entity_ids = _entity_ids(memory)
-        edges = memory.store.edges_touching(Scope(), list(entity_ids.values()))
+        edges = memory.store.search.strongest_edges(Scope(), list(entity_ids.values()), EVERY_EDGE)
         stats = memory.stats()
     with Memory.open(path, embedder=minilm, config=BALANCED) as memory:
-        assert memory.store.get_memories("default", list(ids.values())) == records
-        reopened_vectors = memory.store.vectors("default", list(ids.values()))
+        assert memory.store.reads.get_memories("default", list(ids.values())) == records
+        reopened_vectors = memory.store.reads.vectors("default", list(ids.values()))
         assert set(reopened_vectors) == set(vectors)
         for memory_id, vector in vectors.items():
             assert np.array_equal(reopened_vectors[memory_id], vector)
-        assert sorted(memory.store.catalog("default"), key=lambda e: (e.key, e.is_alias)) == catalog
+        assert (
+            sorted(memory.store.reads.catalog("default"), key=lambda e: (e.key, e.is_alias))
+            == catalog
+        )
         assert any(e.is_alias and e.name == "PP" for e in catalog)
-        reopened_edges = memory.store.edges_touching(Scope(), list(entity_ids.values()))
+        reopened_edges = memory.store.search.strongest_edges(
+            Scope(), list(entity_ids.values()), EVERY_EDGE
+        )
         assert sorted(reopened_edges, key=repr) == sorted(edges, key=repr)
         assert any(e.kind is EdgeKind.STRUCTURAL for e in reopened_edges)
         reopened_stats = memory.stats()
@@ -120,18 +128,29 @@ def test_the_graph_walk_runs_beside_the_text_legs(
     from concurrent.futures import Future
 
     from fivefold.read import pipeline
-    from fivefold.store.sqlite import read
+    from fivefold.store.sqlite.core import Core
+    from fivefold.store.sqlite.search import SQLiteSearch
 
     path = str(tmp_path / "m.db") if where == "file" else ":memory:"
     seen: list[tuple[str, int, int]] = []
-    for name in ("neighbours", "mentions", "events_between"):
-        original = getattr(read.ReadQueries, name)
+    calling: list[str] = []
+    for name in ("strongest_edges", "recent_mentions", "events_between"):
+        original = getattr(SQLiteSearch, name)
 
         def spy(self: Any, *args: Any, _name: str = name, _original: Any = original) -> Any:
-            seen.append((_name, threading.get_ident(), id(self._conn)))
+            calling.append(_name)
             return _original(self, *args)
 
-        monkeypatch.setattr(read.ReadQueries, name, spy)
+        monkeypatch.setattr(SQLiteSearch, name, spy)
+    walk = Core.walk
+
+    @contextmanager
+    def walking(self: Core) -> Iterator[sqlite3.Connection]:
+        with walk(self) as conn:
+            seen.append((calling[-1], threading.get_ident(), id(conn)))
+            yield conn
+
+    monkeypatch.setattr(Core, "walk", walking)
 
     class Inline:
         def submit(self, call: Any, *args: Any) -> Future[Any]:
@@ -146,9 +165,13 @@ def test_the_graph_walk_runs_beside_the_text_legs(
         walked = list(seen)
         monkeypatch.setattr(pipeline, "_leg_threads", Inline)
         inline = [memory.recall(q, now=now).hits for q in queries]
-        store_conn = id(memory.store._conn)
+        store_conn = id(memory.store._core.conn)
     assert parallel == inline
-    assert {name for name, _, _ in walked} == {"neighbours", "mentions", "events_between"}
+    assert {name for name, _, _ in walked} == {
+        "strongest_edges",
+        "recent_mentions",
+        "events_between",
+    }
     assert all(thread != threading.get_ident() for _, thread, _ in walked)
     connections = {conn for _, _, conn in walked}
     assert len(connections) == 1
@@ -203,13 +226,13 @@ def test_precomputed_vectors_are_stored_normalized(hashing_mem: Memory) -> None:
     raw = np.zeros(HASHING.dim, dtype=np.float32)
     raw[:2] = (3.0, 4.0)
     (record,) = hashing_mem.remember_many([{"content": "a precomputed one", "vector": raw}])
-    stored = hashing_mem.store.vectors("default", [record.id])[record.id]
+    stored = hashing_mem.store.reads.vectors("default", [record.id])[record.id]
     assert stored.dtype == np.float32
     assert np.allclose(stored[:2], (0.6, 0.8))
     assert np.allclose(stored[2:], 0.0)
     computed = hashing_mem.remember("an embedded one")
     assert np.allclose(
-        hashing_mem.store.vectors("default", [computed.id])[computed.id],
+        hashing_mem.store.reads.vectors("default", [computed.id])[computed.id],
         HASHING.embed(["an embedded one"])[0],
     )
 
@@ -222,9 +245,11 @@ def test_dense_index_is_rebuilt_when_another_writer_changed_the_file(tmp_path: P
     with _open(path) as writer, _open(path) as reader:
         first = writer.remember("Priya recommended Postgres for Kestrel")
         query = HASHING.embed(["Postgres Kestrel"])
-        assert [i for i, _ in reader.store.vector_search(Scope(), query, 10)[0]] == [first.id]
+        assert [i for i, _ in reader.store.search.vector_search(Scope(), query, 10)[0]] == [
+            first.id
+        ]
         second = writer.remember("Sarah picked Postgres for Atlas")
-        found = reader.store.vector_search(Scope(), query, 10)[0]
+        found = reader.store.search.vector_search(Scope(), query, 10)[0]
         assert {i for i, _ in found} == {first.id, second.id}
         result = reader.recall("Sarah Postgres Atlas")
         assert result.hits[0].memory.id == second.id
@@ -234,10 +259,12 @@ def test_dense_index_is_rebuilt_when_another_writer_changed_the_file(tmp_path: P
         fourth = reader.remember("Priya moved Kestrel to MySQL")
         expected = {first.id, second.id, third.id, fourth.id}
         for store in (reader.store, writer.store):
-            assert {i for i, _ in store.vector_search(Scope(), query, 10)[0]} == expected
+            assert {i for i, _ in store.search.vector_search(Scope(), query, 10)[0]} == expected
         writer.forget(second.id)
         for store in (reader.store, writer.store):
-            assert second.id not in {i for i, _ in store.vector_search(Scope(), query, 10)[0]}
+            assert second.id not in {
+                i for i, _ in store.search.vector_search(Scope(), query, 10)[0]
+            }
         assert second.id not in {h.memory.id for h in reader.recall("Sarah Atlas").hits}
 
 
@@ -263,7 +290,7 @@ def _hnsw_items(count: int, seed: int) -> list[dict[str, Any]]:
 
 
 def _exact(memory: Memory, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
-    vectors = memory.store.vectors("default", list(ids))
+    vectors = memory.store.reads.vectors("default", list(ids))
     return {i: float(vectors[i] @ query) for i in ids}
 
 
@@ -288,7 +315,7 @@ def test_hnsw_top_hit_matches_exact_search(hnsw_store: tuple[Path, list[int]]) -
     path, ids = hnsw_store
     with _open(path, HNSW) as memory:
         queries = _queries(25, seed=2)
-        results = memory.store.vector_search(Scope(), queries, 10)
+        results = memory.store.search.vector_search(Scope(), queries, 10)
         assert _vindex_files(path), "above the threshold the HNSW graph is built and saved"
         agree = 0
         for query, found in zip(queries, results, strict=True):
@@ -310,7 +337,7 @@ def test_hnsw_index_file_is_reused_on_reopen(
     path, ids = hnsw_store
     queries = _queries(10, seed=3)
     with _open(path, HNSW) as memory:
-        before = memory.store.vector_search(Scope(), queries, 5)
+        before = memory.store.search.vector_search(Scope(), queries, 5)
     (saved,) = _vindex_files(path)
     stamp = saved.stat().st_mtime_ns, saved.read_bytes()
 
@@ -319,14 +346,14 @@ def test_hnsw_index_file_is_reused_on_reopen(
 
     monkeypatch.setattr(NamespaceIndex, "build_hnsw", no_rebuild)
     with _open(path, HNSW) as memory:
-        assert memory.store.vector_search(Scope(), queries, 5) == before
+        assert memory.store.search.vector_search(Scope(), queries, 5) == before
         # New vectors go into the loaded graph and are saved with it on close.
         added = memory.remember("alpha bravo charlie delta freshly added", type="fact")
         query = HASHING.embed(["alpha bravo charlie delta freshly added"])
-        assert added.id in {i for i, _ in memory.store.vector_search(Scope(), query, 10)[0]}
+        assert added.id in {i for i, _ in memory.store.search.vector_search(Scope(), query, 10)[0]}
     assert (saved.stat().st_mtime_ns, saved.read_bytes()) != stamp
     with _open(path, HNSW) as memory:
-        assert added.id in {i for i, _ in memory.store.vector_search(Scope(), query, 10)[0]}
+        assert added.id in {i for i, _ in memory.store.search.vector_search(Scope(), query, 10)[0]}
         assert len(ids) + 1 == memory.stats().memories
 
 
@@ -335,7 +362,7 @@ def test_a_stale_saved_graph_is_patched_from_the_log_not_rebuilt(
 ) -> None:
     path, _ = hnsw_store
     with _open(path, HNSW) as memory:
-        memory.store.vector_search(Scope(), _queries(1, seed=4), 5)  # build and save
+        memory.store.search.vector_search(Scope(), _queries(1, seed=4), 5)  # build and save
     with _open(path, HNSW) as memory:  # writes without ever loading the dense index
         late = memory.remember("zulu yankee xray whiskey written later", type="fact")
     builds: list[int] = []
@@ -348,7 +375,7 @@ def test_a_stale_saved_graph_is_patched_from_the_log_not_rebuilt(
     monkeypatch.setattr(NamespaceIndex, "build_hnsw", counting)
     with _open(path, HNSW) as memory:
         query = HASHING.embed(["zulu yankee xray whiskey written later"])
-        assert late.id in {i for i, _ in memory.store.vector_search(Scope(), query, 10)[0]}
+        assert late.id in {i for i, _ in memory.store.search.vector_search(Scope(), query, 10)[0]}
     assert builds == []  # the saved graph was adopted and given the memory written since
 
 
@@ -356,7 +383,7 @@ def test_hnsw_file_left_by_a_deleted_store_is_not_adopted(tmp_path: Path) -> Non
     path = tmp_path / "memory.db"
     with _open(path, HNSW) as memory:
         memory.remember_many(_hnsw_items(300, seed=1))
-        memory.store.vector_search(Scope(), _queries(1, seed=4), 5)  # build and save
+        memory.store.search.vector_search(Scope(), _queries(1, seed=4), 5)  # build and save
     # The user deletes the database to start over; the hidden index folder stays behind.
     for file in tmp_path.iterdir():
         if file.is_file():
@@ -369,7 +396,9 @@ def test_hnsw_file_left_by_a_deleted_store_is_not_adopted(tmp_path: Path) -> Non
         found = 0
         for record in records[:40]:
             query = HASHING.embed([record.content])
-            found += record.id in {i for i, _ in memory.store.vector_search(Scope(), query, 10)[0]}
+            found += record.id in {
+                i for i, _ in memory.store.search.vector_search(Scope(), query, 10)[0]
+            }
         assert found >= 38
 
 
@@ -398,7 +427,7 @@ def test_hnsw_applies_scope_and_type_filters(
     monkeypatch.setattr(dense, "EXACT_SUBSET", exact_below)
     path, ids = hnsw_store
     with _open(path, HNSW) as memory:
-        records = memory.store.get_memories(scope.namespace, ids)
+        records = memory.store.reads.get_memories(scope.namespace, ids)
         allowed = [
             i
             for i, r in records.items()
@@ -409,7 +438,7 @@ def test_hnsw_applies_scope_and_type_filters(
         agree = 0
         queries = _queries(12, seed=5)
         for query in queries:
-            found = memory.store.vector_search(scope, query[None, :], 10, types)[0]
+            found = memory.store.search.vector_search(scope, query[None, :], 10, types)[0]
             assert {i for i, _ in found} <= set(allowed)
             # The filter never starves the result: HNSW is asked for more, or the admitted
             # memories are scanned exactly.
@@ -442,7 +471,7 @@ def test_a_selective_filter_widens_the_hnsw_search(
     with _open(tmp_path / "m.db", HNSW) as memory:
         ids = [r.id for r in memory.remember_many(items)]
         allowed = ids[::20]
-        memory.store.vector_search(Scope(), _queries(1, seed=9), 10)  # builds the graph
+        memory.store.search.vector_search(Scope(), _queries(1, seed=9), 10)  # builds the graph
         scans: list[int] = []
         exact = dense.NamespaceIndex._search_exact
         monkeypatch.setattr(
@@ -453,7 +482,7 @@ def test_a_selective_filter_widens_the_hnsw_search(
         agree = 0
         queries = _queries(12, seed=4)
         for query in queries:
-            found = memory.store.vector_search(Scope(user_id="few"), query[None, :], 10)[0]
+            found = memory.store.search.vector_search(Scope(user_id="few"), query[None, :], 10)[0]
             assert len(found) == 10
             assert {i for i, _ in found} <= set(allowed)
             scores = _exact(memory, query, allowed)
@@ -503,11 +532,11 @@ def test_hnsw_forget_removes_the_vector(hnsw_store: tuple[Path, list[int]]) -> N
     path, ids = hnsw_store
     query = _queries(1, seed=6)
     with _open(path, HNSW) as memory:
-        top = memory.store.vector_search(Scope(), query, 3)[0][0][0]
+        top = memory.store.search.vector_search(Scope(), query, 3)[0][0][0]
         memory.forget(top)
-        assert top not in {i for i, _ in memory.store.vector_search(Scope(), query, 50)[0]}
+        assert top not in {i for i, _ in memory.store.search.vector_search(Scope(), query, 50)[0]}
     with _open(path, HNSW) as memory:
-        assert top not in {i for i, _ in memory.store.vector_search(Scope(), query, 50)[0]}
+        assert top not in {i for i, _ in memory.store.search.vector_search(Scope(), query, 50)[0]}
         assert memory.stats().memories == len(ids) - 1
 
 
@@ -527,21 +556,23 @@ def test_forget_removes_a_memory_from_every_retriever(hashing_mem: Memory, now: 
     assert ids["roadmap"] in after["temporal"]
     scope = Scope()
     vector = HASHING.embed(["Priya Patel met Sarah Chen about the Kestrel budget"])
-    assert target not in {i for i, _ in hashing_mem.store.vector_search(scope, vector, 50)[0]}
-    assert hashing_mem.store.lexical_search(scope, ["budget"], 50, weights=W) == []
+    assert target not in {
+        i for i, _ in hashing_mem.store.search.vector_search(scope, vector, 50)[0]
+    }
+    assert hashing_mem.store.search.lexical_search(scope, ["budget"], 50, weights=W) == []
     # The memory count is the rows'. Document frequencies are the index's statistics: on the
     # embedded store a deleted document counts in them until its segment is merged, as it does
     # in BM25's (lexical.py); what matters above is that nothing finds it.
-    total, frequencies = hashing_mem.store.term_document_frequencies(
+    total, frequencies = hashing_mem.store.reads.term_document_frequencies(
         "default", ["budget", "roadmap"]
     )
     assert (total, frequencies["roadmap"]) == (2, 1)
     assert frequencies["budget"] in (0, 1)
-    events = hashing_mem.store.events_between(scope, now - timedelta(days=7), now, 50)
+    events = hashing_mem.store.search.events_between(scope, now - timedelta(days=7), now, 50)
     assert [i for i, _ in events] == [ids["roadmap"]]
-    assert hashing_mem.store.vectors("default", [target]) == {}
-    assert hashing_mem.store.get_memories("default", [target]) == {}
-    assert hashing_mem.store.attributes("default", [target]) == {}
+    assert hashing_mem.store.reads.vectors("default", [target]) == {}
+    assert hashing_mem.store.reads.get_memories("default", [target]) == {}
+    assert hashing_mem.store.reads.attributes("default", [target]) == {}
 
 
 def test_forget_decrements_co_mention_edges(hashing_mem: Memory, now: datetime) -> None:
@@ -551,29 +582,38 @@ def test_forget_decrements_co_mention_edges(hashing_mem: Memory, now: datetime) 
 
     def co_mentions(a: int, b: int) -> list[float]:
         return [
-            e.confidence
-            for e in hashing_mem.store.edges_touching(Scope(), [a])
-            if {e.source_id, e.target_id} == {a, b} and e.kind is EdgeKind.SEMANTIC
+            e.strength
+            for e in hashing_mem.store.search.strongest_edges(Scope(), [a], EVERY_EDGE)
+            if {e.entity_id, e.there} == {a, b} and e.kind is EdgeKind.SEMANTIC
         ]
 
     def structural() -> list[float]:
         return [
-            e.confidence
-            for e in hashing_mem.store.edges_touching(Scope(), [priya])
+            e.strength
+            for e in hashing_mem.store.search.strongest_edges(Scope(), [priya], EVERY_EDGE)
             if e.kind is EdgeKind.STRUCTURAL
         ]
 
     assert co_mentions(priya, sarah) == [0.75]  # two memories name both
     assert co_mentions(priya, kestrel) == [0.5]
-    assert hashing_mem.store.entity_frequencies("default", [priya, sarah]) == {priya: 2, sarah: 2}
+    assert hashing_mem.store.reads.entity_frequencies("default", [priya, sarah]) == {
+        priya: 2,
+        sarah: 2,
+    }
     hashing_mem.forget(ids["budget"])
     assert co_mentions(priya, sarah) == [0.5]
     assert co_mentions(priya, kestrel) == []
     assert co_mentions(sarah, kestrel) == []
-    assert hashing_mem.store.entity_frequencies("default", [priya, sarah]) == {priya: 1, sarah: 1}
+    assert hashing_mem.store.reads.entity_frequencies("default", [priya, sarah]) == {
+        priya: 1,
+        sarah: 1,
+    }
     hashing_mem.forget(ids["roadmap"])
     assert co_mentions(priya, sarah) == []
-    assert hashing_mem.store.entity_frequencies("default", [priya, sarah]) == {priya: 0, sarah: 0}
+    assert hashing_mem.store.reads.entity_frequencies("default", [priya, sarah]) == {
+        priya: 0,
+        sarah: 0,
+    }
     assert structural() == [1.0]  # an explicit relation is not a co-mention: it stays
     # Only the memory never forgotten can come back (and only with some evidence for it).
     hits = hashing_mem.recall("who reports to Priya Patel?").hits
@@ -590,11 +630,14 @@ def test_entity_mention_counts_match_the_memories_that_mention_them(hashing_mem:
     entity = _entity_ids(hashing_mem)
     priya, omar = entity["Priya Patel"], entity["Omar"]
     assert first.entities == second.entities == ("Priya Patel", "Omar")
-    assert hashing_mem.store.entity_frequencies("default", [priya, omar]) == {priya: 2, omar: 2}
+    assert hashing_mem.store.reads.entity_frequencies("default", [priya, omar]) == {
+        priya: 2,
+        omar: 2,
+    }
     hashing_mem.forget(first.id)
     hashing_mem.forget(second.id)
     # Omar was named only by the forgotten memories: gone. Priya has an alias a user declared.
-    assert hashing_mem.store.entity_frequencies("default", [priya, omar]) == {priya: 0}
+    assert hashing_mem.store.reads.entity_frequencies("default", [priya, omar]) == {priya: 0}
     assert "Omar" not in _entity_ids(hashing_mem)
 
 
@@ -604,9 +647,9 @@ def test_entity_mention_counts_match_the_memories_that_mention_them(hashing_mem:
 def test_insert_failing_mid_batch_leaves_nothing(hashing_mem: Memory, now: datetime) -> None:
     hashing_mem.remember("An earlier memory about Priya Patel", entities=["Priya Patel"])
     before = _counts(hashing_mem)
-    generation = hashing_mem.store.namespace_generation("default")
-    catalog = list(hashing_mem.store.catalog("default"))
-    hashing_mem.store.vector_search(Scope(), HASHING.embed(["x"]), 5)  # load the dense index
+    generation = hashing_mem.store.reads.namespace_generation("default")
+    catalog = list(hashing_mem.store.reads.catalog("default"))
+    hashing_mem.store.search.vector_search(Scope(), HASHING.embed(["x"]), 5)  # load the dense index
 
     def new(i: int, entities: tuple[str, ...]) -> NewMemory:
         return NewMemory(
@@ -624,20 +667,25 @@ def test_insert_failing_mid_batch_leaves_nothing(hashing_mem: Memory, now: datet
     batch = [new(i, ("Priya Patel", f"Zed Number{i}")) for i in range(5)]
     batch[3] = new(3, ("Priya Patel", "!!!"))  # the store refuses it after three inserts
     with pytest.raises(fivefold.InvalidInput):
-        hashing_mem.store.insert_memories(batch, HASHING.embed([m.content for m in batch]))
+        hashing_mem.store.writes.insert_memories(batch, HASHING.embed([m.content for m in batch]))
     assert _counts(hashing_mem) == before
-    assert hashing_mem.store.namespace_generation("default") == generation
-    assert list(hashing_mem.store.catalog("default")) == catalog
-    assert hashing_mem.store.lexical_search(Scope(), ["ziggurat"], 10, weights=W) == []
-    assert hashing_mem.store.events_between(Scope(), now - timedelta(days=1), now, 10) == []
-    assert hashing_mem.store.last_session_end(Scope(), None) is None
-    assert len(hashing_mem.store.vector_search(Scope(), HASHING.embed(["ziggurat"]), 10)[0]) == 1
+    assert hashing_mem.store.reads.namespace_generation("default") == generation
+    assert list(hashing_mem.store.reads.catalog("default")) == catalog
+    assert hashing_mem.store.search.lexical_search(Scope(), ["ziggurat"], 10, weights=W) == []
+    assert hashing_mem.store.search.events_between(Scope(), now - timedelta(days=1), now, 10) == []
+    assert hashing_mem.store.reads.last_session_end(Scope(), None) is None
+    assert (
+        len(hashing_mem.store.search.vector_search(Scope(), HASHING.embed(["ziggurat"]), 10)[0])
+        == 1
+    )
     # The same batch without the bad item goes through whole.
     del batch[3]
-    written = hashing_mem.store.insert_memories(batch, HASHING.embed([m.content for m in batch]))
+    written = hashing_mem.store.writes.insert_memories(
+        batch, HASHING.embed([m.content for m in batch])
+    )
     new_ids = [r.id for r in written]
-    assert len(hashing_mem.store.lexical_search(Scope(), ["ziggurat"], 10, weights=W)) == 4
-    found = hashing_mem.store.vector_search(Scope(), HASHING.embed(["ziggurat"]), 10)[0]
+    assert len(hashing_mem.store.search.lexical_search(Scope(), ["ziggurat"], 10, weights=W)) == 4
+    found = hashing_mem.store.search.vector_search(Scope(), HASHING.embed(["ziggurat"]), 10)[0]
     assert set(new_ids) <= {i for i, _ in found}
 
 
@@ -651,7 +699,7 @@ def test_remember_many_invalid_item_leaves_nothing(tmp_path: Path) -> None:
             memory.remember_many(items)
     with _open(path) as memory:
         assert memory.stats().memories == 1
-        assert memory.store.lexical_search(Scope(), ["ziggurat"], 10, weights=W) == []
+        assert memory.store.search.lexical_search(Scope(), ["ziggurat"], 10, weights=W) == []
 
 
 # -- stats and generations ----------------------------------------------------------------------
@@ -705,7 +753,7 @@ def test_reads_by_id_look_each_id_up(tmp_path: Path, table: str) -> None:
     at 100k memories, in every recall's fusion)."""
     with Memory.open(tmp_path / "m.db", embedder=HASHING) as memory:
         memory.remember("Priya Patel leads Kestrel")
-        conn: sqlite3.Connection = memory.store._conn  # type: ignore[attr-defined]
+        conn: sqlite3.Connection = memory.store._core.conn  # type: ignore[attr-defined]
         plan = conn.execute(
             f"EXPLAIN QUERY PLAN SELECT id FROM {table} WHERE {BY_ID}", ("default", "[1, 2]")
         ).fetchall()
@@ -727,18 +775,18 @@ def test_memory_store_stats_location(hashing_mem: Memory) -> None:
 
 def test_every_write_bumps_the_namespace_generation(hashing_mem: Memory) -> None:
     store = hashing_mem.store
-    seen = [store.namespace_generation("default")]
+    seen = [store.reads.namespace_generation("default")]
     record = hashing_mem.remember("Priya Patel likes tea", entities=["Priya Patel"])
-    seen.append(store.namespace_generation("default"))
+    seen.append(store.reads.namespace_generation("default"))
     hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel", record=False)
-    seen.append(store.namespace_generation("default"))
+    seen.append(store.reads.namespace_generation("default"))
     hashing_mem.alias("Priya Patel", "PP")
-    seen.append(store.namespace_generation("default"))
+    seen.append(store.reads.namespace_generation("default"))
     hashing_mem.forget(record.id)
-    seen.append(store.namespace_generation("default"))
+    seen.append(store.reads.namespace_generation("default"))
     assert seen == sorted(set(seen))
-    assert store.namespace_generation("other") == 0
-    assert store.memory_count("default") == 0
+    assert store.reads.namespace_generation("other") == 0
+    assert store.reads.memory_count("default") == 0
 
 
 def test_naive_datetimes_are_taken_as_utc(hashing_mem: Memory) -> None:
@@ -746,7 +794,7 @@ def test_naive_datetimes_are_taken_as_utc(hashing_mem: Memory) -> None:
     record = hashing_mem.remember("Priya shipped the release", type="event", event_at=naive)
     assert record.event_at == naive.replace(tzinfo=UTC)
     assert record.created_at.tzinfo is not None
-    window = hashing_mem.store.events_between(
+    window = hashing_mem.store.search.events_between(
         Scope(), datetime(2026, 3, 18, tzinfo=UTC), datetime(2026, 3, 19, tzinfo=UTC), 10
     )
     assert window == [(record.id, naive.replace(tzinfo=UTC))]
@@ -786,10 +834,12 @@ def test_a_memory_naming_thousands_is_bounded_work(hashing_mem: Memory) -> None:
     joined_twice = hashing_mem.stats().edges
     hashing_mem.forget(record.id)
     # What the first memory supported is gone; what the second supports stays, once.
-    kept = hashing_mem.store.edges_touching(Scope(), list(_entity_ids(hashing_mem).values()))
-    assert len(kept) == 16 * 15 // 2
-    assert all(e.confidence == 0.5 for e in kept)
-    assert joined_twice >= len(kept)
+    every = list(_entity_ids(hashing_mem).values())
+    kept = hashing_mem.store.search.strongest_edges(Scope(), every, EVERY_EDGE)
+    pairs = {frozenset((e.entity_id, e.there)) for e in kept}
+    assert len(pairs) == 16 * 15 // 2
+    assert all(e.strength == 0.5 for e in kept)
+    assert joined_twice >= len(pairs)
     assert 0 < len(hashing_mem.get(second.id).entities) <= 64
 
 
@@ -798,14 +848,14 @@ def test_relate_writes_its_fact_and_its_edge_together_or_not_at_all(
 ) -> None:
     from fivefold.store.postgres import schema as pg_schema
 
-    generation = hashing_mem.store.namespace_generation("default")
+    generation = hashing_mem.store.reads.namespace_generation("default")
     monkeypatch.setattr(schema, "INSERT_EDGE", "INSERT INTO no_such_table VALUES (?)")
     monkeypatch.setattr(pg_schema, "INSERT_EDGE", "INSERT INTO no_such_table VALUES (%s)")
     with pytest.raises(fivefold.StoreError):
         hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel")
     stats = hashing_mem.stats()
     assert (stats.memories, stats.edges, stats.entities) == (0, 0, 0)
-    assert hashing_mem.store.namespace_generation("default") == generation
+    assert hashing_mem.store.reads.namespace_generation("default") == generation
     assert hashing_mem.recall("who does Sarah Chen report to?").hits == ()
     monkeypatch.undo()
     edge = hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel")
@@ -838,15 +888,15 @@ def test_the_catalog_is_read_again_only_when_names_change(
     db = tmp_path / "m.db"
     with _open(db) as memory, _open(db) as other:
         reads: list[str] = []
-        real = memory.store._reads.catalog  # type: ignore[attr-defined]
+        real = memory.store.reads._read_catalog  # type: ignore[attr-defined]
         monkeypatch.setattr(
-            memory.store._reads,  # type: ignore[attr-defined]
-            "catalog",
+            memory.store.reads,
+            "_read_catalog",
             lambda namespace: reads.append(namespace) or real(namespace),
         )
 
         def names() -> set[str]:
-            return {e.name for e in memory.store.catalog("default")}
+            return {e.name for e in memory.store.reads.catalog("default")}
 
         memory.remember("Ann Lee called", entities=["Ann Lee"])
         assert names() == {"Ann Lee"}
@@ -863,7 +913,7 @@ def test_the_catalog_is_read_again_only_when_names_change(
         other.forget(carl.id)  # the only memory naming him: the entity goes with it
         assert names() == {"Ann Lee", "Annie"}
         assert len(reads) == 3
-        assert {e.name for e in memory.store.catalog("elsewhere")} == set()
+        assert {e.name for e in memory.store.reads.catalog("elsewhere")} == set()
 
 
 def test_a_schema_7_store_gets_catalog_versions(tmp_path: Path) -> None:
@@ -874,6 +924,6 @@ def test_a_schema_7_store_gets_catalog_versions(tmp_path: Path) -> None:
     as_schema_7(conn)
     conn.close()
     with _open(db) as memory, _open(db) as other:
-        assert {e.name for e in memory.store.catalog("default")} == {"Ann Lee", "Bo Park"}
+        assert {e.name for e in memory.store.reads.catalog("default")} == {"Ann Lee", "Bo Park"}
         other.alias("Ann Lee", "Annie")  # the catalog's triggers came with the migration
-        assert "Annie" in {e.name for e in memory.store.catalog("default")}
+        assert "Annie" in {e.name for e in memory.store.reads.catalog("default")}

@@ -295,7 +295,7 @@ def _bulk_ingest(
     # Writers bring the lexical index up to date every few batches: what the last ones left
     # waiting is part of the ingest (a lexical statistic reads the index once it is current).
     began = time.perf_counter()
-    mem.store.term_document_frequencies(corpus.namespace, ["ingest"])
+    mem.store.reads.term_document_frequencies(corpus.namespace, ["ingest"])
     timings[-1] += time.perf_counter() - began
     return _ingest(
         "precomputed vectors, all fields given", corpus.size, timings, BULK_BATCH
@@ -350,6 +350,8 @@ def open_index(mem: Memory, namespace: str, probe: Vectors) -> float:
     the lexical index; on Postgres they build pgvector's HNSW index on a store just loaded
     and read the probe's posting lists."""
     start = time.perf_counter()
-    mem.store.vector_search(Scope(namespace=namespace), probe[None, :], 10)
-    mem.store.lexical_search(Scope(namespace=namespace), ["index"], 10, weights=DEFAULT_WEIGHTS)
+    mem.store.search.vector_search(Scope(namespace=namespace), probe[None, :], 10)
+    mem.store.search.lexical_search(
+        Scope(namespace=namespace), ["index"], 10, weights=DEFAULT_WEIGHTS
+    )
     return time.perf_counter() - start

@@ -62,6 +62,6 @@ def cross_validate(
         report = {"trained_on": f"the namespaces outside fold {fold + 1} of {folds}"}
         payload = replace(model, report=report).to_json()
         for namespace in held:
-            mem.store.save_model(namespace, payload, accepted=True)
+            mem.store.models.save_model(namespace, payload, accepted=True)
     everything = fit([x for ns in namespaces for x in examples[ns]], l2=l2)
     return replace(everything, report={"trained_on": f"{len(namespaces)} namespaces"})

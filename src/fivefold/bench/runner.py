@@ -199,7 +199,7 @@ def run_benchmark(
             rounds=rounds,
             on=progress,
         )
-        embedder_name = mem.store.stats().embedding_model
+        embedder_name = mem.store.admin.stats().embedding_model
         settings = FusionSettings.from_config(mem.config.fusion)
     marks.append(time.perf_counter())
     reference = runs[0]
@@ -387,7 +387,7 @@ def trace_queries(
 
 def _trace(mem: Memory, namespace: str, explanation: Explanation) -> Trace:
     ids = {item.id for run in explanation.runs for item in run.items}
-    attributes = mem.store.attributes(namespace, sorted(ids))
+    attributes = mem.store.reads.attributes(namespace, sorted(ids))
     return Trace(
         runs=explanation.runs,
         weights=explanation.plan.weights,

@@ -29,7 +29,7 @@ from rich.progress import Progress
 from fivefold import validate
 from fivefold.errors import InvalidInput
 from fivefold.memory import Memory
-from fivefold.store.base import Progress as JobProgress
+from fivefold.store.protocol import Progress as JobProgress
 from fivefold.write.prepare import check
 
 OnError = Literal["stop", "skip"]
@@ -188,7 +188,7 @@ class _Opened:
                 except InvalidInput as exc:
                     raise InvalidInput(exc.detail, item=position) from exc
             self._mem = self._opened()
-            self._seen = self._mem.store.progress(key)
+            self._seen = self._mem.store.admin.progress(key)
             if self._seen is not None and self._resume:
                 done, digest = _read_note(self._seen)
                 raise _Noted(done, digest)

@@ -377,7 +377,7 @@ def doctor(ctx: click.Context, /, repair: bool) -> None:
 
     try:
         with open_memory(ctx, existing=True) as mem:
-            findings = mem.store.check(repair=repair)
+            findings = mem.store.admin.check(repair=repair)
     except Damaged:
         from fivefold.store import local_file
         from fivefold.store.sqlite.check import check_unopened
@@ -439,7 +439,7 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
             )
         except KeyboardInterrupt:
             progress.stop()
-            if dst.store.copy_mark() is not None:
+            if dst.store.admin.copy_mark() is not None:
                 said = (
                     f"{destination} holds part of the copy, marked unfinished (`fivefold "
                     "doctor` reports it, migrate refuses it): copy again into a new, empty store"

@@ -22,7 +22,7 @@ import numpy as np
 from fivefold import validate
 from fivefold.errors import InvalidInput, StoreError
 from fivefold.memory import Memory
-from fivefold.store.base import Store
+from fivefold.store.protocol import Store
 from fivefold.store.records import NewEdge, NewMemory
 from fivefold.store.shared.batch import IdTaken
 from fivefold.types import MemoryRecord, Scope
@@ -67,13 +67,13 @@ class MigrationReport:
 def check_source(source: Memory, *, keyed_names: bool) -> None:
     """Refuse a source that cannot be copied into a store of ``keyed_names`` (``Store``'s:
     Postgres), before the destination is opened (the CLI: a refused copy makes no store)."""
-    if (note := source.store.copy_mark()) is not None:
+    if (note := source.store.admin.copy_mark()) is not None:
         raise InvalidInput(
             f"{source.store.location} is a copy that did not finish ({note}): copied on, it "
             "would look whole; copy its own source again"
         )
     if keyed_names and not source.store.keyed_names:  # what it holds, the destination may not
-        _check_names(source.store, source.store.held_namespaces())
+        _check_names(source.store, source.store.admin.held_namespaces())
 
 
 def migrate(
@@ -91,22 +91,22 @@ def migrate(
         raise InvalidInput(f"batch must be at least 1, got {batch}")
     if not source_checked:
         check_source(source, keyed_names=target.store.keyed_names)
-    if (note := target.store.copy_mark()) is not None:
+    if (note := target.store.admin.copy_mark()) is not None:
         raise InvalidInput(
             f"{target.store.location} holds a copy that did not finish ({note}): migrate into "
             "an empty store (a new file, or a new Postgres schema)"
         )
-    if held := target.store.held_namespaces():
+    if held := target.store.admin.held_namespaces():
         raise InvalidInput(
             f"{target.store.location} already holds data (namespace {held[0][:40]!r}): "
             "migrate into an empty store"
         )
     src, dst = source.store, target.store
-    namespaces = src.held_namespaces()
+    namespaces = src.admin.held_namespaces()
     # Every namespace's ids in one ascending list: a store's ids are its own across namespaces,
     # and the destination takes given ids only from its next one on (never one it gave).
     listed = sorted((i, ns) for ns in namespaces for i in _oldest_first(src, ns))
-    if listed and (after := dst.next_memory_id()) > listed[0][0]:
+    if listed and (after := dst.admin.next_memory_id()) > listed[0][0]:
         raise InvalidInput(
             f"{dst.location} has given ids up to {after - 1} (to memories forgotten since): "
             f"a copy keeps its source's ids, from {listed[0][0]}, and no store gives an id "
@@ -115,8 +115,8 @@ def migrate(
     # Marked until the copy is whole: a copy killed half way leaves a store `fivefold doctor`
     # reports (it said "ok" of the part copied) and this function refuses to copy into or
     # from. Claimed at once with the emptiness: of two copies into one store, one goes on.
-    dst.mark_copy(f"from {src.location}, begun {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC")
-    total, done = src.stats().memories, 0
+    dst.admin.mark_copy(f"from {src.location}, begun {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC")
+    total, done = src.admin.stats().memories, 0
     relations = aliases = feedback = models = 0
     left_out: list[str] = []
     copied: set[int] = set()
@@ -124,14 +124,14 @@ def migrate(
         records: dict[int, MemoryRecord] = {}
         vectors: dict[int, Any] = {}
         for namespace, ids in _by_namespace(chunk).items():
-            records.update(src.get_memories(namespace, ids))
-            vectors.update(src.vectors(namespace, ids))
+            records.update(src.reads.get_memories(namespace, ids))
+            vectors.update(src.reads.vectors(namespace, ids))
         # A memory forgotten since the ids were listed (or a row the source cannot read) is
         # not copied: the counts below compare the stores as they end.
         kept = [i for i, _ in chunk if i in records and i in vectors]
         if kept:
             try:
-                dst.insert_memories(
+                dst.writes.insert_memories(
                     [_as_new(records[i]) for i in kept],
                     np.stack([vectors[i] for i in kept]),
                     ids=kept,
@@ -146,37 +146,39 @@ def migrate(
         if on_progress is not None:
             on_progress(done, total)
     # The source's next id too: one it gave a memory forgotten since is not given anew here.
-    dst.next_memory_id(at_least=src.next_memory_id())
+    dst.admin.next_memory_id(at_least=src.admin.next_memory_id())
     for namespace in namespaces:
-        for edge in src.relations(namespace):
+        for edge in src.admin.relations(namespace):
             memory_id = edge.memory_id if edge.memory_id in copied else None
-            dst.add_edge(replace(edge, memory_id=memory_id))
+            dst.writes.add_edge(replace(edge, memory_id=memory_id))
             relations += 1
-        for name, alias in src.aliases(namespace):
+        for name, alias in src.admin.aliases(namespace):
             try:
-                dst.add_alias(namespace, name, alias)
+                dst.writes.add_alias(namespace, name, alias)
             except InvalidInput as exc:  # an older store's alias naming two entities
                 left_out.append(f"namespace {namespace!r}: alias {alias!r} of {name!r}: {exc}")
                 continue
             aliases += 1
-        for entry in src.feedback(namespace):
+        for entry in src.models.feedback(namespace):
             labels = {i: v for i, v in entry.labels.items() if i in copied}
-            dst.add_feedback(namespace, entry.query, entry.args, labels, entry.created_at)
+            dst.models.add_feedback(namespace, entry.query, entry.args, labels, entry.created_at)
             feedback += 1
         # The model that ranks the namespace, so both stores rank alike (its older versions
         # and the ones training refused stay behind).
-        saved = src.learned_model(namespace)
+        saved = src.models.learned_model(namespace)
         if saved is not None:
-            dst.save_model(namespace, saved[1], accepted=True)
+            dst.models.save_model(namespace, saved[1], accepted=True)
             models += 1
     # Every namespace the source holds now: one another process began meanwhile (or memories
     # it added to one already copied) shows as a mismatch, not as a verified copy.
-    counts = {ns: _counts(src, dst, ns) for ns in sorted({*namespaces, *src.held_namespaces()})}
-    dst.mark_copy(None)
+    counts = {
+        ns: _counts(src, dst, ns) for ns in sorted({*namespaces, *src.admin.held_namespaces()})
+    }
+    dst.admin.mark_copy(None)
     # Scores compare only when both stores' statistics count the current rows alone (the
     # embedded store's lexical index keeps counting a replaced or forgotten text until merged).
-    src.compact()
-    dst.compact()
+    src.admin.compact()
+    dst.admin.compact()
     sampled, same = _compare_recalls(source, target, namespaces, sample)
     return MigrationReport(
         counts, relations, aliases, sampled, same, feedback, models, tuple(left_out)
@@ -191,14 +193,14 @@ def _check_names(store: Store, namespaces: Sequence[str]) -> None:
     for namespace in namespaces:
         try:
             validate.scope(namespace, None, None, written=True)
-            for entry in store.catalog(namespace):
+            for entry in store.reads.catalog(namespace):
                 _checked(f"entity {entry.entity_id}", validate.entity_name, entry.name, "name")
             for chunk in _chunks(_oldest_first(store, namespace), PAGE):
-                for memory_id, record in store.get_memories(namespace, chunk).items():
+                for memory_id, record in store.reads.get_memories(namespace, chunk).items():
                     _checked(f"memory {memory_id}", _check_record, record)
-            for edge in store.relations(namespace):
+            for edge in store.admin.relations(namespace):
                 _checked(f"the relation {edge.relation[:40]!r}", _check_edge, edge)
-            for given in store.feedback(namespace):
+            for given in store.models.feedback(namespace):
                 _checked(f"feedback {given.id}", _no_nul, given.query, "its query")
         except InvalidInput as exc:
             raise InvalidInput(
@@ -240,7 +242,7 @@ def _no_nul(value: str | None, name: str) -> None:
 def _oldest_first(store: Store, namespace: str) -> list[int]:
     ids: list[int] = []
     before: int | None = None
-    while page := store.recent_ids(Scope(namespace), limit=PAGE, before=before):
+    while page := store.reads.recent_ids(Scope(namespace), limit=PAGE, before=before):
         ids.extend(page)
         before = page[-1]
     return ids[::-1]
@@ -275,7 +277,7 @@ def _as_new(record: MemoryRecord) -> NewMemory:
 
 
 def _counts(src: Store, dst: Store, namespace: str) -> NamespaceCounts:
-    a, b = src.stats(namespace), dst.stats(namespace)
+    a, b = src.admin.stats(namespace), dst.admin.stats(namespace)
     return NamespaceCounts((a.memories, b.memories), (a.entities, b.entities), (a.edges, b.edges))
 
 
@@ -301,7 +303,7 @@ def _compare_recalls(
     everyone = [(ns, i) for ns in namespaces for i in _oldest_first(source.store, ns)]
     picked = rng.sample(everyone, min(sample, len(everyone)))
     # One forgotten since the ids were listed is not compared (nor a KeyError).
-    chosen = [r for ns, i in picked if (r := source.store.get_memories(ns, [i]).get(i))]
+    chosen = [r for ns, i in picked if (r := source.store.reads.get_memories(ns, [i]).get(i))]
     now = datetime.now().astimezone()  # the same clock for both stores
     same = 0
     for record in chosen:

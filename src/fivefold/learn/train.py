@@ -21,7 +21,7 @@ from typing import Protocol
 from fivefold.config import LearnedConfig
 from fivefold.errors import InvalidInput
 from fivefold.learn.model import Example, LearnedModel, fit, recall_at
-from fivefold.store.base import Store
+from fivefold.store.protocol import Store
 from fivefold.store.records import Feedback
 from fivefold.types import TrainReport
 
@@ -62,7 +62,7 @@ def questions(asker: Asker, feedback: Sequence[Feedback]) -> list[Feedback]:
 
 
 def train(reader: Asker, store: Store, namespace: str, config: LearnedConfig) -> TrainReport:
-    entries = questions(reader, store.feedback(namespace))
+    entries = questions(reader, store.models.feedback(namespace))
     if len(entries) < config.min_feedback:
         raise InvalidInput(
             f"namespace {namespace!r} has feedback on {len(entries)} recalls; training needs "
@@ -95,7 +95,7 @@ def train(reader: Asker, store: Store, namespace: str, config: LearnedConfig) ->
         "rules_recall_at_10": round(rules_recall, 4),
     }
     model = replace(final, trained_at=datetime.now(UTC), report=report)
-    version = store.save_model(namespace, model.to_json(), accepted=accepted)
+    version = store.models.save_model(namespace, model.to_json(), accepted=accepted)
     return TrainReport(
         namespace=namespace,
         recalls=len(entries),

@@ -29,7 +29,7 @@ from fivefold.read.retrieve import (
     temporal_search,
     type_list,
 )
-from fivefold.store.base import Store
+from fivefold.store.protocol import Store
 from fivefold.store.records import MemoryAttributes
 from fivefold.text import normalize_name
 from fivefold.types import (
@@ -331,7 +331,7 @@ class ReadPipeline:
             except RewriteError as exc:
                 state.notes.append(f"{exc}; used feedback rewrites")
         first, _ = self._fuse(state)
-        top = self._store.get_memories(
+        top = self._store.reads.get_memories(
             state.scope.namespace, [f.id for f in first[: config.feedback_docs]]
         )
         documents = [top[f.id].content for f in first[: config.feedback_docs] if f.id in top]
@@ -339,7 +339,7 @@ class ReadPipeline:
         return feedback_rewrites(
             focus,
             documents,
-            frequencies=lambda terms: self._store.term_document_frequencies(namespace, terms),
+            frequencies=lambda terms: self._store.reads.term_document_frequencies(namespace, terms),
             config=config,
         )
 
@@ -358,7 +358,7 @@ class ReadPipeline:
         state = _State(query, plan, scope, depth, now, tuple(forced_types), _Clock())
         self._retrieve(state)
         fused = self._rule_fused(state)
-        attributes = self._store.attributes(scope.namespace, [f.id for f in fused])
+        attributes = self._store.reads.attributes(scope.namespace, [f.id for f in fused])
         return self._candidates(state, fused, attributes)
 
     # -- fusion and post-fusion policies --------------------------------------------------------
@@ -367,7 +367,7 @@ class ReadPipeline:
         known = state.attributes
         missing = [i for i in ids if i not in known]
         if missing:
-            known.update(self._store.attributes(state.scope.namespace, missing))
+            known.update(self._store.reads.attributes(state.scope.namespace, missing))
         return {i: known[i] for i in ids if i in known}
 
     def _rule_fused(self, state: _State) -> list[Fused]:
@@ -493,7 +493,7 @@ class ReadPipeline:
         start = time.perf_counter()
         depth = self._config.rerank.depth
         head, tail = ranked[:depth], ranked[depth:]
-        records = self._store.get_memories(state.scope.namespace, [f.id for f in head])
+        records = self._store.reads.get_memories(state.scope.namespace, [f.id for f in head])
         scores = self._reranker.score(
             state.query.focus, [records[f.id].content if f.id in records else "" for f in head]
         )
@@ -505,7 +505,7 @@ class ReadPipeline:
         start = time.perf_counter()
         config = self._config.mmr
         head, tail = ranked[: config.depth], ranked[config.depth :]
-        vectors = self._store.vectors(state.scope.namespace, [f.id for f in head])
+        vectors = self._store.reads.vectors(state.scope.namespace, [f.id for f in head])
         order = mmr_order(
             [f.id for f in head],
             [f.score for f in head],

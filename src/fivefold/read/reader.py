@@ -32,7 +32,7 @@ from fivefold.read.pipeline import ReadPipeline, Retrieval
 from fivefold.read.plan import Features, plan_query
 from fivefold.read.rerank.cross_encoder import load_reranker
 from fivefold.read.retrieve.graph import specificity
-from fivefold.store.base import Store
+from fivefold.store.protocol import Store
 from fivefold.store.records import CatalogEntry, Feedback
 from fivefold.text import normalize_query
 from fivefold.types import (
@@ -194,7 +194,7 @@ class Reader:
         started = time.perf_counter()
         caching = self._config.optimizer.mode is OptimizerMode.CACHED
         key = args.cache_key() if caching else ""
-        version = self._store.namespace_generation(args.scope.namespace) if caching else 0
+        version = self._store.reads.namespace_generation(args.scope.namespace) if caching else 0
         if caching and (hit := self._cache.get(key, version)) is not None:
             elapsed = (time.perf_counter() - started) * 1000.0
             self._metrics.record(CACHE_PLAN, elapsed)
@@ -222,7 +222,7 @@ class Reader:
         planned = self._plan(args, model)
         retrieval = self._run(args, planned, model)
         top = retrieval.ranked[: args.k]
-        records = self._store.get_memories(args.scope.namespace, [f.id for f in top])
+        records = self._store.reads.get_memories(args.scope.namespace, [f.id for f in top])
         via_context = self._context_only(args.scope, retrieval, [f.id for f in top])
         default = self._config.default_importance
         hits = tuple(
@@ -261,7 +261,7 @@ class Reader:
         if not found or not retrieval.query.terms:
             return set()
         weights = self._config.own_text_weights()
-        own = self._store.lexical_search(
+        own = self._store.search.lexical_search(
             scope, retrieval.query.terms, len(found), within=found, weights=weights
         )
         return set(found) - {i for i, _ in own}
@@ -310,12 +310,12 @@ class Reader:
         read again when the namespace's generation moves (a save bumps it)."""
         if not self._learning:
             return None
-        generation = self._store.namespace_generation(namespace)
+        generation = self._store.reads.namespace_generation(namespace)
         with self._lock:
             cached = self._models.get(namespace)
             if cached is not None and cached[0] == generation:
                 return cached[1]
-        saved = self._store.learned_model(namespace)
+        saved = self._store.models.learned_model(namespace)
         model = None
         if saved is not None:
             model = LearnedModel.from_json(saved[1], version=saved[0])
@@ -338,16 +338,18 @@ class Reader:
             now=args.now,
             resolver=self._resolver(scope.namespace),
             temporal=self._config.temporal_for(scope.namespace),
-            last_session_end=self._store.last_session_end(scope, args.session),
+            last_session_end=self._store.reads.last_session_end(scope, args.session),
             visible=None
             if scope.user_id is None and scope.agent_id is None
-            else lambda ids: self._store.visible_entities(scope, ids),
+            else lambda ids: self._store.reads.visible_entities(scope, ids),
         )
         parse_ms = (time.perf_counter() - start) * 1000.0
-        total, frequencies = self._store.term_document_frequencies(scope.namespace, parsed.terms)
+        total, frequencies = self._store.reads.term_document_frequencies(
+            scope.namespace, parsed.terms
+        )
         entity_ids = [r.entity_id for r in parsed.entity_refs]
-        mentions = self._store.entity_frequencies(scope.namespace, entity_ids)
-        memories = self._store.memory_count(scope.namespace)
+        mentions = self._store.reads.entity_frequencies(scope.namespace, entity_ids)
+        memories = self._store.reads.memory_count(scope.namespace)
         specific = {e: specificity(memories, mentions.get(e, 0)) for e in entity_ids}
         start = time.perf_counter()
         plan, parsed, features = plan_query(
@@ -387,7 +389,7 @@ class Reader:
         self, args: RecallArgs, planned: _Planned, retrieval: Retrieval, started: float
     ) -> RecallResult:
         top = retrieval.ranked[: args.k]
-        records = self._store.get_memories(args.scope.namespace, [f.id for f in top])
+        records = self._store.reads.get_memories(args.scope.namespace, [f.id for f in top])
         features = result_features([(f.terms, f.score) for f in top])
         coefficients = LEARNED_COEFFICIENTS if retrieval.learned else COEFFICIENTS
         hits = tuple(
@@ -411,12 +413,12 @@ class Reader:
         """Built again only when the names change: after a write (the generation moved) the
         store's catalog is asked, and the same catalog it returns (a store caching it until
         a name changes) keeps the resolver, whose trigram index is costly to build."""
-        generation = self._store.namespace_generation(namespace)
+        generation = self._store.reads.namespace_generation(namespace)
         with self._lock:
             cached = self._resolvers.get(namespace)
             if cached is not None and cached[0] == generation:
                 return cached[2]
-        entries = self._store.catalog(namespace)
+        entries = self._store.reads.catalog(namespace)
         with self._lock:
             cached = self._resolvers.get(namespace)
             resolver = (

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fivefold.errors import InvalidInput, StoreError, UnsupportedBackend
-from fivefold.store.base import Store, StoreSettings
+from fivefold.store.protocol import Store, StoreSettings
 
 __all__ = [
     "Store",
@@ -27,7 +27,7 @@ def default_path() -> Path:
 
 
 def _sqlite(location: str, *, embedding_model: str, dim: int, settings: StoreSettings) -> Store:
-    from fivefold.store.sqlite.store import SQLiteStore
+    from fivefold.store.sqlite.backend import SQLiteStore
 
     file = local_file(location)
     path = ":memory:" if file is None else str(file)
@@ -79,7 +79,7 @@ def local_file(target: str | Path | None) -> Path | None:
 
 def _postgres(location: str, *, embedding_model: str, dim: int, settings: StoreSettings) -> Store:
     try:
-        from fivefold.store.postgres.store import PostgresStore
+        from fivefold.store.postgres.backend import PostgresStore
     except ModuleNotFoundError as exc:  # the `postgres` extra is not installed
         if exc.name is None or exc.name.split(".")[0] not in (
             "psycopg",

@@ -3,12 +3,18 @@ what the retrievers and the write path read back. None of it is public API."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from fivefold.types import EdgeKind, MemoryType, Scope
+
+# Memory ids as a store reads them: a list, or an array where it parses them in bulk.
+Ids = Sequence[int] | npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,54 +48,16 @@ class NewEdge:
 
 
 @dataclass(frozen=True, slots=True)
-class EdgeHop:
-    """One traversable edge as the graph retriever sees it (direction does not matter)."""
+class EdgeRow:
+    """An edge as one hop of the graph walk reads it, from the side of ``entity_id`` (the
+    frontier's entity) to ``there``: its strength (a co-mention's ``1 - 0.5^support``, else its
+    confidence), its kind, and ``valid_to`` as a timestamp (None: no end)."""
 
-    source_id: int
-    target_id: int
-    kind: EdgeKind
-    confidence: float
-    valid_to: datetime | None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NeighbourStep:
-    """What one hop of the graph walk needs: the frontier (entity id -> path weight so far),
-    the edge priors by kind, the freshness of a lifecycle edge whose ``valid_to`` is before
-    ``now``, the entities already reached, and how many to keep."""
-
-    frontier: Mapping[int, float]
-    priors: Mapping[EdgeKind, float]
-    now: datetime
-    expired_freshness: float
-    exclude: Collection[int]
-    limit: int
-
-    @property
-    def per_entity(self) -> int:
-        """Edges read per frontier entity, strongest first. A hop keeps ``limit`` entities, so
-        no entity contributes more; twice that leaves room for the kind's prior and an expired
-        edge's freshness to reorder an entity's edges (they only ever lower a strength)."""
-        return 2 * self.limit
-
-
-@dataclass(frozen=True, slots=True)
-class MentionHit:
-    """A memory reached from scored entities: the best entity score and tie-break evidence."""
-
-    memory_id: int
-    score: float
-    hops: int
-    touched: int
-    rarity: float
-
-
-@dataclass(frozen=True, slots=True)
-class EntityScore:
     entity_id: int
-    score: float
-    hops: int
-    rarity: float
+    there: int
+    strength: float
+    kind: EdgeKind
+    valid_to: float | None
 
 
 @dataclass(frozen=True, slots=True)

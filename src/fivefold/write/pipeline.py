@@ -18,7 +18,7 @@ from fivefold.errors import InvalidInput
 from fivefold.extract.entities import extract_entities
 from fivefold.gate import Gate, gated
 from fivefold.store import Store
-from fivefold.store.base import Progress
+from fivefold.store.protocol import Progress
 from fivefold.store.records import NewEdge, NewMemory
 from fivefold.text import normalize_name
 from fivefold.types import Edge, Entity, MemoryRecord, Scope
@@ -46,7 +46,7 @@ class Writer:
         prepared, vectors = self.prepare_batch(items)
         if not prepared:
             return []
-        return self._store.insert_memories(prepared, vectors, progress=progress)
+        return self._store.writes.insert_memories(prepared, vectors, progress=progress)
 
     @gated
     def relate(self, edge: NewEdge, item: Mapping[str, Any] | None) -> Edge:
@@ -56,11 +56,11 @@ class Writer:
         if item is not None:
             prepared, vectors = self.prepare_batch([item])
             fact, vector = prepared[0], vectors[0]
-        return self._store.add_edge(edge, record=fact, vector=vector)
+        return self._store.writes.add_edge(edge, record=fact, vector=vector)
 
     @gated
     def alias(self, namespace: str, name: str, alias: str) -> Entity:
-        return self._store.add_alias(namespace, name, alias)
+        return self._store.writes.add_alias(namespace, name, alias)
 
     def prepare_batch(
         self, items: Iterable[Mapping[str, Any]]
@@ -123,9 +123,9 @@ class Writer:
         """The names a write in ``scope`` links to: a user's (or agent's) write sees only the
         names its own scope's memories and edges carry, so it never links to, and so never
         reveals or strengthens, a name only another user wrote."""
-        entries = self._store.catalog(scope.namespace)
+        entries = self._store.reads.catalog(scope.namespace)
         if scope.user_id is not None or scope.agent_id is not None:
-            visible = self._store.visible_entities(scope, [e.entity_id for e in entries])
+            visible = self._store.reads.visible_entities(scope, [e.entity_id for e in entries])
             entries = [e for e in entries if e.entity_id in visible]
         canonical = {e.entity_id: e.name for e in entries if not e.is_alias}
         return {e.key: canonical.get(e.entity_id, e.name) for e in entries}

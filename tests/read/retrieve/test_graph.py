@@ -28,7 +28,7 @@ def note(memory: fivefold.Memory, *names: str, type: str = "fact", **fields: obj
 
 
 def refs(memory: fivefold.Memory, *names: str, confidence: float = 1.0) -> list[EntityRef]:
-    ids = {e.name: e.entity_id for e in memory.store.catalog("default") if not e.is_alias}
+    ids = {e.name: e.entity_id for e in memory.store.reads.catalog("default") if not e.is_alias}
     return [EntityRef(n, ids[n], n, confidence, Resolution.EXACT) for n in names]
 
 
@@ -111,7 +111,7 @@ def test_multi_hop_query_reaches_three_hops_end_to_end(
     parsed = parse_query(
         "friends of Ana Silva",
         now=NOW,
-        resolver=EntityResolver(hashing_mem.store.catalog("default")),
+        resolver=EntityResolver(hashing_mem.store.reads.catalog("default")),
         temporal=TemporalConfig(),
     )
     assert parsed.multi_hop
@@ -128,7 +128,7 @@ def test_traversal_goes_against_edge_direction(hashing_mem: fivefold.Memory) -> 
     parsed = parse_query(
         "who reports to Sarah Chen?",
         now=NOW,
-        resolver=EntityResolver(hashing_mem.store.catalog("default")),
+        resolver=EntityResolver(hashing_mem.store.reads.catalog("default")),
         temporal=TemporalConfig(),
     )
     assert [r.name for r in parsed.entity_refs] == ["Sarah Chen"]
@@ -231,7 +231,9 @@ def test_ambiguous_roots_are_all_walked_weighted_by_confidence(
     jones = note(hashing_mem, "Sarah Jones")
     report = note(hashing_mem, "Dev Rao")
     hashing_mem.relate("Dev Rao", "reports_to", "Sarah Jones", record=False)
-    roots = EntityResolver(hashing_mem.store.catalog("default")).resolve("what did Sarah say?")
+    roots = EntityResolver(hashing_mem.store.reads.catalog("default")).resolve(
+        "what did Sarah say?"
+    )
     assert [r.confidence for r in roots] == [0.45, 0.45]
     found = search(hashing_mem, roots)
     assert found[chen] == (pytest.approx(0.45), 0)

@@ -17,7 +17,7 @@ def test_the_lexical_leg_runs_beside_the_semantic_leg(
 ) -> None:
     with fivefold.Memory.open(tmp_path / "m.db", embedder=fivefold.HashingEmbedder()) as mem:
         mem.remember_many([{"content": f"Kestrel budget note {n}"} for n in range(20)])
-        store = mem.store
+        store = mem.store.search
         semantic_started = threading.Event()
         lexical_calls: list[bool] = []
         vector_search, lexical_search = store.vector_search, store.lexical_search

@@ -193,7 +193,7 @@ def test_squash_preserves_the_bm25_order(hashing_mem: fivefold.Memory) -> None:
     remember(hashing_mem, *({"content": c} for c in FILLER))
     remember(hashing_mem, {"content": "team lunch on Thursday", "predicate": "team lunch"})
     terms = ["team", "lunch", "thursday", "budget"]
-    raw = hashing_mem.store.lexical_search(Scope(), terms, 10, weights=W)
+    raw = hashing_mem.store.search.lexical_search(Scope(), terms, 10, weights=W)
     squashed = lexical_search(hashing_mem.store, Scope(), terms, depth=10)
     assert [i for i, _ in raw] == [s.id for s in squashed]
 

@@ -42,7 +42,7 @@ def run_with_hints(
     parsed = parse_query(
         query,
         now=NOW,
-        resolver=EntityResolver(memory.store.catalog("default")),
+        resolver=EntityResolver(memory.store.reads.catalog("default")),
         temporal=config.temporal,
     )
     parsed = dataclasses.replace(parsed, type_hints=tuple(hints))
@@ -194,13 +194,13 @@ def test_a_filtered_type_leg_reads_no_attributes(
 ) -> None:
     types = add(hashing_mem, COFFEE_PREFS + COFFEE_OTHERS)
     callers: list[str] = []
-    read = hashing_mem.store.attributes
+    read = hashing_mem.store.reads.attributes
 
     def spy(namespace: str, ids: Sequence[int]) -> object:
         callers.extend(frame.function for frame in inspect.stack())
         return read(namespace, ids)
 
-    monkeypatch.setattr(hashing_mem.store, "attributes", spy)
+    monkeypatch.setattr(hashing_mem.store.reads, "attributes", spy)
     runs = runs_by_name(run_with_hints(hashing_mem, "coffee", [PREF]).runs)
     assert {s.id for s in runs[RetrieverName.TYPE].items} == {
         i for i, t in types.items() if t is PREF
@@ -209,8 +209,8 @@ def test_a_filtered_type_leg_reads_no_attributes(
     assert "_text_legs" not in callers
     with fivefold.Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as widened:
         add(widened, COFFEE_PREFS[:2] + COFFEE_OTHERS)
-        read = widened.store.attributes
-        monkeypatch.setattr(widened.store, "attributes", spy)
+        read = widened.store.reads.attributes
+        monkeypatch.setattr(widened.store.reads, "attributes", spy)
         callers.clear()
         run_with_hints(widened, "coffee", [PREF])  # too few: the legs ran again unfiltered
         assert "_text_legs" in callers

@@ -11,7 +11,7 @@ Two additions to DESIGN's formula, both because a speaker named in half the memo
 evidence: each entity's score is multiplied by its specificity ``ln(N/df)/ln(N)`` (config
 ``graph.rarity_weighting``), and a memory's scores over the entities it names combine by
 noisy-or, so one naming two query entities outranks one naming either. Equal scores are then
-ordered by how many query entities a memory names and how rare they are (in SQL).
+ordered by how many query entities a memory names and how rare they are (``store/scoring.py``).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from datetime import datetime
 from fivefold.config import GraphConfig
 from fivefold.read.retrieve.lexical import idf
 from fivefold.read.retrieve.ranking import clip01
-from fivefold.store.base import Store
-from fivefold.store.records import EntityScore, NeighbourStep
+from fivefold.store.protocol import Store
+from fivefold.store.scoring import EntityScore, NeighbourStep, mentions, neighbours
 from fivefold.types import EdgeKind, EntityRef, MemoryType, Scope, Scored
 
 
@@ -45,8 +45,8 @@ def graph_search(
         return ()
     cap = config.frontier_cap if frontier_cap is None else frontier_cap
     reached = _walk(store, scope, refs, now, config, multi_hop, cap)
-    frequencies = store.entity_frequencies(scope.namespace, list(reached))
-    total = store.memory_count(scope.namespace)
+    frequencies = store.reads.entity_frequencies(scope.namespace, list(reached))
+    total = store.reads.memory_count(scope.namespace)
     scores = []
     for entity_id, (path, hops) in reached.items():
         frequency = frequencies.get(entity_id, 0)
@@ -54,7 +54,7 @@ def graph_search(
         if config.rarity_weighting:
             score *= specificity(total, frequency)
         scores.append(EntityScore(entity_id, score, hops, idf(total, frequency)))
-    hits = store.mentions(scope, scores, depth, types)
+    hits = mentions(store.search, scope, scores, depth, types)
     return tuple(Scored(h.memory_id, clip01(h.score), hops=h.hops) for h in hits)
 
 
@@ -76,8 +76,8 @@ def _walk(
     frontier_cap: int,
 ) -> dict[int, tuple[float, int]]:
     """Best path product and hop count of every entity reached, roots included. Each hop keeps
-    the ``frontier_cap`` best new entities; the store computes a hop's best paths itself, so a
-    hub's thousands of co-mention edges never cross into Python."""
+    the ``frontier_cap`` best new entities, from each frontier entity's strongest edges (the
+    store reads no more: a hub's thousands of co-mention edges are never all read)."""
     reached: dict[int, tuple[float, int]] = {}
     for ref in refs:
         weight = 1.0 if ref.confidence >= config.ambiguous_below else ref.confidence
@@ -101,7 +101,7 @@ def _walk(
             exclude=reached.keys(),
             limit=frontier_cap,
         )
-        frontier = dict(store.neighbours(scope, step))
+        frontier = dict(neighbours(store.search, scope, step))
         for entity_id, path in frontier.items():
             reached[entity_id] = (path, hop)
     return reached

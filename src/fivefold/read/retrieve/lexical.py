@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from fivefold.config import Config
 from fivefold.read.retrieve.ranking import ranked
-from fivefold.store.base import Store
+from fivefold.store.protocol import Store
 from fivefold.types import ColumnWeights, MemoryType, Scope, Scored
 
 HALF_SATURATION = 0.5
@@ -41,7 +41,7 @@ def idf(total: int, frequency: int) -> float:
 
 
 def query_weight(store: Store, namespace: str, terms: Sequence[str]) -> float:
-    total, frequencies = store.term_document_frequencies(namespace, terms)
+    total, frequencies = store.reads.term_document_frequencies(namespace, terms)
     return sum(idf(total, frequencies.get(t, 0)) for t in terms)
 
 
@@ -53,7 +53,7 @@ def selective_terms(
     that would leave none: then all of them."""
     if max_share >= 1.0 or not terms:
         return list(terms)
-    total, frequencies = store.term_document_frequencies(namespace, terms)
+    total, frequencies = store.reads.term_document_frequencies(namespace, terms)
     limit = max(max_share * total, COMMON_TERM_MIN_DOCS)
     kept = [t for t in terms if frequencies.get(t, 0) <= limit]
     return kept or list(terms)
@@ -85,7 +85,7 @@ def lexical_search(
         return ()
     terms = selective_terms(store, scope.namespace, terms, max_term_share)
     query_terms = [*terms, *(t for t in hint_terms if t in terms)]
-    hits = store.lexical_search(scope, query_terms, depth, types, weights=weights)
+    hits = store.search.lexical_search(scope, query_terms, depth, types, weights=weights)
     if not hits:
         return ()
     weight = query_weight(store, scope.namespace, query_terms)
@@ -111,6 +111,6 @@ def match_confidence(
     terms = selective_terms(store, scope.namespace, terms, max_term_share)
     # A memory is demoted for what it says (``weights``: its own columns), not for what its
     # session neighbours say.
-    hits = store.lexical_search(scope, terms, len(within), (), within, weights=weights)
+    hits = store.search.lexical_search(scope, terms, len(within), (), within, weights=weights)
     weight = query_weight(store, scope.namespace, terms)
     return {i: squash(s, weight) for i, s in hits}

@@ -25,6 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 from fivefold.store.shared.rows import COMENTION as COMENTION  # one name for both backends
+from fivefold.store.sql import Dialect
+from fivefold.store.sql import scope_sql as shared_scope_sql
 from fivefold.types import Scope
 
 SCHEMA_VERSION = 9
@@ -653,18 +655,8 @@ WHERE a.namespace = %s ORDER BY e.id, a.alias
 def scope_sql(
     scope: Scope, alias: str = "m", *, shared: bool = False
 ) -> tuple[str, dict[str, Any]]:
-    """``namespace`` always; ``user_id``/``agent_id`` only when the scope sets them. With
-    ``shared``, rows written namespace-wide ('' user or agent) are visible to every user and
-    agent of the namespace too (as in the SQLite backend). Named parameters: ns, user, agent."""
-    match = "IN ('', %({})s)" if shared else "= %({})s"
-    clauses, params = [f"{alias}.namespace = %(ns)s"], {"ns": scope.namespace}
-    if scope.user_id is not None:
-        clauses.append(f"{alias}.user_id {match.format('user')}")
-        params["user"] = scope.user_id
-    if scope.agent_id is not None:
-        clauses.append(f"{alias}.agent_id {match.format('agent')}")
-        params["agent"] = scope.agent_id
-    return " AND ".join(clauses), params
+    """``sql.scope_sql`` in this backend's parameter style (named: ns, user, agent)."""
+    return shared_scope_sql(scope, alias, shared=shared, dialect=Dialect.POSTGRES)
 
 
 __all__ = ["COMENTION", "MIGRATIONS", "SCHEMA_VERSION", "scope_sql"]

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from fivefold.errors import InvalidInput
-from fivefold.store.records import EdgeHop, Feedback, NewEdge
+from fivefold.store.records import Feedback, NewEdge
 from fivefold.store.shared.timeconv import from_ts, to_ts
 from fivefold.text import normalize_name
 from fivefold.types import Edge, EdgeKind, MemoryRecord, MemoryType, Scope
@@ -64,23 +64,6 @@ def relation_from_row(namespace: str, row: Sequence[Any]) -> NewEdge:
         valid_to=None if valid_to is None else from_ts(valid_to),
         scope=Scope(namespace, user or None, agent or None),
         memory_id=None if memory is None else int(memory),
-    )
-
-
-def edge_hop(row: Sequence[Any]) -> EdgeHop:
-    """An edge as the graph walk sees it, from (source, target, kind, confidence, support,
-    relation, valid_to). A co-mention's confidence is its support's: each co-mention halves the
-    remaining doubt (1 -> 0.5, 2 -> 0.75, 3 -> 0.875); both backends' ``neighbours`` compute
-    the same in SQL."""
-    source, target, kind, confidence, support, relation, valid_to = row
-    if relation == COMENTION:
-        confidence = 1.0 - 0.5 ** max(int(support), 1)
-    return EdgeHop(
-        int(source),
-        int(target),
-        EdgeKind(kind),
-        float(confidence),
-        None if valid_to is None else from_ts(valid_to),
     )
 
 

@@ -57,7 +57,7 @@ from fivefold.store.shared.context import WINDOW_REPEATS
 from fivefold.store.shared.tokens import Tokenizer
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.indexer import Indexer
-from fivefold.store.sqlite.read import BY_ID
+from fivefold.store.sqlite.schema import BY_ID
 from fivefold.types import ColumnWeights, Finding, MemoryType, Scope
 
 __all__ = ["LexicalIndexBusy", "LexicalIndexes", "window_tokens"]

@@ -17,9 +17,23 @@ theirs, which the dense index searches (NULL without neighbours: ``embedding`` i
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
 from fivefold.store.shared.rows import COMENTION as COMENTION  # one name for both backends
 
 SCHEMA_VERSION = 8
+# Rows of one namespace among a list of ids (``id_list``): the unary ``+`` keeps SQLite from
+# answering through an index on the namespace (which reads every row of the namespace) rather
+# than looking each id up.
+BY_ID = "+namespace = ? AND id IN (SELECT value FROM json_each(?))"
+
+
+def id_list(ids: Sequence[int]) -> str:
+    """Ids as one parameter, read by ``json_each``."""
+    return json.dumps([int(i) for i in ids])
+
+
 SCHEMA_VERSION_OF = "SELECT value FROM meta WHERE key = 'schema_version'"
 
 # Learned fusion (learned.py): feedback on recalls (the query and its arguments, and which
@@ -342,112 +356,6 @@ UNION ALL
 SELECT entity_id, alias, norm, 1 FROM aliases WHERE namespace = ?
 """
 
-# Schema 1 -> 2: session context columns (lexical and dense), rebuilt from the rows.
-MIGRATE_1_TO_2 = """
-ALTER TABLE memories ADD COLUMN speaker TEXT;
-ALTER TABLE mentions ADD COLUMN joined INTEGER NOT NULL DEFAULT 1;
-ALTER TABLE memories ADD COLUMN context_near TEXT NOT NULL DEFAULT '';
-ALTER TABLE memories ADD COLUMN context_far TEXT NOT NULL DEFAULT '';
-ALTER TABLE vectors ADD COLUMN context BLOB;
-CREATE VIRTUAL TABLE context_fts USING fts5(
-    context_near, context_far,
-    content='memories', content_rowid='id',
-    tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE INDEX IF NOT EXISTS memories_session
-    ON memories(namespace, user_id, agent_id, session_id) WHERE session_id IS NOT NULL;
-"""
-
-# Schema 2 -> 3: one store-wide pair of FTS5 tables becomes a pair per namespace (lexical.py),
-# filled from the rows by the migration; the old pair goes.
-MIGRATE_2_TO_3 = """
-CREATE TABLE IF NOT EXISTS lexical_tables (
-    id        INTEGER PRIMARY KEY AUTOINCREMENT,
-    namespace TEXT NOT NULL UNIQUE
-);
-DROP TABLE IF EXISTS memories_fts;
-DROP TABLE IF EXISTS context_fts;
-"""
-
-# Schema 4 -> 5: a mention carries its memory's type (a forced ``types=`` graph read walks only
-# that type's mentions), and an edge its strength, indexed, so each hop reads an entity's
-# strongest edges first instead of aggregating every edge of a hub; the learning tables.
-MIGRATE_4_TO_5 = (
-    "ALTER TABLE mentions ADD COLUMN type TEXT NOT NULL DEFAULT ''",
-    "UPDATE mentions SET type = (SELECT type FROM memories WHERE id = mentions.memory_id)",
-    "CREATE INDEX mentions_type ON mentions(entity_id, type, memory_id)",
-    f"ALTER TABLE edges ADD COLUMN strength REAL GENERATED ALWAYS AS ({STRENGTH}) VIRTUAL",
-    "DROP INDEX edges_source",
-    "DROP INDEX edges_target",
-    "CREATE INDEX edges_source ON edges(source_id, strength DESC)",
-    "CREATE INDEX edges_target ON edges(target_id, strength DESC)",
-    *(s for s in LEARNING_DDL.split(";") if s.strip()),
-    "UPDATE meta SET value = '5' WHERE key = 'schema_version'",
-)
-
-# Schema 5 -> 6: a mention's key leads with its entity and its memory's type (a memory's type
-# never changes, so the key is as unique as (entity, memory)): one B-tree where there were two
-# (the key and an index on (entity, type, memory)). Each read of an entity's newest mentions
-# walks the key once per type. At 1M memories a write's last batches ran ~8 % faster without
-# the second tree (5,068 / 5,169 -> 5,580 / 5,525 memories/s, alternating).
-MIGRATE_5_TO_6 = (
-    # The key's columns first, in its order: SQLite 3.40's quick_check reports a NOT NULL
-    # column of a WITHOUT ROWID table as NULL when they are declared in another order.
-    """CREATE TABLE mentions_6 (
-    entity_id INTEGER NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
-    type      TEXT NOT NULL DEFAULT '',
-    memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
-    joined    INTEGER NOT NULL DEFAULT 1,
-    PRIMARY KEY (entity_id, type, memory_id)
-) WITHOUT ROWID""",
-    "INSERT INTO mentions_6 (entity_id, memory_id, joined, type) "
-    "SELECT entity_id, memory_id, joined, type FROM mentions ORDER BY entity_id, type, memory_id",
-    "DROP TABLE mentions",
-    "ALTER TABLE mentions_6 RENAME TO mentions",
-    "CREATE INDEX mentions_memory ON mentions(memory_id, entity_id)",
-    "UPDATE meta SET value = '6' WHERE key = 'schema_version'",
-)
-
-# Schema 6 -> 7: combining marks are word characters (``store/tokens.py``). The lexical index of
-# a namespace holding text that is not ASCII is rebuilt from the rows on its next use (its log
-# marked pruned past what it holds: re-indexing the memories alone would leave the old terms in
-# tantivy's statistics until a merge); ASCII text tokenizes as before. Entity and alias keys
-# are made again in Python (``SQLiteStore._rekey_names``). SQLite's length() counts
-# characters (up to a NUL: ASCII text holding one is rebuilt too, needlessly), of its text cast
-# to a blob bytes: they differ where a character is not ASCII.
-_NOT_ASCII = " OR ".join(
-    f"length(CAST({c} AS BLOB)) != length({c})"
-    for c in ("content", "coalesce(predicate, '')", "context_near", "context_far")
-)
-MIGRATE_6_TO_7 = (
-    # An entry newer than any index holds, for each such namespace, then the mark at it (a
-    # mark only ever rises: ``PRUNE_LEXICAL_LOG`` keeps the higher).
-    f"""INSERT INTO lexical_log (namespace, memory_id)
-    SELECT namespace, min(id) FROM memories WHERE {_NOT_ASCII} GROUP BY namespace""",
-    f"""INSERT INTO lexical_pruned (namespace, seq)
-    SELECT namespace, max(seq) FROM lexical_log
-    WHERE namespace IN (SELECT namespace FROM memories WHERE {_NOT_ASCII}) GROUP BY namespace
-    ON CONFLICT (namespace) DO UPDATE SET seq = excluded.seq""",
-    "UPDATE meta SET value = '7' WHERE key = 'schema_version'",
-)
-NAMED_NOT_ASCII = (
-    "SELECT name, id, norm FROM entities WHERE length(CAST(name AS BLOB)) != length(name)",
-    "SELECT alias, namespace, entity_id, norm FROM aliases "
-    "WHERE length(CAST(alias AS BLOB)) != length(alias)",
-)
-# OR IGNORE: a key another row holds is left as it was (``rows.new_keys``).
-REKEY_ENTITY = "UPDATE OR IGNORE entities SET norm = ? WHERE id = ? AND norm = ?"
-REKEY_ALIAS = (
-    "UPDATE OR IGNORE aliases SET norm = ? WHERE namespace = ? AND entity_id = ? AND norm = ?"
-)
-
-# Schema 7 -> 8: each namespace's catalog has a version of its own (``CATALOG_TRIGGERS``).
-MIGRATE_7_TO_8 = (
-    "ALTER TABLE namespaces ADD COLUMN catalog_version INTEGER NOT NULL DEFAULT 1",
-    *CATALOG_TRIGGERS,
-    "UPDATE meta SET value = '8' WHERE key = 'schema_version'",
-)
-
 # ``fivefold doctor``: mentions whose type is not their memory's, and their repair.
 MISTYPED_MENTIONS = (
     "SELECT count(*) FROM mentions mn JOIN memories m ON m.id = mn.memory_id "
@@ -469,10 +377,6 @@ RETYPE_MENTIONS = """
 UPDATE mentions SET type = (SELECT type FROM memories WHERE id = mentions.memory_id)
 WHERE type != (SELECT type FROM memories WHERE id = mentions.memory_id)
 """
-
-# Schema 3 -> 4: the per-namespace FTS5 tables give way to tantivy indexes beside the file
-# (lexical.py), built from the rows on their first read; the migration drops the tables
-# (store.py, which knows their names) and adds the lexical log below.
 
 # The lexical index's change log, as the dense index's below: a memory written, deleted, or
 # whose text or context changed. An index applies the entries after the last one it holds.

@@ -15,7 +15,7 @@ import numpy as np
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
-from fivefold.store.base import StoreSettings
+from fivefold.store.protocol import StoreSettings
 from fivefold.store.records import NewEdge, NewMemory
 from fivefold.store.shared import batch, context
 from fivefold.store.shared.rows import (

@@ -17,7 +17,6 @@ import psycopg
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
-from fivefold.store.base import StoreSettings
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.bags import Bag, Bags, paired
 from fivefold.store.postgres.beside import THREADED_FROM, Beside
@@ -28,6 +27,7 @@ from fivefold.store.postgres.context_rows import (
     as_array,
 )
 from fivefold.store.postgres.packed import Rows, copy_parts, norm_ids, pack, type_code
+from fivefold.store.protocol import StoreSettings
 from fivefold.store.records import NewMemory
 from fivefold.store.shared import batch, context
 from fivefold.store.shared.context import Group, SessionRow

@@ -1,0 +1,160 @@
+"""The Postgres store's reads: memories, their attributes and vectors, the catalog of names, and
+the statistics a recall needs. Each takes a pooled connection and names its namespace (the
+Citus distribution column: SCALING.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from fivefold.embed.base import Vectors
+from fivefold.store.postgres import schema
+from fivefold.store.postgres.context_rows import as_array
+from fivefold.store.postgres.core import Core
+from fivefold.store.postgres.lexical import namespace_row
+from fivefold.store.postgres.lists import Version
+from fivefold.store.records import CatalogEntry, MemoryAttributes
+from fivefold.store.shared.rows import memory_record
+from fivefold.store.shared.timeconv import from_ts
+from fivefold.store.shared.translate import translating_reads
+from fivefold.types import MemoryRecord, MemoryType, Scope
+
+
+@translating_reads
+class PostgresReads:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+        self._catalogs: dict[str, tuple[Version, list[CatalogEntry]]] = {}
+
+    def memory_count(self, namespace: str) -> int:
+        with self._core.read() as conn:
+            return namespace_row(conn, namespace)[0]
+
+    def namespace_generation(self, namespace: str) -> int:
+        with self._core.read() as conn:
+            return namespace_row(conn, namespace)[1]
+
+    def get_memories(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        if not ids:
+            return {}
+        wanted = [int(i) for i in ids]
+        with self._core.read() as conn:
+            rows = conn.execute(
+                schema.MEMORY_COLUMNS + " WHERE namespace = %s AND id = ANY(%s::bigint[])",
+                (namespace, wanted),
+            ).fetchall()
+            if not rows:
+                return {}
+            entities: dict[int, list[str]] = {}
+            for memory_id, name in conn.execute(schema.SELECT_MEMORY_ENTITIES, (namespace, wanted)):
+                entities.setdefault(int(memory_id), []).append(str(name))
+        return {int(r[0]): memory_record(r, entities.get(int(r[0]), [])) for r in rows}
+
+    def recent_ids(self, scope: Scope, *, limit: int, before: int | None = None) -> list[int]:
+        where, params = schema.scope_sql(scope)
+        with self._core.read() as conn:
+            rows = conn.execute(
+                f"SELECT m.id FROM memories m WHERE {where} AND m.id < %(before)s "
+                "ORDER BY m.id DESC LIMIT %(limit)s",
+                {**params, "before": (1 << 63) - 1 if before is None else before, "limit": limit},
+            ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def attributes(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
+        if not ids:
+            return {}
+        with self._core.read() as conn:
+            rows = conn.execute(
+                "SELECT id, importance, type, event_at, created_at, speaker, "
+                "char_length(content) FROM memories "
+                "WHERE namespace = %s AND id = ANY(%s::bigint[])",
+                (namespace, [int(i) for i in ids]),
+            ).fetchall()
+        return {
+            int(i): MemoryAttributes(
+                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c), s, int(n)
+            )
+            for i, v, t, e, c, s, n in rows
+        }
+
+    def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
+        if not ids:
+            return {}
+        with self._core.read() as conn:
+            rows = conn.execute(
+                "SELECT id, embedding FROM memories "
+                "WHERE namespace = %s AND id = ANY(%s::bigint[])",
+                (namespace, [int(i) for i in ids]),
+            ).fetchall()
+        return {int(i): as_array(v) for i, v in rows}
+
+    def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
+        with self._core.read() as conn:
+            # The row's version, as the kept posting lists: a namespace made again (a schema
+            # dropped and created) restarts its generations.
+            row = namespace_row(conn, namespace, version=True)
+            version = (row[1], row[-1])
+            cached = self._catalogs.get(namespace)
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            rows = conn.execute(schema.SELECT_CATALOG, (namespace, namespace)).fetchall()
+        entries = [CatalogEntry(int(i), str(n), str(k), bool(a)) for i, n, k, a in rows]
+        self._catalogs[namespace] = (version, entries)
+        return entries
+
+    def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
+        if not entity_ids:
+            return set()
+        # Answered by the first mention or edge of the scope, an entity at a time (as SQLite's).
+        where, params = schema.scope_sql(scope)
+        edges, _ = schema.scope_sql(scope, "ed", shared=True)
+        with self._core.read() as conn:
+            rows = conn.execute(
+                "SELECT e.id FROM unnest(%(ids)s::bigint[]) AS e(id) WHERE EXISTS (SELECT 1 "
+                "FROM mentions mn JOIN memories m ON m.namespace = mn.namespace "
+                "AND m.id = mn.memory_id WHERE mn.namespace = %(ns)s AND mn.entity_id = e.id "
+                f"AND {where}) "
+                f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.source_id = e.id AND {edges}) "
+                f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.target_id = e.id AND {edges})",
+                {**params, "ids": [int(i) for i in entity_ids]},
+            ).fetchall()
+        return {int(r[0]) for r in rows}
+
+    def entity_frequencies(self, namespace: str, entity_ids: Sequence[int]) -> dict[int, int]:
+        if not entity_ids:
+            return {}
+        with self._core.read() as conn:
+            rows = conn.execute(
+                "SELECT id, mentions FROM entities WHERE namespace = %s AND id = ANY(%s::bigint[])",
+                (namespace, [int(i) for i in entity_ids]),
+            ).fetchall()
+        return {int(i): int(n) for i, n in rows}
+
+    def term_document_frequencies(
+        self, namespace: str, terms: Sequence[str]
+    ) -> tuple[int, dict[str, int]]:
+        tokens = {t: self._core.tokenizer.terms(t) for t in terms}
+        wanted = sorted({tok for toks in tokens.values() for tok in toks})
+        with self._core.read() as conn, conn.transaction():  # the total and the counts agree
+            total = namespace_row(conn, namespace)[0]
+            # ``content``'s, as on the embedded store (store/sqlite/lexical.py says why).
+            rows = conn.execute(
+                "SELECT term, df2 FROM term_stats WHERE namespace = %s AND field = %s "
+                "AND term = ANY(%s::text[])",
+                (namespace, schema.OWN, wanted),
+            ).fetchall()
+        df = {str(t): int(n) for t, n in rows}
+        # A term of several tokens ("e-mail") is as rare as its rarest token.
+        return total, {
+            t: min((df.get(x, 0) for x in toks), default=0) for t, toks in tokens.items()
+        }
+
+    def last_session_end(self, scope: Scope, exclude_session: str | None) -> datetime | None:
+        where, params = schema.scope_sql(scope, "s")
+        sql = f"SELECT max(s.last_seen_at) FROM sessions s WHERE {where}"
+        if exclude_session is not None:
+            sql += " AND s.session_id <> %(exclude)s"
+            params["exclude"] = exclude_session
+        with self._core.read() as conn:
+            row = conn.execute(sql, params).fetchone()
+        return None if row is None or row[0] is None else from_ts(row[0])

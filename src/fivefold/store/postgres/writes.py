@@ -1,0 +1,141 @@
+"""The Postgres store's writes: each in one transaction of the core's (retried, then
+maintained), the statements ``Writer``'s."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+import psycopg
+
+from fivefold.embed.base import Vectors
+from fivefold.errors import InvalidInput, StoreError
+from fivefold.store.postgres import schema
+from fivefold.store.postgres.context_rows import Deltas
+from fivefold.store.postgres.core import Core
+from fivefold.store.postgres.writer import no_nul
+from fivefold.store.protocol import Progress
+from fivefold.store.records import NewEdge, NewMemory
+from fivefold.store.shared.notes import PROGRESS_MOVED, PROGRESS_PREFIX
+from fivefold.store.shared.rows import (
+    edge_values,
+    refuse_self_edge,
+    refuse_taken_alias,
+    stored_edge,
+)
+from fivefold.store.shared.timeconv import to_ts
+from fivefold.store.shared.translate import translating
+from fivefold.text import normalize_name
+from fivefold.types import Edge, Entity, MemoryRecord, Scope
+
+
+@translating
+class PostgresWrites:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    def insert_memories(
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Vectors,
+        *,
+        progress: Progress | None = None,
+        ids: Sequence[int] | None = None,
+    ) -> list[MemoryRecord]:
+        if len(memories) != len(vectors):
+            raise InvalidInput("one vector per memory is required")
+        if len(vectors) and vectors.shape[1] != self._core.dim:
+            raise InvalidInput(
+                f"vectors must have {self._core.dim} dimensions, got {vectors.shape[1]}"
+            )
+
+        def run(conn: psycopg.Connection, deltas: Deltas) -> list[MemoryRecord]:
+            written = self._core.writer.memories(conn, deltas, memories, vectors, ids)
+            if progress is not None:
+                _note_progress(conn, progress, self._core.location)
+            return written
+
+        return self._core.write(run)
+
+    def delete_memory(self, memory_id: int, scope: Scope) -> bool:
+        return self._core.write(
+            lambda conn, deltas: self._core.writer.delete(conn, deltas, memory_id, scope)
+        )
+
+    def add_edge(
+        self, edge: NewEdge, *, record: NewMemory | None = None, vector: Vectors | None = None
+    ) -> Edge:
+        scope = edge.scope
+        no_nul(None, source=edge.source, relation=edge.relation, target=edge.target)
+        records: list[NewMemory] = [] if record is None else [record]
+        if records and (vector is None or len(vector) != self._core.dim):
+            raise InvalidInput(f"the record needs one {self._core.dim}-d vector")
+        matrix = np.asarray(vector if records else [], dtype=np.float32).reshape(
+            len(records), self._core.dim
+        )
+
+        def run(conn: psycopg.Connection, deltas: Deltas) -> tuple[int, int | None]:
+            now = to_ts(datetime.now().astimezone())
+            written = self._core.writer.memories(conn, deltas, records, matrix)
+            memory_id = written[0].id if written else edge.memory_id
+            source = self._core.writer.entity_id(conn, scope.namespace, edge.source, now, 0)
+            target = self._core.writer.entity_id(conn, scope.namespace, edge.target, now, 0)
+            refuse_self_edge(edge, source, target)
+            row = conn.execute(
+                schema.INSERT_EDGE, edge_values(edge, source, target, memory_id, now)
+            ).fetchone()
+            deltas.memories[scope.namespace] += 0  # a new generation: caches drop
+            return (int(row[0]) if row else 0), memory_id
+
+        edge_id, memory_id = self._core.write(run)
+        return stored_edge(edge, edge_id, memory_id)
+
+    def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
+        no_nul(None, name=name, alias=alias)
+        alias_norm = normalize_name(alias)
+        if not alias_norm:
+            raise InvalidInput(f"alias {alias!r} has no letters or digits")
+
+        def run(conn: psycopg.Connection, deltas: Deltas) -> Entity:
+            now = to_ts(datetime.now().astimezone())
+            # One alias declaration of a namespace at a time: two of one key to two entities
+            # would each pass the check below before either is committed.
+            conn.execute(schema.ALIAS_LOCK, (namespace,))
+            entity_id = self._core.writer.entity_id(conn, namespace, name, now, 0)
+            taken = conn.execute(schema.NAME_TAKEN, {"ns": namespace, "norm": alias_norm})
+            refuse_taken_alias(alias, entity_id, taken.fetchall())
+            conn.execute(schema.INSERT_ALIAS, (namespace, alias_norm, alias.strip(), entity_id))
+            deltas.memories[namespace] += 0
+            canonical = conn.execute(
+                "SELECT name FROM entities WHERE namespace = %s AND id = %s",
+                (namespace, entity_id),
+            ).fetchone()
+            aliases = conn.execute(
+                "SELECT alias FROM aliases WHERE namespace = %s AND entity_id = %s ORDER BY alias",
+                (namespace, entity_id),
+            ).fetchall()
+            return Entity(
+                id=entity_id,
+                namespace=namespace,
+                name=str(canonical[0]) if canonical else name,
+                aliases=tuple(str(a[0]) for a in aliases),
+            )
+
+        return self._core.write(run)
+
+
+def _note_progress(conn: psycopg.Connection, progress: Progress, location: str) -> None:
+    key = PROGRESS_PREFIX + progress.key
+    if progress.previous is None:
+        noted = conn.execute(
+            "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
+            (key, progress.value),
+        )
+    else:
+        noted = conn.execute(
+            "UPDATE fivefold_meta SET value = %s WHERE key = %s AND value = %s",
+            (progress.value, key, progress.previous),
+        )
+    if noted.rowcount != 1:  # raised in the write's transaction: it is rolled back
+        raise StoreError(f"{location}: {PROGRESS_MOVED}")

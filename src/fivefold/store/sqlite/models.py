@@ -1,0 +1,64 @@
+"""The embedded store's feedback and learned models, per namespace."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+
+from fivefold.store.records import Feedback
+from fivefold.store.shared.notes import labels_found
+from fivefold.store.shared.rows import feedback_entries
+from fivefold.store.shared.timeconv import to_ts
+from fivefold.store.shared.translate import translating
+from fivefold.store.sqlite import schema
+from fivefold.store.sqlite.core import Core
+from fivefold.store.sqlite.schema import BY_ID
+
+
+@translating
+class SQLiteModels:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    def add_feedback(
+        self,
+        namespace: str,
+        query: str,
+        args: str,
+        labels: Mapping[int, float],
+        created_at: datetime,
+    ) -> int:
+        conn = self._core.conn
+        with self._core.transaction():
+            ids = json.dumps(sorted(labels))
+            found = conn.execute(f"SELECT id FROM memories WHERE {BY_ID}", (namespace, ids))
+            labels_found(labels, (int(r[0]) for r in found))
+            row = conn.execute(
+                schema.INSERT_FEEDBACK, (namespace, query, args, to_ts(created_at))
+            ).fetchone()
+            conn.executemany(
+                schema.INSERT_LABEL, [(row[0], int(i), float(v)) for i, v in sorted(labels.items())]
+            )
+        return int(row[0])
+
+    def feedback(self, namespace: str) -> list[Feedback]:
+        with self._core.lock:
+            rows = self._core.execute(schema.SELECT_FEEDBACK, (namespace,)).fetchall()
+        return feedback_entries(rows)
+
+    def save_model(self, namespace: str, payload: str, *, accepted: bool) -> int:
+        now = to_ts(datetime.now().astimezone())
+        conn = self._core.conn
+        with self._core.transaction():
+            row = conn.execute(
+                schema.INSERT_MODEL, (namespace, int(accepted), now, payload, namespace)
+            ).fetchone()
+            # The next recall of the namespace sees the new model (readers cache by generation).
+            conn.execute(schema.BUMP_NAMESPACE, (namespace, 0, 0))
+        return int(row[0])
+
+    def learned_model(self, namespace: str) -> tuple[int, str] | None:
+        with self._core.lock:
+            row = self._core.execute(schema.SELECT_MODEL, (namespace,)).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))

@@ -1,0 +1,168 @@
+"""The embedded store's reads: memories, their attributes and vectors, the catalog of names,
+and the statistics a recall needs. Every query that returns memories applies the scope here, in
+SQL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+
+from fivefold.embed.base import Vectors
+from fivefold.store.records import CatalogEntry, MemoryAttributes
+from fivefold.store.shared.rows import memory_record
+from fivefold.store.shared.timeconv import from_ts
+from fivefold.store.shared.translate import translating
+from fivefold.store.sql import scope_sql
+from fivefold.store.sqlite import schema
+from fivefold.store.sqlite.core import Core
+from fivefold.store.sqlite.schema import BY_ID, id_list
+from fivefold.types import MemoryRecord, MemoryType, Scope
+
+DF_CACHE_TERMS = 20_000
+
+
+@translating
+class SQLiteReads:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+        self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
+        self._df_version: tuple[int, int] = (-1, -1)
+        self._df_cache: dict[tuple[str, str], int] = {}
+        self._df_totals: dict[str, int] = {}
+
+    def get_memories(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        if not ids:
+            return {}
+        wanted = id_list(ids)
+        with self._core.lock:
+            conn = self._core.conn
+            rows = conn.execute(
+                schema.SELECT_MEMORY_COLUMNS + f" WHERE {BY_ID}", (namespace, wanted)
+            ).fetchall()
+            if not rows:
+                return {}
+            entities: dict[int, list[str]] = {}
+            for memory_id, name in conn.execute(schema.SELECT_MEMORY_ENTITIES, (wanted,)):
+                entities.setdefault(memory_id, []).append(name)
+        return {row[0]: memory_record(row, entities.get(row[0], [])) for row in rows}
+
+    def recent_ids(self, scope: Scope, *, limit: int, before: int | None = None) -> list[int]:
+        params = {
+            "ns": scope.namespace,
+            "user": scope.user_id,
+            "agent": scope.agent_id,
+            "before": (1 << 63) - 1 if before is None else before,
+            "limit": limit,
+        }
+        with self._core.lock:
+            return [int(r[0]) for r in self._core.conn.execute(schema.SELECT_RECENT_IDS, params)]
+
+    def attributes(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
+        if not ids:
+            return {}
+        with self._core.lock:
+            rows = self._core.conn.execute(
+                "SELECT id, importance, type, event_at, created_at, speaker, length(content) "
+                f"FROM memories WHERE {BY_ID}",
+                (namespace, id_list(ids)),
+            ).fetchall()
+        return {
+            int(i): MemoryAttributes(
+                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c), s, int(n)
+            )
+            for i, v, t, e, c, s, n in rows
+        }
+
+    def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
+        if not ids:
+            return {}
+        with self._core.lock:
+            rows = self._core.conn.execute(
+                "SELECT v.memory_id, v.embedding FROM vectors v "
+                "JOIN memories m ON m.id = v.memory_id "
+                "WHERE +m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))",
+                (namespace, id_list(ids)),
+            ).fetchall()
+        dim = self._core.dim
+        return {int(i): np.frombuffer(blob, dtype=np.float32).reshape(dim) for i, blob in rows}
+
+    def catalog(self, namespace: str) -> list[CatalogEntry]:
+        """The same list while no name of the namespace changes (its catalog version)."""
+        with self._core.lock:
+            row = self._core.execute(schema.CATALOG_VERSION, (namespace,)).fetchone()
+            version = 0 if row is None else int(row[0])
+            cached = self._catalogs.get(namespace)
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            entries = self._read_catalog(namespace)
+            self._catalogs[namespace] = (version, entries)
+            return entries
+
+    def _read_catalog(self, namespace: str) -> list[CatalogEntry]:
+        rows = self._core.conn.execute(schema.SELECT_CATALOG, (namespace, namespace))
+        return [CatalogEntry(int(i), name, norm, bool(a)) for i, name, norm, a in rows]
+
+    def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
+        """Each entity a memory or an edge of ``scope`` names: asked an entity at a time, and
+        answered by the first such row (every mention and edge of a popular name was read)."""
+        if not entity_ids:
+            return set()
+        where, params = scope_sql(scope)
+        edges, edge_params = scope_sql(scope, "ed", shared=True)
+        sql = (
+            "SELECT j.value FROM json_each(:ids) j WHERE EXISTS (SELECT 1 FROM mentions mn "
+            f"JOIN memories m ON m.id = mn.memory_id WHERE mn.entity_id = j.value AND {where}) "
+            f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.source_id = j.value AND {edges}) "
+            f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.target_id = j.value AND {edges})"
+        )
+        args = {"ids": id_list(entity_ids), **params, **edge_params}
+        with self._core.lock:
+            return {int(r[0]) for r in self._core.conn.execute(sql, args)}
+
+    def entity_frequencies(self, namespace: str, entity_ids: Sequence[int]) -> dict[int, int]:
+        if not entity_ids:
+            return {}
+        with self._core.lock:
+            rows = self._core.conn.execute(
+                f"SELECT id, mentions FROM entities WHERE {BY_ID}", (namespace, id_list(entity_ids))
+            ).fetchall()
+        return {int(i): int(n) for i, n in rows}
+
+    def memory_count(self, namespace: str) -> int:
+        with self._core.lock:
+            return self._core.namespace_state(namespace)[0]
+
+    def namespace_generation(self, namespace: str) -> int:
+        with self._core.lock:
+            return self._core.namespace_state(namespace)[1]
+
+    def term_document_frequencies(
+        self, namespace: str, terms: Sequence[str]
+    ) -> tuple[int, dict[str, int]]:
+        """Memoized until the next write by anyone: the optimizer's rarity feature, BM25's
+        squash and negation all ask for the same few terms within one recall."""
+        core = self._core
+        with core.lock:
+            version = (core.writes, core.conn.execute("PRAGMA data_version").fetchone()[0])
+            if version != self._df_version or len(self._df_cache) > DF_CACHE_TERMS:
+                self._df_cache.clear()
+                self._df_version = version
+                self._df_totals.clear()
+            missing = [t for t in dict.fromkeys(terms) if (namespace, t) not in self._df_cache]
+            if missing or namespace not in self._df_totals:
+                total, found = core.lexical.frequencies(namespace, missing)
+                self._df_cache.update(((namespace, t), n) for t, n in found.items())
+                self._df_totals[namespace] = total
+            return self._df_totals[namespace], {t: self._df_cache[namespace, t] for t in terms}
+
+    def last_session_end(self, scope: Scope, exclude_session: str | None) -> datetime | None:
+        where, params = scope_sql(scope, "s")
+        sql = f"SELECT max(s.last_seen_at) FROM sessions s WHERE {where}"
+        if exclude_session is not None:
+            sql += " AND s.session_id != :session"
+            params["session"] = exclude_session
+        with self._core.lock:
+            row = self._core.conn.execute(sql, params).fetchone()
+        return None if row is None or row[0] is None else from_ts(row[0])

@@ -1,0 +1,91 @@
+"""The embedded store's writes: each in one transaction (``Writer`` holds the statements), and
+the lexical index told of it once committed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from fivefold.embed.base import Vectors
+from fivefold.errors import InvalidInput, StoreError
+from fivefold.store.protocol import Progress
+from fivefold.store.records import NewEdge, NewMemory
+from fivefold.store.shared.notes import PROGRESS_MOVED, PROGRESS_PREFIX
+from fivefold.store.shared.translate import translating
+from fivefold.store.sqlite.core import Core
+from fivefold.text import normalize_name
+from fivefold.types import Edge, Entity, MemoryRecord, Scope
+
+
+@translating
+class SQLiteWrites:
+    def __init__(self, core: Core) -> None:
+        self._core = core
+
+    def insert_memories(
+        self,
+        memories: Sequence[NewMemory],
+        vectors: Vectors,
+        *,
+        progress: Progress | None = None,
+        ids: Sequence[int] | None = None,
+    ) -> list[MemoryRecord]:
+        core = self._core
+        if len(memories) != len(vectors):
+            raise InvalidInput("one vector per memory is required")
+        if len(vectors) and vectors.shape[1] != core.dim:
+            raise InvalidInput(f"vectors must have {core.dim} dimensions, got {vectors.shape[1]}")
+        with core.transaction():
+            written = core.writer.memories(memories, vectors, ids)
+            if progress is not None:
+                self._note_progress(progress)
+        with core.lock:  # the lexical indexes share the connection: never beside a reader
+            core.lexical.written(m.scope.namespace for m in memories)
+        return written
+
+    def delete_memory(self, memory_id: int, scope: Scope) -> bool:
+        core = self._core
+        with core.transaction():
+            namespace = core.writer.delete(memory_id, scope)
+        if namespace is None:
+            return False
+        # Forgotten means gone from the index on disk too, not only once someone reads.
+        with core.lock:
+            core.lexical.current(namespace)
+        return True
+
+    def add_edge(
+        self, edge: NewEdge, *, record: NewMemory | None = None, vector: Vectors | None = None
+    ) -> Edge:
+        core = self._core
+        records: list[NewMemory] = [] if record is None else [record]
+        if records and (vector is None or len(vector) != core.dim):
+            raise InvalidInput(f"the record needs one {core.dim}-d vector")
+        matrix = np.asarray(vector if records else [], dtype=np.float32).reshape(
+            len(records), core.dim
+        )
+        with core.transaction():
+            return core.writer.edge(edge, records, matrix)
+
+    def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
+        if not normalize_name(alias):
+            raise InvalidInput(f"alias {alias!r} has no letters or digits")
+        with self._core.transaction():
+            return self._core.writer.alias(namespace, name, alias)
+
+    def _note_progress(self, progress: Progress) -> None:
+        conn = self._core.conn
+        key = PROGRESS_PREFIX + progress.key
+        if progress.previous is None:
+            noted = conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                (key, progress.value),
+            )
+        else:
+            noted = conn.execute(
+                "UPDATE meta SET value = ? WHERE key = ? AND value = ?",
+                (progress.value, key, progress.previous),
+            )
+        if noted.rowcount != 1:  # raised in the write's transaction: it is rolled back
+            raise StoreError(f"{self._core.path}: {PROGRESS_MOVED}")
