@@ -144,7 +144,7 @@ def _storable(value: object) -> bool:
 def _state(memory: Memory, named: set[str]) -> tuple[Any, ...]:
     stats = memory.stats()
     spaces = sorted({"default", "ns-a", "ns-b"} | {n for n in named if _storable(n)})
-    generations = tuple(memory.store.reads.namespace_generation(ns) for ns in spaces)
+    generations = tuple(memory.store.reads.state(ns).generation for ns in spaces)
     return stats.memories, stats.entities, stats.edges, tuple(stats.namespaces.items()), generations
 
 

@@ -647,7 +647,7 @@ def test_entity_mention_counts_match_the_memories_that_mention_them(hashing_mem:
 def test_insert_failing_mid_batch_leaves_nothing(hashing_mem: Memory, now: datetime) -> None:
     hashing_mem.remember("An earlier memory about Priya Patel", entities=["Priya Patel"])
     before = _counts(hashing_mem)
-    generation = hashing_mem.store.reads.namespace_generation("default")
+    generation = hashing_mem.store.reads.state("default").generation
     catalog = list(hashing_mem.store.reads.catalog("default"))
     hashing_mem.store.search.vector_search(Scope(), HASHING.embed(["x"]), 5)  # load the dense index
 
@@ -669,7 +669,7 @@ def test_insert_failing_mid_batch_leaves_nothing(hashing_mem: Memory, now: datet
     with pytest.raises(fivefold.InvalidInput):
         hashing_mem.store.writes.insert_memories(batch, HASHING.embed([m.content for m in batch]))
     assert _counts(hashing_mem) == before
-    assert hashing_mem.store.reads.namespace_generation("default") == generation
+    assert hashing_mem.store.reads.state("default").generation == generation
     assert list(hashing_mem.store.reads.catalog("default")) == catalog
     assert hashing_mem.store.search.lexical_search(Scope(), ["ziggurat"], 10, weights=W) == []
     assert hashing_mem.store.search.events_between(Scope(), now - timedelta(days=1), now, 10) == []
@@ -775,18 +775,18 @@ def test_memory_store_stats_location(hashing_mem: Memory) -> None:
 
 def test_every_write_bumps_the_namespace_generation(hashing_mem: Memory) -> None:
     store = hashing_mem.store
-    seen = [store.reads.namespace_generation("default")]
+    seen = [store.reads.state("default").generation]
     record = hashing_mem.remember("Priya Patel likes tea", entities=["Priya Patel"])
-    seen.append(store.reads.namespace_generation("default"))
+    seen.append(store.reads.state("default").generation)
     hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel", record=False)
-    seen.append(store.reads.namespace_generation("default"))
+    seen.append(store.reads.state("default").generation)
     hashing_mem.alias("Priya Patel", "PP")
-    seen.append(store.reads.namespace_generation("default"))
+    seen.append(store.reads.state("default").generation)
     hashing_mem.forget(record.id)
-    seen.append(store.reads.namespace_generation("default"))
+    seen.append(store.reads.state("default").generation)
     assert seen == sorted(set(seen))
-    assert store.reads.namespace_generation("other") == 0
-    assert store.reads.memory_count("default") == 0
+    assert store.reads.state("other").generation == 0
+    assert store.reads.state("default").memories == 0
 
 
 def test_naive_datetimes_are_taken_as_utc(hashing_mem: Memory) -> None:
@@ -848,14 +848,14 @@ def test_relate_writes_its_fact_and_its_edge_together_or_not_at_all(
 ) -> None:
     from fivefold.store.postgres import schema as pg_schema
 
-    generation = hashing_mem.store.reads.namespace_generation("default")
+    generation = hashing_mem.store.reads.state("default").generation
     monkeypatch.setattr(schema, "INSERT_EDGE", "INSERT INTO no_such_table VALUES (?)")
     monkeypatch.setattr(pg_schema, "INSERT_EDGE", "INSERT INTO no_such_table VALUES (%s)")
     with pytest.raises(fivefold.StoreError):
         hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel")
     stats = hashing_mem.stats()
     assert (stats.memories, stats.edges, stats.entities) == (0, 0, 0)
-    assert hashing_mem.store.reads.namespace_generation("default") == generation
+    assert hashing_mem.store.reads.state("default").generation == generation
     assert hashing_mem.recall("who does Sarah Chen report to?").hits == ()
     monkeypatch.undo()
     edge = hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel")

@@ -29,6 +29,7 @@ from fivefold.read.retrieve import (
     temporal_search,
     type_list,
 )
+from fivefold.read.stats import RecallStats
 from fivefold.store.protocol import Store
 from fivefold.store.records import MemoryAttributes
 from fivefold.text import normalize_name
@@ -89,6 +90,7 @@ class _State:
     query: ParsedQuery
     plan: Plan
     scope: Scope
+    stats: RecallStats
     depth: int
     now: datetime
     forced: tuple[MemoryType, ...]
@@ -120,6 +122,7 @@ class ReadPipeline:
         query: ParsedQuery,
         plan: Plan,
         scope: Scope,
+        stats: RecallStats,
         *,
         depth: int,
         now: datetime,
@@ -128,14 +131,14 @@ class ReadPipeline:
         model: LearnedModel | None = None,
     ) -> Retrieval:
         """``model``: learned fusion ranks the candidates instead of the plan's RRF."""
-        state = _State(query, plan, scope, depth, now, tuple(forced_types), _Clock(), model)
+        state = _State(query, plan, scope, stats, depth, now, tuple(forced_types), _Clock(), model)
         self._retrieve(state)
         if plan.rewrites:
             self._rewrite(state)
         ranked, attributes = self._fuse(state)
         ranked = self._post_filter(state, ranked, attributes)
         start = time.perf_counter()
-        ranked, demoted = self._demote(ranked, state.query.negations, scope)
+        ranked, demoted = self._demote(state, ranked)
         state.clock.time("negation", start)
         if plan.rerank or budget is Budget.HIGH:
             ranked = self._rerank(state, ranked, asked=budget is Budget.HIGH)
@@ -192,6 +195,7 @@ class ReadPipeline:
                         store,
                         state.scope,
                         query.entity_refs,
+                        total=state.stats.memories,
                         depth=self._depth(state, G),
                         now=state.now,
                         config=self._config.graph,
@@ -209,7 +213,7 @@ class ReadPipeline:
                     state.clock,
                     T,
                     lambda: temporal_search(
-                        store, state.scope, window, depth=self._depth(state, T)
+                        store.search, state.scope, window, depth=self._depth(state, T)
                     ),
                 )
             )
@@ -261,7 +265,8 @@ class ReadPipeline:
                 state.clock,
                 L,
                 lambda: lexical_search(
-                    self._store,
+                    self._store.search,
+                    state.stats,
                     state.scope,
                     query.terms,
                     hint_terms=hints,
@@ -290,7 +295,7 @@ class ReadPipeline:
             state.clock,
             S,
             lambda: semantic_search(
-                self._store, state.scope, vectors, depth=self._depth(state, S), types=types
+                self._store.search, state.scope, vectors, depth=self._depth(state, S), types=types
             ),
         )
 
@@ -335,12 +340,8 @@ class ReadPipeline:
             state.scope.namespace, [f.id for f in first[: config.feedback_docs]]
         )
         documents = [top[f.id].content for f in first[: config.feedback_docs] if f.id in top]
-        namespace = state.scope.namespace
         return feedback_rewrites(
-            focus,
-            documents,
-            frequencies=lambda terms: self._store.reads.term_document_frequencies(namespace, terms),
-            config=config,
+            focus, documents, frequencies=state.stats.frequencies, config=config
         )
 
     def candidates(
@@ -348,6 +349,7 @@ class ReadPipeline:
         query: ParsedQuery,
         plan: Plan,
         scope: Scope,
+        stats: RecallStats,
         *,
         depth: int,
         now: datetime,
@@ -355,7 +357,7 @@ class ReadPipeline:
     ) -> Candidates:
         """The candidates learned fusion would rank for this recall, with their features (what
         ``Memory.train`` fits on)."""
-        state = _State(query, plan, scope, depth, now, tuple(forced_types), _Clock())
+        state = _State(query, plan, scope, stats, depth, now, tuple(forced_types), _Clock())
         self._retrieve(state)
         fused = self._rule_fused(state)
         attributes = self._store.reads.attributes(scope.namespace, [f.id for f in fused])
@@ -389,7 +391,8 @@ class ReadPipeline:
         own: dict[int, float] = {}
         if state.query.terms and ids:
             own = match_confidence(
-                self._store,
+                self._store.search,
+                state.stats,
                 state.scope,
                 state.query.terms,
                 ids,
@@ -456,11 +459,10 @@ class ReadPipeline:
                 state.notes.append("temporal post-filter kept nothing; results left unfiltered")
         return ranked
 
-    def _demote(
-        self, ranked: list[Fused], negations: Sequence[str], scope: Scope
-    ) -> tuple[list[Fused], frozenset[int]]:
+    def _demote(self, state: _State, ranked: list[Fused]) -> tuple[list[Fused], frozenset[int]]:
         """Move memories that match a negated phrase (squashed BM25 above the threshold) to the
         bottom, keeping their order; a memory matching several negations sinks further."""
+        negations = state.query.negations
         if not negations or not ranked:
             return ranked, frozenset()
         ids = [f.id for f in ranked]
@@ -468,8 +470,9 @@ class ReadPipeline:
         strikes: dict[int, int] = {}
         for phrase in negations:
             for memory_id, value in match_confidence(
-                self._store,
-                scope,
+                self._store.search,
+                state.stats,
+                state.scope,
                 phrase.split(),
                 ids,
                 max_term_share=self._config.lexical.max_term_share,

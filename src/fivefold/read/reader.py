@@ -32,6 +32,7 @@ from fivefold.read.pipeline import ReadPipeline, Retrieval
 from fivefold.read.plan import Features, plan_query
 from fivefold.read.rerank.cross_encoder import load_reranker
 from fivefold.read.retrieve.graph import specificity
+from fivefold.read.stats import RecallStats
 from fivefold.store.protocol import Store
 from fivefold.store.records import CatalogEntry, Feedback
 from fivefold.text import normalize_query
@@ -194,7 +195,8 @@ class Reader:
         started = time.perf_counter()
         caching = self._config.optimizer.mode is OptimizerMode.CACHED
         key = args.cache_key() if caching else ""
-        version = self._store.reads.namespace_generation(args.scope.namespace) if caching else 0
+        stats = RecallStats(self._store.reads, args.scope.namespace)
+        version = stats.generation
         if caching and (hit := self._cache.get(key, version)) is not None:
             elapsed = (time.perf_counter() - started) * 1000.0
             self._metrics.record(CACHE_PLAN, elapsed)
@@ -206,9 +208,9 @@ class Reader:
                 cached=True,
                 recall_id=args.to_token(),
             )
-        model = self._model(args.scope.namespace)
-        planned = self._plan(args, model)
-        retrieval = self._run(args, planned, model)
+        model = self._model(stats)
+        planned = self._plan(args, model, stats)
+        retrieval = self._run(args, planned, model, stats)
         result = self._result(args, planned, retrieval, started)
         self._metrics.record(
             planned.plan.name.value, result.timings["total"], retrieval.timings.get("rerank")
@@ -218,9 +220,10 @@ class Reader:
         return result
 
     def explain(self, args: RecallArgs) -> Explanation:
-        model = self._model(args.scope.namespace)
-        planned = self._plan(args, model)
-        retrieval = self._run(args, planned, model)
+        stats = RecallStats(self._store.reads, args.scope.namespace)
+        model = self._model(stats)
+        planned = self._plan(args, model, stats)
+        retrieval = self._run(args, planned, model, stats)
         top = retrieval.ranked[: args.k]
         records = self._store.reads.get_memories(args.scope.namespace, [f.id for f in top])
         via_context = self._context_only(args.scope, retrieval, [f.id for f in top])
@@ -286,11 +289,13 @@ class Reader:
         out = []
         for entry in entries:
             args = RecallArgs.from_token(entry.args)
-            planned = self._plan(args, None, rules=True)
+            stats = RecallStats(self._store.reads, args.scope.namespace)
+            planned = self._plan(args, None, stats, rules=True)
             candidates = self._pipeline.candidates(
                 planned.query,
                 planned.plan,
                 args.scope,
+                stats,
                 depth=self._depth(args),
                 now=args.now,
                 forced_types=args.forced,
@@ -302,15 +307,16 @@ class Reader:
     def ranking(self, entry: Feedback, model: LearnedModel | None) -> list[int]:
         """The ids a recall ranks first, by ``model`` or (None) by the rule optimizer."""
         args = RecallArgs.from_token(entry.args)
-        planned = self._plan(args, model, rules=True)
-        return [f.id for f in self._run(args, planned, model).ranked]
+        stats = RecallStats(self._store.reads, args.scope.namespace)
+        planned = self._plan(args, model, stats, rules=True)
+        return [f.id for f in self._run(args, planned, model, stats).ranked]
 
-    def _model(self, namespace: str) -> LearnedModel | None:
+    def _model(self, stats: RecallStats) -> LearnedModel | None:
         """The namespace's newest accepted model, else the packaged one (learned mode only),
         read again when the namespace's generation moves (a save bumps it)."""
         if not self._learning:
             return None
-        generation = self._store.reads.namespace_generation(namespace)
+        namespace, generation = stats.namespace, stats.generation
         with self._lock:
             cached = self._models.get(namespace)
             if cached is not None and cached[0] == generation:
@@ -326,7 +332,12 @@ class Reader:
 
     # -- stages ---------------------------------------------------------------------------------
     def _plan(
-        self, args: RecallArgs, model: LearnedModel | None, *, rules: bool = False
+        self,
+        args: RecallArgs,
+        model: LearnedModel | None,
+        stats: RecallStats,
+        *,
+        rules: bool = False,
     ) -> _Planned:
         """``model``: learned fusion will rank the plan's candidates. Learned mode, training
         (which asks as it does) and ``rules`` plan by the rule optimizer, whatever the mode."""
@@ -336,7 +347,7 @@ class Reader:
         parsed = parse_query(
             args.text,
             now=args.now,
-            resolver=self._resolver(scope.namespace),
+            resolver=self._resolver(stats),
             temporal=self._config.temporal_for(scope.namespace),
             last_session_end=self._store.reads.last_session_end(scope, args.session),
             visible=None
@@ -344,12 +355,10 @@ class Reader:
             else lambda ids: self._store.reads.visible_entities(scope, ids),
         )
         parse_ms = (time.perf_counter() - start) * 1000.0
-        total, frequencies = self._store.reads.term_document_frequencies(
-            scope.namespace, parsed.terms
-        )
+        total, frequencies = stats.frequencies(parsed.terms)
         entity_ids = [r.entity_id for r in parsed.entity_refs]
         mentions = self._store.reads.entity_frequencies(scope.namespace, entity_ids)
-        memories = self._store.reads.memory_count(scope.namespace)
+        memories = stats.memories
         specific = {e: specificity(memories, mentions.get(e, 0)) for e in entity_ids}
         start = time.perf_counter()
         plan, parsed, features = plan_query(
@@ -373,11 +382,14 @@ class Reader:
         """Candidates per retriever: the budget's, and never fewer than asked for."""
         return max(self._config.retrieval.depth[args.budget], args.k)
 
-    def _run(self, args: RecallArgs, planned: _Planned, model: LearnedModel | None) -> Retrieval:
+    def _run(
+        self, args: RecallArgs, planned: _Planned, model: LearnedModel | None, stats: RecallStats
+    ) -> Retrieval:
         return self._pipeline.run(
             planned.query,
             planned.plan,
             args.scope,
+            stats,
             depth=self._depth(args),
             now=args.now,
             forced_types=args.forced,
@@ -409,11 +421,11 @@ class Reader:
             hits, plan, retrieval.query, MappingProxyType(timings), recall_id=args.to_token()
         )
 
-    def _resolver(self, namespace: str) -> EntityResolver:
+    def _resolver(self, stats: RecallStats) -> EntityResolver:
         """Built again only when the names change: after a write (the generation moved) the
         store's catalog is asked, and the same catalog it returns (a store caching it until
         a name changes) keeps the resolver, whose trigram index is costly to build."""
-        generation = self._store.reads.namespace_generation(namespace)
+        namespace, generation = stats.namespace, stats.generation
         with self._lock:
             cached = self._resolvers.get(namespace)
             if cached is not None and cached[0] == generation:

@@ -23,6 +23,7 @@ from fivefold.store.records import (
     Feedback,
     Ids,
     MemoryAttributes,
+    NamespaceState,
     NewEdge,
     NewMemory,
 )
@@ -96,10 +97,8 @@ class Reads(Protocol):
         """How many memories mention each entity (its document frequency)."""
         ...
 
-    def memory_count(self, namespace: str) -> int: ...
-
-    def namespace_generation(self, namespace: str) -> int:
-        """A counter bumped by every write in the namespace (caches key on it)."""
+    def state(self, namespace: str) -> NamespaceState:
+        """The namespace's memory count and generation, in one read."""
         ...
 
     def term_document_frequencies(

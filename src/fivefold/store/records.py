@@ -94,3 +94,12 @@ class Feedback:
     args: str
     labels: Mapping[int, float]
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceState:
+    """A namespace's memory count, and its generation: a counter every write in it bumps
+    (the caches of names, models and results key on it)."""
+
+    memories: int
+    generation: int

@@ -7,6 +7,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -14,12 +15,19 @@ import fivefold
 from fivefold.config import GraphConfig, TemporalConfig
 from fivefold.read.parse.entities import EntityResolver
 from fivefold.read.parse.query import parse_query
-from fivefold.read.retrieve import graph_search
+from fivefold.read.retrieve import graph_search as graph_leg
 from fivefold.read.retrieve.graph import specificity
+from fivefold.store.protocol import Store
 from fivefold.types import EntityRef, MemoryType, Resolution, Scope, Scored
 
 NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)
 CHAIN = ["Ana Silva", "Ben Okafor", "Cleo Park", "Dev Rao", "Eve Moss"]
+
+
+def graph_search(store: Store, scope: Scope, refs: Any, **kwargs: Any) -> tuple[Scored, ...]:
+    """The graph leg with its namespace's memory count, as a recall reads it."""
+    total = store.reads.state(scope.namespace).memories
+    return graph_leg(store, scope, refs, total=total, **kwargs)
 
 
 def note(memory: fivefold.Memory, *names: str, type: str = "fact", **fields: object) -> int:

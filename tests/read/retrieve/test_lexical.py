@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import example, given
@@ -13,11 +14,14 @@ from hypothesis import strategies as st
 
 import fivefold
 from fivefold.config import Config, ContextConfig, LexicalConfig
-from fivefold.read.retrieve import lexical_search, match_confidence
+from fivefold.read.retrieve import lexical_search as lexical_leg
+from fivefold.read.retrieve import match_confidence as own_text_match
 from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.read.retrieve.lexical import HALF_SATURATION, idf, selective_terms, squash
+from fivefold.read.stats import RecallStats
+from fivefold.store.protocol import Store
 from fivefold.text import content_terms
-from fivefold.types import ColumnWeights, MemoryType, RetrieverName, Scope
+from fivefold.types import ColumnWeights, MemoryType, RetrieverName, Scope, Scored
 
 FILLER = [
     "Lunch with the design team was fun",
@@ -27,6 +31,22 @@ FILLER = [
     "Remember to water the plants on Sunday",
     "The new office chairs arrive next month",
 ]
+
+
+def lexical_search(
+    store: Store, scope: Scope, terms: list[str], **kwargs: Any
+) -> tuple[Scored, ...]:
+    """The lexical leg with the statistics of a recall of its own."""
+    return lexical_leg(
+        store.search, RecallStats(store.reads, scope.namespace), scope, terms, **kwargs
+    )
+
+
+def match_confidence(
+    store: Store, scope: Scope, terms: list[str], within: list[int], **kwargs: Any
+) -> dict[int, float]:
+    stats = RecallStats(store.reads, scope.namespace)
+    return own_text_match(store.search, stats, scope, terms, within, **kwargs)
 
 
 def remember(memory: fivefold.Memory, *items: dict[str, object]) -> list[int]:
@@ -262,10 +282,15 @@ def test_a_term_in_most_of_a_large_store_is_left_out_of_the_match(
     common_term_mem: fivefold.Memory,
 ) -> None:
     store, scope = common_term_mem.store, Scope()
-    assert selective_terms(store, "default", ["project", "kestrel"], 0.05) == ["kestrel"]
+    assert selective_terms(RecallStats(store.reads, "default"), ["project", "kestrel"], 0.05) == [
+        "kestrel"
+    ]
     # Alone it stays: a query of common terms still matches something.
-    assert selective_terms(store, "default", ["project"], 0.05) == ["project"]
-    assert selective_terms(store, "default", ["project", "kestrel"], 1.0) == ["project", "kestrel"]
+    assert selective_terms(RecallStats(store.reads, "default"), ["project"], 0.05) == ["project"]
+    assert selective_terms(RecallStats(store.reads, "default"), ["project", "kestrel"], 1.0) == [
+        "project",
+        "kestrel",
+    ]
     hits = lexical_search(store, scope, ["project", "kestrel"], depth=50, max_term_share=0.05)
     assert len(hits) == 3  # only the rare term was scored
     every = lexical_search(store, scope, ["project", "kestrel"], depth=50, max_term_share=1.0)
@@ -278,7 +303,9 @@ def test_small_stores_keep_every_term(hashing_mem: fivefold.Memory) -> None:
         [{"content": "coffee with oat milk"}, {"content": "coffee beans"}, {"content": "tea"}]
     )
     # "coffee" is in 2 of 3 memories, far above 5 %, but under the 1,000-memory floor.
-    assert selective_terms(hashing_mem.store, "default", ["coffee", "oat"], 0.05) == [
+    assert selective_terms(
+        RecallStats(hashing_mem.store.reads, "default"), ["coffee", "oat"], 0.05
+    ) == [
         "coffee",
         "oat",
     ]

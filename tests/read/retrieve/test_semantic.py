@@ -33,7 +33,7 @@ def test_paraphrase_ranks_first_with_minilm(
     mem: fivefold.Memory, minilm: fivefold.MiniLMEmbedder, query: str, answer: int
 ) -> None:
     ids = [r.id for r in mem.remember_many([{"content": c} for c in CORPUS])]
-    results = semantic_search(mem.store, Scope(), minilm.embed([query]), depth=10)
+    results = semantic_search(mem.store.search, Scope(), minilm.embed([query]), depth=10)
     assert results[0].id == ids[answer]
     assert len(results) == len(CORPUS)
     assert all(0.0 <= r.confidence <= 1.0 for r in results)
@@ -60,7 +60,7 @@ def store_vectors(
 def test_cosines_are_exact_and_negative_ones_clip_to_zero(hashing_mem: fivefold.Memory) -> None:
     a, b, c, d = store_vectors(hashing_mem, [unit(1, 0), unit(0.6, 0.8), unit(0, 1), unit(-1, 0)])
     query = np.array([unit(1, 0)], dtype=np.float32)
-    results = semantic_search(hashing_mem.store, Scope(), query, depth=10)
+    results = semantic_search(hashing_mem.store.search, Scope(), query, depth=10)
     assert [r.id for r in results] == [a, b, c, d]  # c and d tie at 0.0: by id
     assert [r.confidence for r in results] == pytest.approx([1.0, 0.6, 0.0, 0.0], abs=1e-6)
 
@@ -68,7 +68,7 @@ def test_cosines_are_exact_and_negative_ones_clip_to_zero(hashing_mem: fivefold.
 def test_ties_are_broken_by_id(hashing_mem: fivefold.Memory) -> None:
     ids = store_vectors(hashing_mem, [unit(0.6, 0.8)] * 3 + [unit(1, 0)])
     query = np.array([unit(0, 1)], dtype=np.float32)
-    results = semantic_search(hashing_mem.store, Scope(), query, depth=10)
+    results = semantic_search(hashing_mem.store.search, Scope(), query, depth=10)
     assert [r.id for r in results] == [*ids[:3], ids[3]]
     assert results[0].confidence == results[1].confidence == results[2].confidence
 
@@ -76,11 +76,14 @@ def test_ties_are_broken_by_id(hashing_mem: fivefold.Memory) -> None:
 def test_rewrites_take_the_max_per_memory(hashing_mem: fivefold.Memory) -> None:
     a, b, c, d = store_vectors(hashing_mem, [unit(1, 0), unit(0.6, 0.8), unit(0, 1), unit(-1, 0)])
     queries = np.array([unit(1, 0), unit(0, 1)], dtype=np.float32)
-    results = semantic_search(hashing_mem.store, Scope(), queries, depth=10)
+    results = semantic_search(hashing_mem.store.search, Scope(), queries, depth=10)
     assert [r.id for r in results] == [a, c, b, d]
     assert [r.confidence for r in results] == pytest.approx([1.0, 1.0, 0.8, 0.0], abs=1e-6)
     singles = [
-        {r.id: r.confidence for r in semantic_search(hashing_mem.store, Scope(), q[None], depth=10)}
+        {
+            r.id: r.confidence
+            for r in semantic_search(hashing_mem.store.search, Scope(), q[None], depth=10)
+        }
         for q in queries
     ]
     assert {r.id: r.confidence for r in results} == {
@@ -91,19 +94,19 @@ def test_rewrites_take_the_max_per_memory(hashing_mem: fivefold.Memory) -> None:
 def test_depth_cuts_the_list(hashing_mem: fivefold.Memory) -> None:
     a, b, _, _ = store_vectors(hashing_mem, [unit(1, 0), unit(0.6, 0.8), unit(0, 1), unit(-1, 0)])
     queries = np.array([unit(1, 0), unit(1, 0.1)], dtype=np.float32)
-    results = semantic_search(hashing_mem.store, Scope(), queries, depth=2)
+    results = semantic_search(hashing_mem.store.search, Scope(), queries, depth=2)
     assert [r.id for r in results] == [a, b]
 
 
 def test_no_query_vectors_no_results(hashing_mem: fivefold.Memory) -> None:
     store_vectors(hashing_mem, [unit(1, 0)])
     empty = np.zeros((0, 64), dtype=np.float32)
-    assert semantic_search(hashing_mem.store, Scope(), empty, depth=10) == ()
+    assert semantic_search(hashing_mem.store.search, Scope(), empty, depth=10) == ()
 
 
 def test_empty_store_returns_nothing(hashing_mem: fivefold.Memory) -> None:
     query = np.array([unit(1, 0)], dtype=np.float32)
-    assert semantic_search(hashing_mem.store, Scope(), query, depth=10) == ()
+    assert semantic_search(hashing_mem.store.search, Scope(), query, depth=10) == ()
 
 
 def test_type_filter_and_scope_apply(hashing_mem: fivefold.Memory) -> None:
@@ -111,7 +114,7 @@ def test_type_filter_and_scope_apply(hashing_mem: fivefold.Memory) -> None:
     (fact,) = store_vectors(hashing_mem, [unit(1, 0)], type="fact", user_id="u1")
     (other,) = store_vectors(hashing_mem, [unit(1, 0)], type="preference", user_id="u2")
     query = np.array([unit(1, 0)], dtype=np.float32)
-    store = hashing_mem.store
+    store = hashing_mem.store.search
     assert [r.id for r in semantic_search(store, Scope(user_id="u1"), query, depth=10)] == [
         fact,
         pref,

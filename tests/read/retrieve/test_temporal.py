@@ -23,7 +23,7 @@ def add(memory: fivefold.Memory, content: str, **fields: object) -> int:
 def ids(memory: fivefold.Memory, window: TimeWindow = WINDOW, **kwargs: object) -> list[int]:
     scope = kwargs.pop("scope", Scope())
     depth = kwargs.pop("depth", 50)
-    return [s.id for s in temporal_search(memory.store, scope, window, depth=depth)]
+    return [s.id for s in temporal_search(memory.store.search, scope, window, depth=depth)]
 
 
 def test_only_events_inside_the_window_latest_first(hashing_mem: fivefold.Memory) -> None:
@@ -49,7 +49,7 @@ def test_window_bounds_are_inclusive(hashing_mem: fivefold.Memory) -> None:
 def test_confidence_is_one_for_every_event(hashing_mem: fivefold.Memory) -> None:
     for hour in (8, 12, 16):
         add(hashing_mem, f"event at {hour}", type="event", event_at=START + timedelta(hours=hour))
-    results = temporal_search(hashing_mem.store, Scope(), WINDOW, depth=50)
+    results = temporal_search(hashing_mem.store.search, Scope(), WINDOW, depth=50)
     assert [s.confidence for s in results] == [1.0, 1.0, 1.0]
     assert all(s.hops is None for s in results)
 

@@ -16,6 +16,7 @@ from fivefold.read.parse.query import parse_query
 from fivefold.read.pipeline import ReadPipeline, Retrieval
 from fivefold.read.plan import balanced_plan
 from fivefold.read.retrieve import type_list
+from fivefold.read.stats import RecallStats
 from fivefold.types import MemoryType, RetrieverName, RetrieverRun, Scope, Scored
 
 NOW = datetime(2026, 3, 20, 17, 0, tzinfo=UTC)
@@ -48,7 +49,8 @@ def run_with_hints(
     parsed = dataclasses.replace(parsed, type_hints=tuple(hints))
     plan = balanced_plan(parsed, config.fusion, forced_types=forced)
     pipeline = ReadPipeline(memory.store, fivefold.HashingEmbedder(), config)
-    return pipeline.run(parsed, plan, Scope(), depth=100, now=NOW, forced_types=forced)
+    stats = RecallStats(memory.store.reads, "default")
+    return pipeline.run(parsed, plan, Scope(), stats, depth=100, now=NOW, forced_types=forced)
 
 
 def runs_by_name(runs: Sequence[RetrieverRun]) -> dict[RetrieverName, RetrieverRun]:

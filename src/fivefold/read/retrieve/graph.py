@@ -33,6 +33,7 @@ def graph_search(
     scope: Scope,
     refs: Sequence[EntityRef],
     *,
+    total: int,
     depth: int,
     now: datetime,
     config: GraphConfig,
@@ -40,13 +41,13 @@ def graph_search(
     types: Sequence[MemoryType] = (),
     frontier_cap: int | None = None,
 ) -> tuple[Scored, ...]:
-    """``frontier_cap`` overrides ``config.frontier_cap`` (the optimizer's plans set it)."""
+    """``total``: the namespace's memory count; ``frontier_cap`` overrides
+    ``config.frontier_cap`` (the optimizer's plans set it)."""
     if not refs:
         return ()
     cap = config.frontier_cap if frontier_cap is None else frontier_cap
     reached = _walk(store, scope, refs, now, config, multi_hop, cap)
     frequencies = store.reads.entity_frequencies(scope.namespace, list(reached))
-    total = store.reads.memory_count(scope.namespace)
     scores = []
     for entity_id, (path, hops) in reached.items():
         frequency = frequencies.get(entity_id, 0)

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Protocol
 
 from fivefold.config import Config
 from fivefold.read.retrieve.ranking import ranked
-from fivefold.store.protocol import Store
+from fivefold.store.protocol import Search
 from fivefold.types import ColumnWeights, MemoryType, Scope, Scored
 
 HALF_SATURATION = 0.5
@@ -40,20 +41,24 @@ def idf(total: int, frequency: int) -> float:
     return math.log(1.0 + (total - frequency + 0.5) / (frequency + 0.5))
 
 
-def query_weight(store: Store, namespace: str, terms: Sequence[str]) -> float:
-    total, frequencies = store.reads.term_document_frequencies(namespace, terms)
+class TermStats(Protocol):
+    def frequencies(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """The namespace's memory count and each term's document frequency."""
+        ...
+
+
+def query_weight(stats: TermStats, terms: Sequence[str]) -> float:
+    total, frequencies = stats.frequencies(terms)
     return sum(idf(total, frequencies.get(t, 0)) for t in terms)
 
 
-def selective_terms(
-    store: Store, namespace: str, terms: Sequence[str], max_share: float
-) -> list[str]:
+def selective_terms(stats: TermStats, terms: Sequence[str], max_share: float) -> list[str]:
     """``terms`` without those in more than ``max_share`` of the store and more than
     ``COMMON_TERM_MIN_DOCS`` memories (below that, scoring a term's documents is cheap), unless
     that would leave none: then all of them."""
     if max_share >= 1.0 or not terms:
         return list(terms)
-    total, frequencies = store.reads.term_document_frequencies(namespace, terms)
+    total, frequencies = stats.frequencies(terms)
     limit = max(max_share * total, COMMON_TERM_MIN_DOCS)
     kept = [t for t in terms if frequencies.get(t, 0) <= limit]
     return kept or list(terms)
@@ -68,7 +73,8 @@ def squash(score: float, weight: float) -> float:
 
 
 def lexical_search(
-    store: Store,
+    search: Search,
+    stats: TermStats,
     scope: Scope,
     terms: Sequence[str],
     *,
@@ -83,17 +89,18 @@ def lexical_search(
     store are left out when a rarer one remains (``selective_terms``)."""
     if not terms:
         return ()
-    terms = selective_terms(store, scope.namespace, terms, max_term_share)
+    terms = selective_terms(stats, terms, max_term_share)
     query_terms = [*terms, *(t for t in hint_terms if t in terms)]
-    hits = store.search.lexical_search(scope, query_terms, depth, types, weights=weights)
+    hits = search.lexical_search(scope, query_terms, depth, types, weights=weights)
     if not hits:
         return ()
-    weight = query_weight(store, scope.namespace, query_terms)
+    weight = query_weight(stats, query_terms)
     return ranked(Scored(i, squash(s, weight)) for i, s in hits)
 
 
 def match_confidence(
-    store: Store,
+    search: Search,
+    stats: TermStats,
     scope: Scope,
     terms: Sequence[str],
     within: Sequence[int],
@@ -108,9 +115,9 @@ def match_confidence(
     large store."""
     if not terms or not within:
         return {}
-    terms = selective_terms(store, scope.namespace, terms, max_term_share)
+    terms = selective_terms(stats, terms, max_term_share)
     # A memory is demoted for what it says (``weights``: its own columns), not for what its
     # session neighbours say.
-    hits = store.search.lexical_search(scope, terms, len(within), (), within, weights=weights)
-    weight = query_weight(store, scope.namespace, terms)
+    hits = search.lexical_search(scope, terms, len(within), (), within, weights=weights)
+    weight = query_weight(stats, terms)
     return {i: squash(s, weight) for i, s in hits}

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 
 from fivefold.embed.base import Vectors
 from fivefold.read.retrieve.ranking import clip01, ranked
-from fivefold.store.protocol import Store
+from fivefold.store.protocol import Search
 from fivefold.types import MemoryType, Scope, Scored
 
 
 def semantic_search(
-    store: Store,
+    search: Search,
     scope: Scope,
     query_vectors: Vectors,
     *,
@@ -25,7 +25,7 @@ def semantic_search(
     if len(query_vectors) == 0:
         return ()
     best: dict[int, float] = {}
-    for results in store.search.vector_search(scope, query_vectors, depth, types):
+    for results in search.vector_search(scope, query_vectors, depth, types):
         for memory_id, cosine in results:
             score = clip01(cosine)
             if score > best.get(memory_id, -1.0):

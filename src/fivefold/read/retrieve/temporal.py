@@ -8,12 +8,12 @@ or "recently" usually wants. Facts and preferences never appear here (no created
 
 from __future__ import annotations
 
-from fivefold.store.protocol import Store
+from fivefold.store.protocol import Search
 from fivefold.types import Scope, Scored, TimeWindow
 
 
 def temporal_search(
-    store: Store, scope: Scope, window: TimeWindow, *, depth: int
+    search: Search, scope: Scope, window: TimeWindow, *, depth: int
 ) -> tuple[Scored, ...]:
-    events = store.search.events_between(scope, window.start, window.end, depth)
+    events = search.events_between(scope, window.start, window.end, depth)
     return tuple(Scored(memory_id, 1.0) for memory_id, _ in events)

@@ -13,7 +13,7 @@ from fivefold.store.postgres.context_rows import as_array
 from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.postgres.lists import Version
-from fivefold.store.records import CatalogEntry, MemoryAttributes
+from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
 from fivefold.store.shared.rows import memory_record
 from fivefold.store.shared.timeconv import from_ts
 from fivefold.store.shared.translate import translating_reads
@@ -26,13 +26,10 @@ class PostgresReads:
         self._core = core
         self._catalogs: dict[str, tuple[Version, list[CatalogEntry]]] = {}
 
-    def memory_count(self, namespace: str) -> int:
+    def state(self, namespace: str) -> NamespaceState:
         with self._core.read() as conn:
-            return namespace_row(conn, namespace)[0]
-
-    def namespace_generation(self, namespace: str) -> int:
-        with self._core.read() as conn:
-            return namespace_row(conn, namespace)[1]
+            row = namespace_row(conn, namespace)
+        return NamespaceState(row[0], row[1])
 
     def get_memories(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryRecord]:
         if not ids:

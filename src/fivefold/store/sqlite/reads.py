@@ -10,7 +10,7 @@ from datetime import datetime
 import numpy as np
 
 from fivefold.embed.base import Vectors
-from fivefold.store.records import CatalogEntry, MemoryAttributes
+from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
 from fivefold.store.shared.rows import memory_record
 from fivefold.store.shared.timeconv import from_ts
 from fivefold.store.shared.translate import translating
@@ -130,13 +130,10 @@ class SQLiteReads:
             ).fetchall()
         return {int(i): int(n) for i, n in rows}
 
-    def memory_count(self, namespace: str) -> int:
+    def state(self, namespace: str) -> NamespaceState:
         with self._core.lock:
-            return self._core.namespace_state(namespace)[0]
-
-    def namespace_generation(self, namespace: str) -> int:
-        with self._core.lock:
-            return self._core.namespace_state(namespace)[1]
+            memories, generation, _ = self._core.namespace_state(namespace)
+        return NamespaceState(memories, generation)
 
     def term_document_frequencies(
         self, namespace: str, terms: Sequence[str]
