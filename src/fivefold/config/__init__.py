@@ -1,8 +1,8 @@
-"""Frozen settings with the seeds' defaults.
+"""Frozen settings and their defaults.
 
 The library never reads files or the environment on its own; entry points (the CLI, later the
-servers) build a ``Config`` and hand it to ``Memory.open``. Every number here is named after the
-seed or DESIGN section that fixes it, so a reader can check it.
+servers) build a ``Config`` and hand it to ``Memory.open``. A default that is a choice says
+beside it why it is what it is.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from fivefold.types import Budget, ColumnWeights, OptimizerMode, RetrieverName, 
 
 @dataclass(frozen=True, slots=True)
 class TemporalConfig:
-    """Windows for fuzzy expressions (seed 000): "recently"/"lately" = the last 30 days,
+    """Windows for fuzzy expressions: "recently"/"lately" = the last 30 days,
     "a few months ago" = 90 to 30 days ago."""
 
     recent_days: int = 30
@@ -27,8 +27,8 @@ class TemporalConfig:
 
 @dataclass(frozen=True, slots=True)
 class LexicalConfig:
-    """BM25 column weights. Seed 000 states the intent that a predicate term counts 4x a
-    content term (its A/B letters say the opposite; DESIGN follows the intent). With session
+    """BM25 column weights. A predicate term counts 4x a content term: the predicate names
+    the relation a memory states, a sharper signal than any one word of its text. With session
     context on, the lexical leg scores the memory's window (which holds its content) in place
     of its content column, so ``content_weight`` weighs own-text matches only: negation,
     learned fusion's own-text feature, and the leg when ``context.window = 0``."""
@@ -38,7 +38,7 @@ class LexicalConfig:
     # A query term in more than this share of the store (and in more than 1,000 memories) is
     # left out of the BM25 MATCH when a rarer term is there to match: FTS5 scores every
     # document an OR-ed term matches, and a term in 5 % of the store weighs a quarter of one in
-    # 10 memories of 100k. On the 100k synthetic store: lexical p95 47 -> 13 ms. 1.0 keeps all.
+    # 10 memories of 100k. 1.0 keeps all.
     max_term_share: float = 0.05
 
 
@@ -52,8 +52,8 @@ class WriteConfig:
     ``durable`` (the embedded store): a write returns once its commit is synced to disk
     (SQLite ``synchronous = FULL``), so a power cut loses no write that returned; False
     (``NORMAL``): a killed process still loses nothing, a power cut or an operating system
-    crash can lose the last commits, and a bulk load at 1M memories runs ~10 % faster (one sync
-    of ~45 MB of WAL a batch less). A Postgres store follows its server's
+    crash can lose the last commits, and a bulk load runs faster (one sync of the WAL a batch
+    less). A Postgres store follows its server's
     ``synchronous_commit``."""
 
     max_entities: int = 64
@@ -72,9 +72,8 @@ class ContextConfig:
     d2`` re-normalised. ``window`` and ``vector_*`` apply when a memory is written: a store
     written with others is re-indexed when opened."""
 
-    # The window's term weights are the quality issue's held-out choice; scoring the window
-    # alone (no separate content column) beside the predicate was chosen on LoCoMo
-    # (BENCHMARKS); vector weights from the issue's held-out experiments.
+    # Chosen on held-out recalls (BENCHMARKS.md). The window is scored alone beside the
+    # predicate: it holds the memory's own text, which a content column would count twice.
     window: int = 2
     lexical_weight: float = 1.0
     vector_near: float = 0.25
@@ -83,7 +82,7 @@ class ContextConfig:
 
 @dataclass(frozen=True, slots=True)
 class GraphConfig:
-    """Hop scores and edge priors of seed 000 / DESIGN §2."""
+    """Hop scores and edge priors of the graph walk."""
 
     hop_scores: tuple[float, ...] = (1.0, 0.6, 0.35, 0.15)
     structural_prior: float = 1.0
@@ -95,18 +94,19 @@ class GraphConfig:
     # Below this resolution confidence every candidate entity is a traversal root.
     ambiguous_below: float = 0.7
     # Scale each entity's score by its specificity, ln(N/df)/ln(N): a speaker named in half
-    # the memories is weak evidence (DESIGN §2). Off = DESIGN's bare formula, where such an
-    # entity floods the list with hop-0 memories at confidence 1.0 (LoCoMo: -10.9 R@10).
+    # the memories is weak evidence. Off = the bare formula, where such an entity floods the
+    # list with hop-0 memories at confidence 1.0.
     rarity_weighting: bool = True
     # New entities kept per hop: a hub (a speaker named in half the corpus) must not drag the
-    # whole graph into the next hop. 16 cost the balanced plan 1.5 points of R@10 on LoCoMo
-    # (it walks from hubs); the optimizer's plans, which do not, use optimizer.graph_frontier.
+    # whole graph into the next hop. A tighter cap costs the balanced plan recall (it walks
+    # from hubs); the optimizer's plans, which do not, use optimizer.graph_frontier.
     frontier_cap: int = 64
 
 
 @dataclass(frozen=True, slots=True)
 class FusionConfig:
-    """Score-weighted RRF (seed 000): ``w * sqrt(c) / (k + rank)``."""
+    """Score-weighted RRF: ``w * sqrt(c) / (k + rank)``, so a retriever's confidence counts
+    beside its rank."""
 
     k: int = 60
     weights: Mapping[RetrieverName, float] = field(
@@ -122,17 +122,18 @@ class FusionConfig:
     )
     graph_multi_hop_weight: float = 0.8
     temporal_speculative_weight: float = 0.5
-    # final = fused * (importance_floor + (1 - importance_floor) * importance)  (seed 002)
+    # final = fused * (importance_floor + (1 - importance_floor) * importance): importance
+    # tilts the order, and an unimportant memory keeps most of its score.
     importance_floor: float = 0.7
     # A memory spoken by a person the query names scores x (1 + speaker_boost): "what did
-    # Caroline say about ..." prefers Caroline's own turns. 0 turns it off. LoCoMo: chosen on
-    # four of the seven conversations; R@10 on the other three 69.9 -> 70.7 (BENCHMARKS).
+    # Caroline say about ..." prefers Caroline's own turns. 0 turns it off. Chosen on
+    # held-out conversations (BENCHMARKS.md).
     speaker_boost: float = 1.0
     # A memory dated inside the query's time window scores x (1 + window_boost): the window
     # as a soft boost for the legs that do not filter by it ("what changed since we last
     # talked?": the semantic and lexical legs' finds inside the window first). Learned fusion
-    # weighs it as a feature of its own instead. LoCoMo, rules: 0.5 -> R@10 -0.1, 1.0 -> -0.4;
-    # the demo's "since we last talked" answer first with either (BENCHMARKS).
+    # weighs it as a feature of its own instead. 0.5 is enough to put such answers first and
+    # costs other questions less than a larger boost (BENCHMARKS.md).
     window_boost: float = 0.5
 
 
@@ -161,63 +162,61 @@ class IndexConfig:
 
 @dataclass(frozen=True, slots=True)
 class OptimizerConfig:
-    """Rule DAG thresholds (seed 004's read_pipeline.optimizer.rule block) and plan knobs."""
+    """Rule DAG thresholds (``read/plan/rules.py``) and plan knobs."""
 
     # Learned fusion over the rule optimizer's plans by default: with the packaged model (for
-    # conversation turns) it beats the rules on LoCoMo by 2.9 points of R@10 held out (76.5
-    # against 73.6, each conversation ranked by a model that never saw it); on other memories,
-    # until a namespace trains its own model, the rules rank, as in "rule" mode.
+    # conversation turns) it ranks better than the rules on conversations it never saw
+    # (BENCHMARKS.md); on other memories, until a namespace trains its own model, the rules
+    # rank, as in "rule" mode.
     mode: OptimizerMode = OptimizerMode.LEARNED
     precise_threshold: float = 0.8
     exploratory_threshold: float = 0.4
     entity_confidence_min: float = 0.85
-    # DESIGN rule 4: lexical rarity >= 0.8 promotes the precision plan.
+    # Rule 4 of the plan DAG: lexical rarity >= 0.8 (a rare term, such as an identifier)
+    # promotes the precision plan.
     precision_rarity: float = 0.8
-    # Seed 004: entity-centric queries that ask for an attribute ("Sarah's manager") skip the
+    # Entity-centric queries that ask for an attribute ("Sarah's manager") may skip the
     # embedding call (graph + BM25 are pure SQL), at or above this specificity. Off by default:
-    # on LoCoMo skipping cost 3 points of R@10 on the 230 entity-centric questions, to save
-    # one ~4 ms embedding call.
+    # skipping loses recall on those questions to save one cheap embedding call.
     skip_embedding_for_attributes: bool = False
     entity_skip_embedding_min: float = 0.45
-    # Seed 004 weighs the graph 2.0 in entity-centric plans; on LoCoMo that cost 9-11 points
-    # of R@10 on the 230 questions routed there against 1.0 (the equal weight of DESIGN).
+    # The graph weighs the same as the other legs in entity-centric plans: weighing it more
+    # lost recall on the questions routed there.
     entity_graph_weight: float = 1.0
     # An entity anchors the entity-centric plan only if it is specific: ln(N/df)/ln(N) at least
     # this. A speaker named in half the memories resolves with confidence 1.0 but anchors
-    # nothing (LoCoMo: routing such questions entity-centric cost 20 points of R@10).
+    # nothing: the walk from it reaches half the store.
     entity_anchor_min_specificity: float = 0.3
     # Outside entity-centric plans the graph leg runs only if some query entity is at least
     # this specific: a walk from a name that every other memory carries ranks half the store
-    # on rank alone (LoCoMo: ungated cost 2.0 points of R@10 and 1.5 ms a recall).
+    # on rank alone, which costs recall and time.
     graph_min_specificity: float = 0.3
-    # The RRF constant of the optimizer's plans. DESIGN's k = 60 (the balanced plan) spreads
-    # rank 1 and rank 50 only 1.8x, so a rank-1 BM25 hit for an identifier is buried under
-    # memories both text legs found somewhere. On LoCoMo k = 60 in these plans cost 4.7 points
-    # of R@10 (p < 0.001); k = 10 also won on either half of its conversations.
+    # The RRF constant of the optimizer's plans. k = 60 (the balanced plan's) spreads rank 1
+    # and rank 50 only 1.8x, so a rank-1 BM25 hit for an identifier is buried under memories
+    # both text legs found somewhere; k = 10 keeps a leg's top hits on top.
     fusion_k: int = 10
     # Entities kept per hop of the graph walk in the optimizer's plans (graph.frontier_cap is
-    # the balanced plan's). Its plans walk only from specific entities, where 16 changed LoCoMo
-    # R@10 by -0.1 (n.s.) and cut the graph leg of the 100k synthetic store's entity questions
-    # from 26 to 8 ms at the median.
+    # the balanced plan's). Its plans walk only from specific entities, where a tighter cap
+    # loses no recall and keeps the graph leg fast on a large store.
     graph_frontier: int = 16
     precise_semantic_depth: int = 20
     # Feature quantization step: plans are chosen on a quantized feature vector.
     quantum: float = 0.05
-    # Rewrites cost a second fusion and an embedding call (~110 ms on LoCoMo) for +0.5 R@10
-    # there, so they are opt-in.
+    # Rewrites cost a second fusion and an embedding call for a small gain in recall, so they
+    # are opt-in.
     rewrites: bool = False
-    # MMR diversity in exploratory plans (DESIGN; mmr.lambda sets how much). Opt-in: on LoCoMo
-    # it changed 651 of 1,039 top-10s for -0.2 points of R@10 (n.s.) and 0.5 ms a recall.
+    # MMR diversity in exploratory plans (mmr.lambda sets how much). Opt-in: it reorders most
+    # top-10s without a gain in recall, and costs time.
     mmr: bool = False
-    # DESIGN's hard pre-filter on types the engine inferred cost 1.4 points of R@10 on LoCoMo's
-    # exploratory questions (soft: 0.75; off: +0.5 against the balanced plan): off by default.
+    # Filtering on types the engine inferred (hard drops, soft demotes) punishes a wrong guess
+    # and lost recall on exploratory questions: off by default.
     type_filter: TypeFilterMode = TypeFilterMode.OFF
 
 
 @dataclass(frozen=True, slots=True)
 class LearnedConfig:
     """Training learned fusion (``Memory.train``): how many recalls with feedback a namespace
-    needs (seed 004: 30 examples before a learned plan is trusted), which of them are held out
+    needs (30 examples before a learned plan is trusted), which of them are held out
     to compare the model with the rules (every ``holdout_every``-th), and the ridge penalty."""
 
     min_feedback: int = 30
@@ -227,7 +226,7 @@ class LearnedConfig:
 
 @dataclass(frozen=True, slots=True)
 class CacheConfig:
-    """Result cache (Mode B, seed 004): TTL 30 s, 1,000 entries, LRU."""
+    """Result cache (Mode B): TTL 30 s, 1,000 entries, LRU."""
 
     ttl_seconds: float = 30.0
     max_entries: int = 1000
@@ -235,9 +234,10 @@ class CacheConfig:
 
 @dataclass(frozen=True, slots=True)
 class RerankConfig:
-    """Cross-encoder rerank over the top ``depth`` fused candidates (DESIGN: 20-50), for
-    exploratory plans and budget "high". No model ships; ``model_path`` names a local
-    directory (ONNX + tokenizer.json, or a sentence-transformers model)."""
+    """Cross-encoder rerank over the top ``depth`` fused candidates (20-50: the model pays for
+    every candidate it reads), for exploratory plans and budget "high". No model ships;
+    ``model_path`` names a local directory (ONNX + tokenizer.json, or a sentence-transformers
+    model)."""
 
     model_path: str | None = None
     depth: int = 30
@@ -284,9 +284,9 @@ class ServeConfig:
 
     host: str = "127.0.0.1"
     port: int = 8420
-    # One worker: on the 2-vCPU bench machine two workers served no more (84 against 83
-    # requests/s, BENCHMARKS.md), each holds its own model and index, and a write in one makes
-    # the other reload its dense index. More workers pay off with more cores.
+    # One worker: on two cores a second serves no more (BENCHMARKS.md), each holds its own
+    # model and index, and a write in one makes the other reload its dense index. More workers
+    # pay off with more cores.
     workers: int = 1
     # Requests a worker runs at once on its threads (the rest wait in its event loop).
     threads: int = 2

@@ -55,7 +55,7 @@ _NAMESPACE_FIELD = "namespace_temporal"
 _SECRETS: Mapping[str, str] = MappingProxyType(
     {"rewrite.api_key": f"an API key never goes in this file; set {API_KEY_ENV} instead"}
 )
-# Keys of seed 004's YAML block that this file spells differently: say where they went.
+# Keys of the YAML read_pipeline layout that this file spells differently: say where they went.
 _MOVED: Mapping[str, str] = MappingProxyType(
     {
         "optimizer.rule": "the rule thresholds sit directly in [optimizer]",
@@ -65,7 +65,7 @@ _MOVED: Mapping[str, str] = MappingProxyType(
         "cache.enabled": 'the cache is switched on by optimizer.mode = "cached"',
         "cache.normalize_casing": "queries are always lowercased for the cache key",
         "cache.normalize_punctuation": "punctuation is always stripped for the cache key",
-        "read_pipeline": "the seed's read_pipeline block maps onto [optimizer] and [cache]",
+        "read_pipeline": "a read_pipeline block maps onto [optimizer] and [cache]",
     }
 )
 
@@ -171,7 +171,7 @@ _ANY = _Range()
 
 _COMMENTS: Mapping[str, str] = MappingProxyType(
     {
-        "temporal": 'Fuzzy windows in days: "recently"/"lately", "a few months ago" (seed 000).',
+        "temporal": 'Fuzzy windows in days: "recently"/"lately", "a few months ago".',
         "lexical": "BM25 column weights: a predicate term counts 4x a content term (content:"
         " with context on, own-text matches only; the window stands for it in the leg).",
         "write": "Bounds on one write: names linked per memory, names joined by co-mentions;\n"
