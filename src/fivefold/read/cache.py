@@ -1,4 +1,4 @@
-"""The result cache (Mode B, seed 004): fused, post-policy results keyed by the normalized query,
+"""The result cache (Mode B): fused, post-policy results keyed by the normalized query,
 the scope and the recall arguments; TTL 30 s, 1,000 entries, LRU.
 
 Invalidation is by version: an entry remembers the namespace generation it was computed at, and

@@ -1,10 +1,10 @@
 """Fusion of ranked lists: pure functions, no I/O.
 
-The default is score-weighted RRF (seed 000): ``score(d) = sum_i w_i * sqrt(c_i(d)) / (k + r_i(d))``
+The default is score-weighted RRF: ``score(d) = sum_i w_i * sqrt(c_i(d)) / (k + r_i(d))``
 with ``k = 60`` (``fusion.k``, the balanced plan's; the optimizer's plans pass
 ``optimizer.fusion_k``, 10) and ranks from 1. Graph evidence beyond 0 hops is weighted 0.8 of
-the graph weight. The challengers DESIGN keeps measurable (plain RRF, convex combination with
-min-max normalization) live here too, so the benchmark can swap them in.
+the graph weight. The challengers (plain RRF, convex combination with min-max normalization)
+live here too, so the benchmark can swap them in.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ def plain_rrf(runs: Sequence[RetrieverRun], *, k: int = 60) -> list[Fused]:
 
 
 def convex(runs: Sequence[RetrieverRun], weights: Mapping[RetrieverName, float]) -> list[Fused]:
-    """Convex combination of min-max normalized confidences (Bruch et al.; seed 002's
-    challenger). A list with one distinct score normalizes to 1.0."""
+    """Convex combination of min-max normalized confidences (Bruch et al.), a challenger to
+    RRF. A list with one distinct score normalizes to 1.0."""
     terms: dict[int, list[FusionTerm]] = {}
     total = sum(weights.get(run.name, 1.0) for run in runs) or 1.0
     for run in runs:
@@ -77,7 +77,7 @@ def apply_prior(
     fused: Sequence[Fused], importance: Mapping[int, float], floor: float
 ) -> list[Fused]:
     """``final = fused x (floor + (1 - floor) x importance)``: importance is a prior on the
-    fused score, not a list of its own (seed 002). Unknown ids keep importance 0.5."""
+    fused score, not a list of its own. Unknown ids keep importance 0.5."""
     out = [
         Fused(f.id, f.score * (floor + (1.0 - floor) * importance.get(f.id, 0.5)), f.terms)
         for f in fused

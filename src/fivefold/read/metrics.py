@@ -1,5 +1,6 @@
-"""In-process recall metrics (seed 004's dashboard signals): plans selected, latency per plan,
-cache hit rate, rerank latency. Kept in memory, bounded; the HTTP server will export them."""
+"""In-process recall metrics, the signals that show how the optimizer is doing: plans selected,
+latency per plan, cache hit rate, rerank latency. Kept in memory, bounded; the HTTP server will
+export them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The read path after parsing and planning (DESIGN §2 steps 3-4): run the plan's retrievers,
+"""The read path after parsing and planning: run the plan's retrievers,
 fuse, then the post-fusion policies in order: importance prior, forced type filter, temporal
 post-filter, negation demotion, rewrites (a second semantic pass), cross-encoder rerank, MMR."""
 
@@ -258,8 +258,8 @@ class ReadPipeline:
         if L in wanted:
             hints = [t for hint in query.predicate_hints for t in hint.split()]
             # On a thread of its own, so the semantic leg (after the embedding) runs beside it
-            # rather than after it: on Postgres both wait on the server (the lexical leg's p50
-            # 21 ms, the semantic's 8, one after the other). It waits for no other task.
+            # rather than after it: on Postgres both wait on the server, and their waits
+            # would add up. It waits for no other task.
             lexical = _leg_threads().submit(
                 _timed,
                 state.clock,
@@ -311,7 +311,7 @@ class ReadPipeline:
     # -- rewrites -------------------------------------------------------------------------------
     def _rewrite(self, state: _State) -> None:
         """Second semantic pass over 2-3 rephrasings; each memory keeps its best cosine over
-        the original and the rewrites (seed 004)."""
+        the original and the rewrites."""
         start = time.perf_counter()
         rewrites = self._rewrites(state)
         state.clock.time("rewrite", start)
@@ -524,7 +524,7 @@ class ReadPipeline:
 def _conversation_turns(probe: Sequence[Fused], attributes: Mapping[int, MemoryAttributes]) -> bool:
     """Whether most of the ``probe`` (the best candidates) are conversation turns (they have a
     speaker): the packaged model learned from conversations, and on memories of another kind
-    (the demo's facts) it lost two answers the rules found."""
+    (the demo's facts) the rules rank better."""
     top = [attributes.get(f.id) for f in probe]
     spoken = sum(1 for a in top if a is not None and a.speaker is not None)
     return bool(top) and 2 * spoken >= len(top)
@@ -541,7 +541,8 @@ def _leg_threads() -> ThreadPoolExecutor:
 
 
 def _when(attributes: MemoryAttributes) -> datetime:
-    """When a memory happened, or else when it was recorded (seed 004: "created or dated")."""
+    """When a memory happened, or else when it was recorded: an undated memory is placed in
+    time by its recording."""
     return attributes.event_at or attributes.created_at
 
 

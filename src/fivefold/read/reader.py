@@ -176,8 +176,8 @@ class Reader:
         self._store = store
         self._config = config
         # Learned fusion ranks the candidates of the rule optimizer's plan (its legs, depths and
-        # graph gate; on LoCoMo as good as every leg's: 77.0 against 76.8 R@10 held out, and as
-        # fast as the rules); training asks each recall again the same way.
+        # graph gate: as good as every leg's, and as fast as the rules); training asks each
+        # recall again the same way.
         self._learning = config.optimizer.mode is OptimizerMode.LEARNED
         self._rules = replace(config, optimizer=replace(config.optimizer, mode=OptimizerMode.RULE))
         self._models: dict[str, tuple[int, LearnedModel | None]] = {}

@@ -1,5 +1,5 @@
 """Negations in a query ("not X", "wasn't related to X", "except X"): the terms whose memories
-are demoted after fusion (seed 004), and the query text with those clauses removed, so neither
+are demoted after fusion, and the query text with those clauses removed, so neither
 BM25 nor the embedding goes looking *for* what the user ruled out."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Stage 1 of the read path: text -> ``ParsedQuery`` (DESIGN §2).
+"""Stage 1 of the read path: text -> ``ParsedQuery``.
 
 Temporal window, entity refs with resolution confidence, negations, predicate hints and the
 positive BM25 terms. No type hints: only the optimizer (Stage 2) sets those.
@@ -31,8 +31,8 @@ _MULTI_HOP = re.compile(
 MAX_QUERY_CHARS = 4_000
 # BM25 terms kept per query: a pasted paragraph is not a question, and FTS5 cost grows per term.
 MAX_TERMS = 64
-# "Did I finish the OAuth PR?" asks about a recent completion: seed 004 reads it as a window
-# over the last `recent_days` (fuzzy precision), not as "ever".
+# "Did I finish the OAuth PR?" asks about a recent completion: it reads as a window over the
+# last `recent_days` (fuzzy precision), not as "ever".
 _COMPLETION = re.compile(
     r"\b(?:did|have|has)\s+(?:i|we)\s+(?:already\s+|ever\s+)?(?:finish|finished|complete|"
     r"completed|ship|shipped|merge|merged|close|closed|submit|submitted|deploy|deployed|fix|"

@@ -213,8 +213,8 @@ def _part(ctx: _Ctx, offset: int, first_hour: int, hours: int) -> _Span:
 
 
 def _yesterday(ctx: _Ctx) -> _Span:
-    # The seed's window is [now - 1d, now]; starting at midnight keeps all of it and adds the
-    # whole calendar day, which is what people mean.
+    # [start of yesterday, now] rather than [now - 1d, now]: it holds the whole calendar day,
+    # which is what people mean.
     start = _at(ctx, ctx.today - timedelta(days=1))
     return _Span(start, ctx.now, P_DAY, point=start)
 
@@ -262,7 +262,7 @@ _PHRASE_TABLE: tuple[tuple[tuple[str, ...], Callable[[_Ctx], _Span]], ...] = (
     (("the day before yesterday",), lambda c: _day(c, c.today - timedelta(days=2))),
     (("tomorrow",), lambda c: _day(c, c.today + timedelta(days=1))),
     (("the day after tomorrow",), lambda c: _day(c, c.today + timedelta(days=2))),
-    # Seed 000: "last week" = [now - 7d, now].
+    # "last week" = [now - 7d, now]: the seven days before now, not the previous calendar week.
     (("last week", "previous week", "this past week"),
      lambda c: _Span(c.now - timedelta(days=7), c.now, P_DAYS)),
     (("this week", "earlier this week"),

@@ -1,4 +1,4 @@
-"""Query features and specificity (seed 004, DESIGN §2):
+"""Query features and specificity:
 
     spec = 0.35 * entity_density + 0.25 * temporal_precision + 0.25 * lexical_rarity
            + 0.15 * type_cues
@@ -18,7 +18,7 @@ from fivefold.types import MemoryType, ParsedQuery
 
 WEIGHTS = (0.35, 0.25, 0.25, 0.15)
 
-# Type cues (seed 000 trigger vocabulary), with how strongly each predicts the memory type.
+# Type cues (the words that trigger a type), with how strongly each predicts the memory type.
 _CUES: tuple[tuple[re.Pattern[str], MemoryType, float], ...] = (
     (
         re.compile(r"\b(prefer(?:s|red|ence|ences)?|my default|favou?rite)\b", re.I),
@@ -77,9 +77,9 @@ class Features:
 def entity_density(query: ParsedQuery, specificity: Mapping[int, float]) -> float:
     """The strongest reference's confidence times its entity's specificity, scaled down when
     entities are a small part of a long query:
-    ``max(conf x spec) x min(1, 3 x entity_words / content_words)``. The seed's worked examples
-    put it near the resolution confidence for short queries ("Sarah" at 0.93 -> 0.9); a name
-    that half the memories carry makes no query specific."""
+    ``max(conf x spec) x min(1, 3 x entity_words / content_words)``. It stays near the
+    resolution confidence for short queries ("Sarah" at 0.93 -> 0.9); a name that half the
+    memories carry makes no query specific."""
     if not query.entity_refs:
         return 0.0
     entity_words = {w for ref in query.entity_refs for w in ref.text.lower().split()}

@@ -1,5 +1,5 @@
 """The rule-based optimizer (Mode A): a pure function from a parsed query and its features to a
-plan. No I/O; well under a millisecond. Rules are tried in DESIGN §2's order:
+plan. No I/O; well under a millisecond. Rules are tried in this order, the first that holds wins:
 
 1. spec >= precise_threshold                      -> precise
 2. an entity ref with confidence > entity_conf_min -> entity_centric (if the entity is specific
@@ -69,8 +69,8 @@ def choose_plan(
         plan = _entity_centric(query, anchors, spec, config)
     elif query.temporal_window is not None:
         why = f"a time window ({query.temporal_window.expression!r})"
-        # Seed 004's template is temporal + semantic; BM25 stays in: on LoCoMo the template
-        # without it lost 15.8 points of R@10 on its 141 questions, with it gained 4.7.
+        # Temporal + semantic, and BM25 too: a time question still names what happened, in
+        # words the lexical leg finds.
         plan = _named(PlanName.TEMPORAL, [T, S, L], why)
     elif q.lexical_rarity >= config.precision_rarity:
         plan = _named(
@@ -107,8 +107,9 @@ def _entity_centric(
 ) -> Plan:
     best = max(anchors, key=lambda r: r.confidence)
     # An attribute of a well-resolved entity ("Sarah's manager") is answered by the graph and
-    # BM25 in SQL; the embedding call is skipped on purpose (seed 004). Without an attribute to
-    # look up ("who is on the backend team?") semantic stays, for members described in prose.
+    # BM25 in SQL, so the embedding call may be skipped (skip_embedding_for_attributes).
+    # Without an attribute to look up ("who is on the backend team?") semantic stays, for
+    # members described in prose.
     skip = (
         config.skip_embedding_for_attributes
         and spec >= config.entity_skip_embedding_min

@@ -1,4 +1,4 @@
-"""Query rewrites for low-specificity queries (seed 004: "2-3 alternative phrasings").
+"""Query rewrites for low-specificity queries: 2-3 alternative phrasings, each searched.
 
 Offline by default: pseudo-relevance feedback. Each of the first-pass top documents lends the
 query its rarest words that the query lacks ("how did I handle authentication?" + "login

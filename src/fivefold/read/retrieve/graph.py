@@ -1,5 +1,5 @@
 """Graph retriever: walk typed edges from the query's entities, score the memories that mention
-what the walk reaches (seed 000, DESIGN §2).
+what the walk reaches.
 
 A memory that mentions an entity ``h`` hops from a query entity scores
 ``hop(h) x prod(edge_confidence x type_prior x freshness)`` along the best path, with
@@ -7,7 +7,7 @@ A memory that mentions an entity ``h`` hops from a query entity scores
 inferred) 0.9; a lifecycle edge whose ``valid_to`` has passed has freshness 0.3. Roots resolved
 with confidence below 0.7 are all walked, each weighted by its confidence.
 
-Two additions to DESIGN's formula, both because a speaker named in half the memories is weak
+Two additions to the bare formula, both because a speaker named in half the memories is weak
 evidence: each entity's score is multiplied by its specificity ``ln(N/df)/ln(N)`` (config
 ``graph.rarity_weighting``), and a memory's scores over the entities it names combine by
 noisy-or, so one naming two query entities outranks one naming either. Equal scores are then

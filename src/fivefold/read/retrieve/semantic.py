@@ -1,7 +1,8 @@
 """Semantic retriever: cosine between the query (and its rewrites) and memory embeddings.
 
 Vectors are L2-normalized, so the store's dot product is the cosine; it is clipped to [0, 1]
-(DESIGN §2). With rewrites, a memory keeps its best score over all phrasings (seed 004).
+(an opposite direction is no evidence). With rewrites, a memory keeps its best score over all
+phrasings.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Temporal retriever: a B-tree range scan on ``event_at`` over Event memories in the window.
 
-Seed 000 says the temporal retriever "does not rank within the window": every event inside is
-equally in, with confidence 1.0. A list still needs an order; we use recency (latest first), so
-a cut at ``depth`` keeps the events closest to the end of the window, which is what "last week"
-or "recently" usually wants. Facts and preferences never appear here (no created_at fallback).
+The window is a filter, not a ranking: every event inside is equally in, with confidence 1.0. A
+list still needs an order; we use recency (latest first), so a cut at ``depth`` keeps the events
+closest to the end of the window, which is what "last week" or "recently" usually wants. Facts
+and preferences never appear here (no created_at fallback).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Type filter: the optimizer's type hints (or the caller's forced ``types``) become a hard
 pre-filter on the semantic and lexical legs; the pipeline widens when fewer than 5 results
-survive (seed 000). Its own list holds the on-type memories those legs found, ordered by their
+survive. Its own list holds the on-type memories those legs found, ordered by their
 best rank in either leg, confidence 1.0: after a widening it is what still favours the hinted
 type, softly, through fusion."""
 
