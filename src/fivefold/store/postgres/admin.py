@@ -89,7 +89,7 @@ class PostgresAdmin:
 
     def _tables_finding(self) -> Finding:
         """The store's tables against those this version makes: a column dropped or retyped
-        by hand failed every write while doctor said all was well (a hostile pass)."""
+        by hand fails every write, and doctor must not say all is well then."""
         try:
             with self._core.read() as conn:
                 drift = schema_drift(conn, self._core.dim)

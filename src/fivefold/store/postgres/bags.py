@@ -1,7 +1,7 @@
 """A bulk write's term counts as arrays: each text's terms as ids of a term dictionary, a line
 counted once (a token never spans a line break: a text's counts are its lines'), a batch's texts
 summed, weighted and grouped by numpy instead of a ``Counter`` per text (counting and summing
-the windows of a batch and of the turns before it was ~40 % of a Postgres bulk write's Python).
+the windows of a batch and of the turns before it is a large share of a bulk write's Python).
 
 A ``Bag`` holds (document, term, count) rows and the dictionary its term ids are of; ``Bags``
 makes them from texts. The counts are ``Tokenizer.count``'s and ``tokens.window``'s: the same
@@ -21,7 +21,7 @@ from fivefold.store.shared.tokens import Tokenizer
 
 __all__ = ["Bag", "Bags", "paired"]
 
-LINE_COST = 1_000  # bytes a remembered line takes beside its characters (measured: ~1,040 for 70)
+LINE_COST = 1_000  # bytes a remembered line takes beside its characters: its arrays and entry
 
 
 @dataclass(frozen=True, slots=True)

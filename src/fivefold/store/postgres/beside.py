@@ -4,11 +4,9 @@ new postings' COPY, during which the writer waits on the socket without the GIL)
 on two cores instead of taking turns.
 
 The thread computes only: every statement stays on the writer's thread, so Ctrl-C, a failure or
-a retry there leaves nothing running on the connection (a first version sent the COPYs from the
-thread instead, and an interrupt at the wrong moment let a queued COPY run after the rollback:
-two reviews found five such windows). A small write computes inline: starting a thread costs
-more than it would overlap (a single ``remember``: median 3.3 -> 3.7 ms with one, a reviewer's
-measure)."""
+a retry there leaves nothing running on the connection (a COPY sent from the thread could run
+after an interrupt's rollback). A small write computes inline: starting a thread costs more
+than it would overlap."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ POOL_SIZE = 8
 # (without it, two writers of one session retried in step and met again).
 WRITE_ATTEMPTS = 8
 # A server gone: the pool's attempts to connect back off (1, 2, 4 ... s) this long, then the
-# next call starts them over (with psycopg_pool's 300 s the waits grew to minutes).
+# next call starts them over (psycopg_pool's default of 300 s lets the waits grow to minutes).
 RECONNECT_SECONDS = 10.0
 # A connection the server ended (shut down, restarted, terminated it, its idle session timed
 # out) or that was lost.

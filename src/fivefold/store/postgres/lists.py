@@ -28,7 +28,7 @@ __all__ = ["LIST_CACHE_BYTES", "ListCache", "Version"]
 # longest at 100k memories is ~1.4 MB, all of them together ~90 MB.
 LIST_CACHE_BYTES = 64 << 20
 # Counted for each list besides its postings and its term: the entry, its key and the array's
-# header (measured: ~860 bytes a one-posting list, all told). An empty list is not free.
+# header (some 860 bytes a one-posting list, all told). An empty list is not free.
 ENTRY_BYTES = 1_024
 # Namespaces remembered (version), least recently searched out with their lists.
 MAX_NAMESPACES = 4_096

@@ -2,11 +2,10 @@
 
 A (namespace, field, term) list is kept in rows of ``postings``, each holding the postings of
 memories of one chunk of ``CHUNK`` consecutive ids, packed (``DTYPES``), keyed by the smallest
-id it holds (``part``), and a search reads each list as one value, packed already. The bench's
-first 40,000 memories of the 100k world (batches of 2,000, the windows of older turns written
-again as their sessions grow) write ~190,000 part rows; a row per posting wrote 3.18M and
-deleted 880k, 22 s of the server's 23 s, and packing a list at read time took 10-22 ms for the
-longest.
+id it holds (``part``), and a search reads each list as one value, packed already. A row per
+posting writes and deletes an order of magnitude more rows (the windows of older turns are
+written again as their sessions grow), most of the server's time in a bulk write, and packing
+a long list at read time costs a search milliseconds.
 
 New memories' postings are new parts (``parts``: no row is read). A memory whose postings
 change (its window rewritten when its session grows, a memory forgotten) has the parts of its
@@ -125,7 +124,7 @@ class Grouped:
 
 def grouped(kind: int, entries: Iterable[Entry]) -> Grouped:
     """The postings of ``entries`` in field ``kind``, grouped by term and chunk. Gathered a
-    memory at a time into columns (a Python call per posting was most of a bulk write's
+    memory at a time into columns (a Python call per posting would be most of a bulk write's
     packing), grouped by numpy."""
     wide = kind == schema.OWN
     terms: list[str] = []

@@ -160,8 +160,8 @@ _SECRETS = frozenset({"password", "sslpassword"})  # libpq parameters that hold 
 
 def without_password(url: str) -> str:
     """The URL as messages and ``stats`` show it: no password, in its user part or given as a
-    parameter (``?password=``, which a store's errors reached keyed clients with: a hostile
-    pass's find). Cut from the URL's own text: a socket's empty host, several hosts and IPv6
+    parameter (``?password=``: a store's errors can reach keyed clients, who must not see
+    it). Cut from the URL's own text: a socket's empty host, several hosts and IPv6
     brackets stay as written."""
     scheme, sep, rest = url.partition("://")
     before, mark, query = rest.partition("?")

@@ -314,17 +314,17 @@ COLUMNS = ("predicate", "content", "window", "")
 
 META_DDL = "CREATE TABLE IF NOT EXISTS fivefold_meta (key text PRIMARY KEY, value text NOT NULL)"
 # Planner statistics are refreshed when a namespace crosses a power of two from this size on: a
-# table loaded faster than autovacuum looks at it is otherwise planned as if empty (lexical p50
-# 31 ms instead of 2.5 ms on a fresh 2,000-memory store).
+# table loaded faster than autovacuum looks at it is otherwise planned as if empty, and its
+# searches run an order of magnitude slower.
 ANALYZE_FROM = 256
 ANALYZE = "ANALYZE (SKIP_LOCKED) memories, postings, term_stats, entities, mentions, edges, aliases"
 # When a namespace of ``VACUUM_FROM`` memories or more grows an eighth (``growth_step``), the
 # tables read by index alone are vacuumed, so their visibility map covers the new rows: an
 # index-only scan otherwise visits the heap for each posting written since the last vacuum
-# (autovacuum waits for 20 % more rows of the whole table). Measured on a 100k store just
-# loaded: the postings of one common query 93 -> 33 ms, recall p99 251 -> 178 ms. A vacuum
-# sets its tables' row counts too; their column statistics stay the last doubling's (an
-# ANALYZE of every table at each eighth as well was 9 % of a 100k bulk load).
+# (autovacuum waits for 20 % more rows of the whole table), which on a store just loaded makes
+# a common query's postings several times slower to read. A vacuum sets its tables' row counts
+# too; their column statistics stay the last doubling's (an ANALYZE of every table at each
+# eighth as well would weigh on a bulk load).
 # Not below ``VACUUM_FROM``: a small namespace's postings are few, and a vacuum is of the whole
 # table, so a store of many small tenants would vacuum it every few writes. Not ``memories``:
 # its HNSW index makes a vacuum costly, and recall reads its heap anyway. SKIP_LOCKED: a writer
@@ -344,7 +344,7 @@ def growth_step(memories: int) -> int:
 
 
 # One opener at a time creates or migrates a store's schema (its name hashed in: a migration,
-# which may reindex for minutes, held every other store of the database back from opening).
+# which may reindex for minutes, must not hold every other store of the database back).
 SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold schema ' || %s, 0))"
 # Memory ids: writers that take them from the sequence share this lock (none waits for
 # another); one that gives its own (a copy keeping its source's) or moves the sequence holds it
@@ -353,12 +353,12 @@ _IDS_KEY = "hashtextextended('fivefold memory ids ' || current_schema(), 0)"
 IDS_SHARED = f"SELECT pg_advisory_xact_lock_shared({_IDS_KEY})"
 IDS_EXCLUSIVE = f"SELECT pg_advisory_xact_lock({_IDS_KEY})"
 # Ids for a batch, the shared lock taken first in the same statement (no row is made before
-# the one-row lock subquery has run): no round trip of its own (~0.2 ms of a 6 ms remember).
+# the one-row lock subquery has run): no round trip of its own.
 RESERVE_IDS = f"""
 SELECT nextval('fivefold_memory_ids') FROM ({IDS_SHARED}) AS held, generate_series(1, %s)
 """
 # One opener of the database at a time makes the pgvector extension (``IF NOT EXISTS`` does not
-# keep two at once from colliding: two of three fresh stores opened together failed).
+# keep two at once from colliding: fresh stores opened together can fail).
 EXTENSION_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold pgvector', 0))"
 MAKE_EXTENSION = "CREATE EXTENSION IF NOT EXISTS vector SCHEMA public"
 # One process at a time builds a store's derived index (with its table's oid and the index's
@@ -366,9 +366,8 @@ MAKE_EXTENSION = "CREATE EXTENSION IF NOT EXISTS vector SCHEMA public"
 DERIVED_INDEX_LOCK = 0x0F1F_5EA4
 # pgvector's HNSW index of the searched vectors, made by the first search that needs it
 # (``PostgresReads._derived_index``), as the embedded store builds its HNSW graph: until then
-# a write inserts into no graph. Inserting each memory into the graph as it was written was
-# half of Postgres ingest (8,000 memories: 321/s with the index, 641/s without); building it
-# once from the loaded rows is one sorted pass.
+# a write inserts into no graph. Inserting each memory into the graph as it is written halves
+# ingest; building it once from the loaded rows is one sorted pass.
 CREATE_SEARCHED_INDEX = (
     "CREATE INDEX IF NOT EXISTS memories_searched ON memories USING hnsw (searched vector_ip_ops)"
 )
@@ -386,8 +385,8 @@ SESSION_LOCK = 0x0F20
 SESSION_BUCKETS = 64  # per namespace
 LOCK_SESSIONS = "SELECT count(pg_advisory_xact_lock(%s::int, k)) FROM unnest(%s::int[]) AS k"
 
-# A batch's memory rows, by binary COPY (a parameterized INSERT a row cost the client a
-# statement's worth of dumping each: ~10 % of a bulk write's client time).
+# A batch's memory rows, by binary COPY (a parameterized INSERT a row costs the client a
+# statement's worth of dumping each).
 COPY_MEMORIES = """
 COPY memories (id, namespace, user_id, agent_id, session_id, content, predicate, type, event_at,
     created_at, importance, metadata, speaker, tokens, context_near, context_far, embedding,
@@ -570,8 +569,8 @@ RETURNING id
 # way round: each passed its check before the other was committed).
 ALIAS_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('fivefold alias ' || %s, 0))"
 # Shared, for each namespace of a batch at once, in one order for every writer (taken as met,
-# two batches meeting two namespaces in opposite orders stalled behind waiting aliases until
-# Postgres's deadlock check reordered the queue: ~1 s, a review's find).
+# two batches meeting two namespaces in opposite orders stall behind waiting aliases until
+# Postgres's deadlock check reorders the queue, a second later).
 NAMES_LOCK = (
     "SELECT count(pg_advisory_xact_lock_shared(hashtextextended('fivefold alias ' || n, 0))) "
     "FROM (SELECT n FROM unnest(%s::text[]) AS n ORDER BY n) AS sorted"

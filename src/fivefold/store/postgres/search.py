@@ -219,9 +219,8 @@ def _vector_sql(where: str, *, exact: bool) -> str:
     """The k nearest by inner product (parameters q and k) among the rows ``where`` selects.
     Exact: ``+ 0`` keeps the planner off the HNSW index, and equal distances come in id order
     (as the embedded store's exact search). Through the index: by distance alone; the caller
-    sorts what comes back. A tie-break by id there put an incremental sort above the index
-    scan, and the scan then read twice the buffers (measured at 100k: 2.6 against 1.4 ms a
-    search with the index in memory, 6.4-9.5 against 3.3-4.4 with it read from the OS)."""
+    sorts what comes back. A tie-break by id there puts an incremental sort above the index
+    scan, and the scan then reads twice the buffers."""
     order = "(m.searched <#> %(q)s) + 0, m.id" if exact else "m.searched <#> %(q)s"
     return (
         f"SELECT m.id, -(m.searched <#> %(q)s) AS score FROM memories m WHERE {where} "

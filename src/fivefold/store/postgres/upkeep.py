@@ -1,9 +1,9 @@
 """The vacuums, planner statistics and list compactions a write's growth asks for
 (``context_rows.Growth``), run on a thread of their own after the write has returned.
 
-A VACUUM of the postings reads the whole table: the write that crossed a growth step used to
-wait for it (at 100k memories a ``remember`` took seconds longer once every ~12,000 memories;
-the vacuum grows with the table). The write is committed by then, and what the upkeep does
+A VACUUM of the postings reads the whole table: a write that crossed a growth step and waited
+for it would take seconds longer on a large store (the vacuum grows with the table). The write
+is committed by then, and what the upkeep does
 (the visibility map, for index-only scans of the postings; the statistics, for plans) only
 makes later reads faster, so nobody needs to wait for it. One upkeep runs at a time; growth
 asked for meanwhile is gathered into the next. A failure is logged, not raised: autovacuum does

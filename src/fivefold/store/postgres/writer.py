@@ -147,8 +147,8 @@ class Writer:
                 "ns": namespace,
                 "limit": limit,
             }
-            # Binary: pgvector parses its text form float by float (1.4 s of a 30 s bulk
-            # write of 20,000 memories).
+            # Binary: pgvector parses its text form float by float, a cost on every bulk
+            # write.
             with conn.cursor(binary=True) as cur:
                 for k, i, c, v, n, f, t in cur.execute(schema.NEWEST_IN_SESSIONS, params):
                     row = (int(i), SessionRow(str(c), as_array(v), (str(n), str(f))))

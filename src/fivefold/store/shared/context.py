@@ -25,12 +25,12 @@ import numpy as np
 
 from fivefold.embed.base import Vectors
 
-MAX_WINDOW = 2  # distance 1 and 2 have columns of their own; a whole session measured worse
+MAX_WINDOW = 2  # distance 1 and 2 have columns of their own; a whole session ranked worse
 # How many times a term of the memory's own text, of a neighbour at distance 1 and at distance
 # 2 counts in its window (tantivy has no term-frequency weights; repeats are the same thing):
-# BM25F with weights 1, 1/2, 1/4, the quality issue's held-out choice. A window is its own
-# text counted 4 times and more: over the same terms BM25 then saturates sooner (tantivy's k1
-# of 1.2 over 4x the counts is k1 0.3 over these), which LoCoMo preferred (BENCHMARKS).
+# BM25F with weights 1, 1/2, 1/4, chosen on held-out recalls. A window is its own text counted
+# 4 times and more: over the same terms BM25 then saturates sooner (tantivy's k1 of 1.2 over
+# 4x the counts is k1 0.3 over these), which ranked better (BENCHMARKS.md).
 WINDOW_REPEATS = (4, 2, 1)
 
 Group = tuple[str, str, str, str]  # namespace, user ('' none), agent ('' none), session
@@ -218,15 +218,15 @@ def smoothed(
 ) -> list[Vectors | None]:
     """Each (own, near, far)'s searched embedding: ``own + near x d1 + far x d2`` (summed in
     float64 in that order, neighbour by neighbour), normalised; None without neighbours (or
-    smoothing). The sums run over the whole batch at once (a memory at a time, the numpy
-    calls cost 11 us a memory). The vectors returned are rows of one array."""
+    smoothing). The sums run over the whole batch at once (a memory at a time, numpy's
+    per-call cost dominates). The vectors returned are rows of one array."""
     out: list[Vectors | None] = [None] * len(jobs)
     live = [k for k, (_, near, far) in enumerate(jobs) if near or far]
     if not smoothing.active or not live:
         return out
     # The most neighbours first: each (side, slot)'s rows are then mostly a leading run of
-    # ``total``, added in place as a slice (gathering and scattering them by index was ~60 %
-    # of this function, ~4 % of a bulk write). Each row's sum is the same, in the same order.
+    # ``total``, added in place as a slice (gathering and scattering them by index would be
+    # most of this function). Each row's sum is the same, in the same order.
     live.sort(key=lambda k: (-len(jobs[k][1]), -len(jobs[k][2])))
     total = np.array([jobs[k][0] for k in live], dtype=np.float64)
     for weight, side in ((smoothing.near, 1), (smoothing.far, 2)):
@@ -243,7 +243,7 @@ def smoothed(
     norms = np.sqrt(np.vecdot(total, total))
     kept = norms != 0.0
     # Divided in place (a row without a norm is left, and never returned): the masked copies
-    # of ``total[kept]`` took 4x as long (6.4 against 1.6 ms for 3,000 rows).
+    # of ``total[kept]`` take several times as long.
     np.divide(total, norms[:, None], out=total, where=kept[:, None])
     unit = total.astype(np.float32)
     for n, k in enumerate(live):

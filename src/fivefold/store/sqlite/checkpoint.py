@@ -2,7 +2,7 @@
 
 SQLite's automatic checkpoint runs inside the COMMIT that crosses its threshold (1,000 pages):
 a bulk write of 2,000 memories (~15 MB of pages) then waits at every commit while the pages are
-copied into the database file and the file is synced, 15 % of bulk ingest at 100k memories.
+copied into the database file and the file is synced, a good share of bulk ingest.
 Here the write connection's automatic checkpoint is off, and after each commit this thread runs
 a PASSIVE checkpoint on a connection of its own: it waits for no reader or writer, and SQLite
 leaves the GIL while it copies, so it runs on another core while the writer prepares its next

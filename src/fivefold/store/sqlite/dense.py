@@ -27,8 +27,8 @@ from fivefold.config import IndexConfig
 from fivefold.embed.base import Vectors
 
 Ids = npt.NDArray[np.int64]
-# Below this many admitted vectors a filtered search scans them exactly (one gather and product:
-# ~1 ms) rather than widening the HNSW search.
+# Below this many admitted vectors a filtered search scans them exactly (one gather and product,
+# cheap at this size) rather than widening the HNSW search.
 EXACT_SUBSET = 4_096
 # A saved graph's description names how it was built: graphs saved before builds were single-
 # threaded (no "build") may hold unreachable nodes (``_hnsw_add``) and are built again.
@@ -146,9 +146,8 @@ class NamespaceIndex:
 
     def _hnsw_add(self, keys: npt.NDArray[np.uint64], vectors: Vectors) -> None:
         # One thread: usearch's concurrent add() can leave a node stored but unreachable by any
-        # search (unum-cloud/USearch#735, open): measured here, 0-20 of 2,000 and 3-12 of
-        # 40,000 memories never found, and up to 1 in 10 of a 400-memory rebuild (a CI
-        # failure). One thread left none in 1,100 builds, at ~2x the build time.
+        # search (unum-cloud/USearch#735, open), a memory that is never found. One thread
+        # leaves none, at about twice the build time.
         self._hnsw.add(keys, vectors, threads=1)  # type: ignore[union-attr]
         self.hnsw_dirty = True
 
@@ -288,10 +287,10 @@ class NamespaceIndex:
             # admitted: as many as the filter's share of the whole index says, twice over),
             # while that stays well below the whole index; else the admitted subset is small
             # enough for an exact scan (a third of 1M memories is not: gathering their vectors
-            # alone took longer than any HNSW search). The four times: the share admitted
+            # alone takes longer than any HNSW search). The four times: the share admitted
             # grows away from a query whose nearest memories are of other types ("when did I
-            # last meet Sarah?", nearest her facts): 6 events in 400 asked for 10,000 (50 ms at
-            # 1M), where 1,600 held 247 (8 ms).
+            # last meet Sarah?", nearest her facts), so its first share would ask for far too
+            # many.
             if found:
                 wanted = min(total, -(-3 * wanted * k // (2 * found)), 4 * wanted)
             else:
@@ -303,7 +302,7 @@ class NamespaceIndex:
         self, keys: npt.NDArray[np.uint64], distances: Vectors, mask: npt.NDArray[np.bool_]
     ) -> tuple[npt.NDArray[np.uint64], Vectors]:
         """HNSW's matches that are in this index and admitted by ``mask``, in HNSW's order
-        (vectorized: a Python loop over 1,600 matches took a millisecond)."""
+        (vectorized: a Python loop over a few thousand matches costs a millisecond)."""
         get = self._pos.get
         rows = np.array([get(key, -1) for key in keys.tolist()], dtype=np.int64)
         keep = rows >= 0

@@ -2,9 +2,8 @@
 
 Why a process: bringing a tantivy index up to date is Python work (reading the changed rows,
 tokenizing them, building documents) that holds the GIL, so a thread would only take turns with
-the writer on one core. At 1M memories it was a fifth of a bulk ingest's time on the writer's
-thread; a child process does it on the other core (measured on a copy of the 1M store, 40
-batches of 2,000: 3,158 -> 3,716 memories/s).
+the writer on one core. On a large store it is a fair share of a bulk ingest's time on the
+writer's thread; a child process does it on the other core.
 
 How: after a write, the store's ``LexicalIndexes`` counts the log entries waiting for a
 namespace; once a batch's worth waits it sends the namespace here (a line on the child's stdin)

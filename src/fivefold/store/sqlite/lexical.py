@@ -1,9 +1,9 @@
 """The embedded store's lexical index: one tantivy index per namespace, derived from the rows.
 
 Why tantivy: FTS5's ``bm25()`` scores every document an OR-ed term matches, so a common word in
-a query costs a scan of its whole posting list (at 1M memories ~60 % of a recall). Tantivy
-keeps block-max scores and stops early at the top k (block-max WAND): on one 1M corpus its
-lexical top 50 took p99 2.3 ms against FTS5's 415 (the issue's table; BENCHMARKS has ours).
+a query costs a scan of its whole posting list (on a large store, most of a recall). Tantivy
+keeps block-max scores and stops early at the top k (block-max WAND), so its cost follows k,
+not the list (BENCHMARKS.md).
 
 What a document holds: the memory's id (a fast field, read without loading documents), its
 own ``predicate`` and ``content``, and its ``window``: its content with its session
@@ -67,10 +67,9 @@ logger = logging.getLogger("fivefold.store")
 TEXT_FIELDS = ("predicate", "content", "window")
 FORMAT = 3  # of an index folder and its sidecar: a folder of another format is rebuilt
 # A namespace's index is brought up to date (by the indexer process) once this many log entries
-# wait for it, so a long ingest never leaves its first recall a large catch-up (10,000: about
-# 0.5 s). Fewer catch-ups are less work, not work put off: a turn re-indexed for context by
-# several batches is indexed once, and each tantivy commit costs ~40 ms. Bulk ingest at 40k,
-# the final catch-up included, in the writer: 2,000 -> 3,650/s, 10,000 -> 3,945-4,105/s.
+# wait for it, so a long ingest never leaves its first recall a large catch-up (10,000: well
+# under a second). Fewer catch-ups are less work, not work put off: a turn re-indexed for
+# context by several batches is indexed once, and each tantivy commit has a fixed cost.
 SYNC_PENDING = 10_000
 # How long a process waits for another's writer lock: a catch-up holds it under a second, a
 # rebuild of a large namespace longer (then LexicalIndexBusy, unless it is this store's indexer).

@@ -331,8 +331,7 @@ WHERE m.namespace = :ns ORDER BY m.id
 """
 # The same rows for a namespace holding most of the store: read in id order (the unary + keeps
 # SQLite off the namespace's index, whose order is by type and time: every row and vector
-# fetched at random, then 1M rows sorted in a temporary B-tree, 10 s warm and ~30 s cold at 1M
-# against 2.7 s).
+# fetched at random, then all of them sorted in a temporary B-tree, several times slower).
 SCAN_NAMESPACE_VECTORS = """
 SELECT m.id, coalesce(v.context, v.embedding), m.user_id, m.agent_id, m.type
 FROM memories m JOIN vectors v ON v.memory_id = m.id
@@ -362,7 +361,7 @@ MISTYPED_MENTIONS = (
     "WHERE mn.type != m.type"
 )
 # A mistyped mention whose well-typed twin is there too goes first (retyped, it would break
-# the key; a review's find).
+# the key).
 DROP_MISTYPED_TWINS = """
 DELETE FROM mentions WHERE (entity_id, type, memory_id) IN (
     SELECT mn.entity_id, mn.type, mn.memory_id FROM mentions mn

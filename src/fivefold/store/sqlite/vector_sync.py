@@ -122,7 +122,7 @@ def load_index(
         types.append(mtype)
     matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), dim)
     # Headroom: the first catch-up after a load must not copy the whole matrix to grow it
-    # (100k vectors: 88 ms for one new memory from another process, against 0.6 ms searches).
+    # (for one new memory, a copy that costs far more than a search).
     index.reserve(len(ids) + max(1024, len(ids) // 8))
     index.add(ids, matrix, users, agents, types, auto_hnsw=False)
     large = len(ids) >= config.hnsw_threshold
