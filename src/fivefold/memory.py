@@ -333,8 +333,8 @@ class Memory:
     def explain(self, query: str, k: int = 10, **kwargs: Any) -> Explanation:
         """Everything recall decided: the parse, the features, the plan, each retriever's
         list and every fusion term (never served from the cache). It takes recall's arguments
-        (DESIGN: ``explain(query, **same_args)``); ``min_confidence`` is checked, then not
-        applied: explain shows every hit."""
+        (``explain(query, **same_args)``), so a recall can be explained as it was asked;
+        ``min_confidence`` is checked, then not applied: explain shows every hit."""
         if "min_confidence" in kwargs and kwargs["min_confidence"] is not None:
             validate.unit_interval(kwargs["min_confidence"], "min_confidence")
         kwargs.pop("min_confidence", None)

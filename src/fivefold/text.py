@@ -163,7 +163,7 @@ def _folds() -> dict[int, str | None]:
 @cache
 def mark_chars() -> str:
     """The combining marks (Unicode category M) as the body of a regex character class: those
-    of planes 0, 1 and 14 as this Python's Unicode has them (~25 ms, once)."""
+    of planes 0, 1 and 14 as this Python's Unicode has them (a scan of every code point: once)."""
     planes = (range(0x300, 0x20000), range(0xE0000, 0xE1000))
     return _class_body(
         c for plane in planes for c in plane if unicodedata.category(chr(c))[0] == "M"
@@ -174,11 +174,11 @@ def mark_chars() -> str:
 def capital_chars() -> str:
     """The capital letters of the Latin script (Unicode categories Lu and Lt: A, É, Ł, Ø, Ş, ǅ)
     as the body of a regex character class, for the name patterns, which ``[A-Z]`` kept from
-    Élodie and Łukasz (~20 ms, once). Other scripts' capitals (Д, Ά, Ա) open no name: the
-    rules that tell a name from a capitalized ordinary word are English (a sentence's opener,
-    a dictionary), and with them Russian text made entities of "Вчера" (yesterday), "Важно"
-    (important), the polite "Вы", each then found in every later text of that word (a hostile
-    pass); such names are found when given (``entities=``) or already known."""
+    Élodie and Łukasz (a scan of every code point: once). Other scripts' capitals (Д, Ά, Ա)
+    open no name: the rules that tell a name from a capitalized ordinary word are English (a
+    sentence's opener, a dictionary), and with them Russian text would make entities of "Вчера"
+    (yesterday), "Важно" (important), the polite "Вы", each then found in every later text of
+    that word; such names are found when given (``entities=``) or already known."""
     return _class_body(
         c
         for c in range(0x20000)
@@ -226,10 +226,10 @@ def normalize_name(name: str) -> str:
 
 
 def normalize_query(text: str) -> str:
-    """Cache key normalization: whitespace folded, nothing else. DESIGN §2 also lowercases and
-    strips punctuation; but the parser reads both ("2024-03-05" is a date, "2024 03 05" is not;
-    "May" is a month, "may" is not), and a key that erased them served one query the cached
-    answer of another (a hostile pass's find; CHANGELOG, Decisions)."""
+    """Cache key normalization: whitespace folded, nothing else. Not lowercased, punctuation
+    kept: the parser reads both ("2024-03-05" is a date, "2024 03 05" is not; "May" is a month,
+    "may" is not), and a key that erased them would serve one query the cached answer of
+    another."""
     return _SPACE.sub(" ", text).strip()
 
 

@@ -61,7 +61,7 @@ class OptimizerMode(StrEnum):
 
 
 class TypeFilterMode(StrEnum):
-    """How the optimizer's type hints act. ``hard``: DESIGN's pre-filter on the semantic and
+    """How the optimizer's type hints act. ``hard``: a pre-filter on the semantic and
     lexical legs (widened below 5 results). ``soft``: no pre-filter; the type leg only adds
     fusion weight to on-type memories. ``off``: hints are reported but not used."""
 

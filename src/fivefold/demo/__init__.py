@@ -1,6 +1,6 @@
 """The bundled demo corpus: a few hundred memories of a fictional engineer, Sam Okafor, over six
 months, with an org chart, codenamed projects, dated events, preferences and identifiers, plus
-queries of every kind the seeds describe, each with the memory that should come first."""
+queries of every kind the optimizer plans for, each with the memory that should come first."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ class Embedder(Protocol):
     """Turns texts into L2-normalized float32 vectors of a fixed dimension.
 
     ``name`` identifies model *and* version: a store records it at creation and refuses to be
-    opened with another, because cosines across two models are meaningless (seed 000).
+    opened with another, because cosines across two models are meaningless.
     """
 
     @property

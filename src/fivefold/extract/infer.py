@@ -1,4 +1,4 @@
-"""Rules that infer a memory's type and predicate when the caller leaves them out (DESIGN §3):
+"""Rules that infer a memory's type and predicate when the caller leaves them out:
 preference wording -> preference; a dated happening -> event; a named entity defined by what it
 is or does -> entity; anything else -> fact."""
 

@@ -1,4 +1,4 @@
-"""Learned fusion, the seed's Mode C: a logistic model that ranks a recall's candidates from what
+"""Learned fusion (Mode C): a logistic model that ranks a recall's candidates from what
 the retrievers already computed, trained on feedback (``Memory.feedback``, ``Memory.train``).
 
 Every candidate any leg found gets a feature vector (``FEATURES``): per leg its confidence,
@@ -9,8 +9,8 @@ query's time window; its importance, its length, and its rank in the rule fusion
 pointwise logistic regression on standardized features (``fit``), scored as a dot product: no
 I/O, well under a millisecond for a few hundred candidates.
 
-What was measured on LoCoMo (leave one conversation out, BENCHMARKS.md) chose the features;
-a pairwise loss and more features were tried there too (see the benchmark's notes).
+The features, and a pointwise loss over a pairwise one, were chosen on conversations held out
+from training (BENCHMARKS.md).
 """
 
 from __future__ import annotations

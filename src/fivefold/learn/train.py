@@ -1,5 +1,6 @@
 """``Memory.train``: fit learned fusion on a namespace's feedback, compare it with the rules on
-held-out recalls, and keep it only if it does better (the seed's promotion and rollback).
+held-out recalls, and keep it only if it does better: a model is promoted on evidence, never
+by default.
 
 Every recall with feedback is asked again as learned fusion asks it, so the features are those
 of the engine as it is now, not as it was when the feedback came. Every ``holdout_every``-th
@@ -47,10 +48,10 @@ class Asker(Protocol):
 
 def questions(asker: Asker, feedback: Sequence[Feedback]) -> list[Feedback]:
     """One entry a question (the query and every argument of its recall but the time it was
-    asked), the last thing said of it, with a memory that answered. A recall_id given feedback
-    30 times counted as 30 recalls, held out against copies of itself; so did one question asked
-    30 times, and one recall_id written 30 ways (padded, or with keys of its own: hostile
-    passes' finds)."""
+    asked), the last thing said of it, with a memory that answered. Otherwise a recall_id
+    given feedback many times counts as many recalls, held out against copies of itself; so
+    does one question asked many times, or one recall_id written many ways (padded, or with
+    keys of its own)."""
     latest: dict[Hashable, Feedback] = {}
     for entry in feedback:
         key = asker.question(entry)
@@ -70,7 +71,7 @@ def train(reader: Asker, store: Store, namespace: str, config: LearnedConfig) ->
         )
     every = config.holdout_every
     # At least one recall held out, and one to fit on (with min_feedback below holdout_every,
-    # none was held out and the comparison's mean of nothing raised StatisticsError).
+    # none would be held out and the comparison's mean of nothing raise StatisticsError).
     held = [e for n, e in enumerate(entries) if n % every == every - 1] or entries[-1:]
     if len(held) == len(entries):
         raise InvalidInput(
@@ -82,9 +83,9 @@ def train(reader: Asker, store: Store, namespace: str, config: LearnedConfig) ->
     candidate = fit([x for x in examples if x.group not in held_ids], l2=config.l2)
     model_recall = fmean(recall_at(reader.ranking(e, candidate), e.labels) for e in held)
     rules_recall = fmean(recall_at(reader.ranking(e, None), e.labels) for e in held)
-    # Promoted only when it does better (seed 004: "if the improvement holds"): a model that
-    # ties the rules may have learned nothing (a flat one, from feedback that called every
-    # memory relevant, tied and was accepted, then ranked by id).
+    # Promoted only when it does better: a model that ties the rules may have learned nothing
+    # (a flat one, from feedback that called every memory relevant, ties them and would rank
+    # by id).
     accepted = model_recall > rules_recall
     final = fit(examples, l2=config.l2)
     report: dict[str, float | str] = {

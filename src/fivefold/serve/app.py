@@ -2,8 +2,8 @@
 ``/``, health, readiness and ``/metrics``.
 
 Start-up opens the store, loads and warms the embedding model and freezes the heap
-(``gc.freeze()``): what exists then is never scanned again, and the bench measured 7-19 ms
-full collections over the model's objects otherwise.
+(``gc.freeze()``): what exists then is never scanned again, so full collections do not walk
+the model's objects, milliseconds each, in the middle of requests.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def create_app(
         memory.embedder.embed(["warm up the model before the first request"])
         app.state.served = Served(memory, keys, settings, Telemetry(lambda: _size(memory)))
         # Requests beyond serve.threads wait their turn in the event loop: more threads only
-        # contend for the GIL (bench serve: 40 threads 62 requests/s, 2 threads 83).
+        # contend for the GIL and serve fewer requests (BENCHMARKS.md).
         to_thread.current_default_thread_limiter().total_tokens = settings.threads
         gc.collect()
         gc.freeze()
@@ -249,8 +249,8 @@ class BodyLimit:
         headers = dict(scope.get("headers", ()))
         declared = headers.get(b"content-length")
         # A chunked body is framed by its chunks whatever length is declared beside it (h11
-        # reads it so): its bytes are counted, not the header (a 2.9 MB batch went through
-        # with ``Content-Length: 10``).
+        # reads it so): its bytes are counted, not the header (else a batch of megabytes gets
+        # through under ``Content-Length: 10``).
         if declared is not None and b"transfer-encoding" not in headers:
             # The server checks the body against its declared length; only the length is ours.
             ok = declared.isdigit() and int(declared) <= self.limit

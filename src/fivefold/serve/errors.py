@@ -69,8 +69,8 @@ def status_of(exc: FivefoldError) -> tuple[int, str]:
 
 def tenant_message(exc: FivefoldError, *, keyed: bool) -> str:
     """What a caller is told of an error: all of it, but a store's trouble to a keyed server's
-    tenants, who are not told where the store lives or how it failed (a hostile pass saw the
-    database's URL, once with its password, in a 503's body); the server's log has it."""
+    tenants, who are not told where the store lives or how it failed (a store's error can name
+    the database's URL, even with its password); the server's log has it."""
     if keyed and status_of(exc)[0] == 503:  # not EmbeddingModelMismatch (409), say
         log.warning("answered 503: %s", exc)
         return "the store is unavailable; the server's log says why"

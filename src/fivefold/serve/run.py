@@ -5,8 +5,8 @@ travels in environment variables set by ``fivefold serve``. SIGTERM (or Ctrl-C) 
 accepting connections and lets every request in flight finish, however long it takes: a write
 is committed before its 2xx is sent, so a drained server has lost nothing it acknowledged, and
 none is cut off with a 500 while its write goes on to commit (uvicorn cancels a request at its
-graceful timeout, but the thread running its write cannot be stopped: the hostile pass saw
-four such 500s for stored batches). A second Ctrl-C quits at once: the requests in flight
+graceful timeout, but the thread running its write cannot be stopped, so a stored batch would
+be answered 500). A second Ctrl-C quits at once: the requests in flight
 get no answer, and a write not yet committed is rolled back with the process. (A client that
 never finishes sending its request holds the drain until then, or a supervisor's SIGKILL.)
 """
@@ -64,8 +64,8 @@ def app_from_env() -> Any:
 
 def _drain_when_orphaned(supervisor: int) -> None:
     """A worker whose supervisor is gone (killed: SIGKILL reaches no child) drains and exits
-    as on SIGTERM. uvicorn's workers went on serving, holding the port and the store, and the
-    next ``fivefold serve`` could not listen (the hostile pass's kill -9)."""
+    as on SIGTERM. uvicorn's workers would go on serving, holding the port and the store, and
+    the next ``fivefold serve`` could not listen."""
 
     def watch() -> None:
         while os.getppid() == supervisor:
@@ -77,8 +77,8 @@ def _drain_when_orphaned(supervisor: int) -> None:
 
 def _one_blas_thread() -> None:
     """numpy's OpenBLAS starts a thread per core for each matrix product; with requests and
-    workers already side by side those threads only contend. On the 10k synthetic store a
-    recall took 9.8 ms with one BLAS thread against 14.8 ms with OpenBLAS's default two."""
+    workers already side by side those threads only contend, and a recall is slower with
+    them than with one."""
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     threadpool_limits(limits=1, user_api="blas")

@@ -1,5 +1,5 @@
 """Turn one ``remember`` call (or one item of ``remember_many``) into a fully resolved
-``NewMemory``: validate every field, then infer what the caller left out (DESIGN §3)."""
+``NewMemory``: validate every field, then infer what the caller left out."""
 
 from __future__ import annotations
 
