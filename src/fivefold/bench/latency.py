@@ -8,10 +8,10 @@ ran and per plan, and the pipeline's own stage timings. Results are frozen datac
 JSON form (``LatencyReport.to_json``); ``latency_cli`` renders them as markdown and a plot.
 
 Timing is ``time.perf_counter`` around ``Memory.recall`` with ``k=10, budget="mid"`` and the
-corpus's fixed ``now``: the query embedding is inside, as DESIGN §6 asks. Lazy loads (the model,
-the dense index, the entity catalog) are paid before the timed queries and reported on their
-own; the heap they leave is then frozen (``gc.freeze()``), as ``fivefold serve`` freezes it
-after start-up. A built store is reused from ``store_dir`` when one of the same size, seed,
+corpus's fixed ``now``: the query embedding is inside, as a caller waits for it. Lazy loads (the
+model, the dense index, the entity catalog) are paid before the timed queries and reported on
+their own; the heap they leave is then frozen (``gc.freeze()``), as ``fivefold serve`` freezes
+it after start-up. A built store is reused from ``store_dir`` when one of the same size, seed,
 generator version and embedder exists there: building a million memories takes a while.
 Building, the cache of built stores and ingest throughput are in ``latency_store``.
 """
@@ -103,7 +103,7 @@ class ModeResult:
     by_retrievers: Mapping[str, Percentiles]
     by_plan: Mapping[str, Percentiles]
     stages: Mapping[str, Percentiles]
-    # the first queries asked again: a result cache would serve these (DESIGN §2, Mode B)
+    # the first queries asked again: a result cache would serve these (Mode B)
     repeat: Percentiles
     repeat_cached: int
     identifier_found: int
@@ -319,7 +319,7 @@ def _measure_mode(
             _recall(mem, query)
         # What exists after the warm-up (the model, the indexes) is never scanned by the
         # collector again, as ``fivefold serve`` does after start-up: a full collection over it
-        # costs 10-20 ms whenever it happens to fall inside a recall.
+        # costs milliseconds whenever it happens to fall inside a recall.
         gc.collect()
         gc.freeze()
         timed, repeated = [], []

@@ -28,7 +28,7 @@ from fivefold.types import OptimizerMode
 
 __all__ = ["Target", "latency", "plot", "render_markdown", "targets"]
 
-# DESIGN §6: recall p99 by corpus size, query embedding included.
+# Recall p99 targets by corpus size, query embedding included: what an agent's turn can afford.
 P99_TARGETS_MS: Mapping[int, float] = {100_000: 20.0, 1_000_000: 50.0}
 CACHE_HIT_TARGET_MS = 1.0
 INGEST_TARGET_PER_S = 400.0
@@ -200,7 +200,7 @@ def render_markdown(report: LatencyReport) -> str:
         "### Scale: ingest, index, memory, disk",
         "",
         *_scale_table(report.results),
-        "### DESIGN §6 targets",
+        "### Latency and ingest targets",
         "",
         *_table(
             ["target", "goal", "measured", "met"],
@@ -227,7 +227,7 @@ def render_markdown(report: LatencyReport) -> str:
 
 
 def plot(report: LatencyReport, path: Path) -> bool:
-    """p50 and p99 of recall against corpus size (log-log), with the DESIGN targets. Returns
+    """p50 and p99 of recall against corpus size (log-log), with the p99 targets. Returns
     False, writing nothing, when matplotlib is not installed (it is optional)."""
     try:
         # Imported by name so that the package type-checks and runs without matplotlib.
@@ -246,7 +246,7 @@ def plot(report: LatencyReport, path: Path) -> bool:
     axes.scatter(
         list(P99_TARGETS_MS), list(P99_TARGETS_MS.values()), marker="x", color="red", zorder=3
     )
-    axes.plot([], [], "rx", label="p99 target (DESIGN §6)")
+    axes.plot([], [], "rx", label="p99 target")
     axes.set(xscale="log", yscale="log", xlabel="memories in the store", ylabel="ms")
     axes.set_title("fivefold recall latency (k=10, budget=mid, query embedding included)")
     axes.grid(True, which="both", alpha=0.3)

@@ -1,4 +1,4 @@
-"""The before/after of each read policy on a quality benchmark's store (issue 4's table).
+"""The before/after of each read policy on a quality benchmark's store: what each one buys.
 
 The reference is the engine through the rule optimizer as configured. Every other policy changes
 one thing: ``balanced`` turns the optimizer off (the optimizer's "before"), the others switch one
@@ -6,14 +6,14 @@ post-fusion policy off or on against the reference (negation demotion, MMR, rewr
 optimizer's RRF constant, its graph gate, a cross-encoder when one is given). Each question is
 recalled by every policy in turn, interleaved, so a burst of load on a shared machine falls on
 all of them alike, and over several rounds: a question's latency is its fastest round, which
-keeps a stall of the machine (a 20-30 ms pause of the embedding call under load) out of the
-figures, whose p99 would otherwise be the machine's, not the policy's. The result cache is
+keeps a stall of the machine (a pause of the embedding call under load) out of the figures,
+whose p99 would otherwise be the machine's, not the policy's. The result cache is
 measured on an immediate repeat of each question.
 
 The heap built before the timed passes (modules, the store, the model) is frozen with
 ``gc.freeze()``, as a long-running server does after start-up. Otherwise CPython's full
 collections, which scan every live object (numpy, dateparser and onnxruntime among them), take
-7-19 ms on this machine and land on about 1 % of recalls: exactly the p99, whatever the policy.
+milliseconds and land on about 1 % of recalls: exactly the p99, whatever the policy.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def default_policies(config: Config, *, rerank_model: str | None = None) -> tupl
         Policy(name=REFERENCE, description="the rule optimizer as configured", config=ref),
         Policy(
             name="balanced",
-            description="optimizer off: every retriever with inputs, DESIGN's fusion",
+            description="optimizer off: every retriever with inputs, score-weighted RRF",
             config=tuned(replace(opt, mode=OptimizerMode.OFF)),
         ),
         Policy(

@@ -278,7 +278,7 @@ def _plain_runs(
 def _optimized_vs_baselines(
     results: Sequence[SystemResult], label: str, resamples: int
 ) -> Mapping[str, Comparison]:
-    """The optimizer against each plain baseline: the test issue 4's "done" asks for."""
+    """The optimizer against each plain baseline: the test that says whether it earns its keep."""
     optimized = next((s for s in results if s.name == OPTIMIZED), None)
     if optimized is None:
         return MappingProxyType({})

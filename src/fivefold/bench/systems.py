@@ -15,7 +15,7 @@ same BM25 index and the same candidates, and differ only in what the benchmark m
   run for a question;
 - ablations: the engine's fusion (score-weighted RRF and the importance prior) over every run but
   one;
-- the fusion challengers of DESIGN §2: plain RRF over all runs, the convex combination, graph
+- the fusion challengers: plain RRF over all runs, the convex combination, graph
   weight 0.35, and other RRF constants k.
 
 Derived fusions skip negation demotion, which needs the store; ``engine_fusion`` reproduces the
@@ -150,7 +150,7 @@ def default_systems() -> tuple[System, ...]:
         System(
             name=ENGINE,
             group=Group.ENGINE,
-            description="the engine with the optimizer off: the balanced plan, DESIGN's fusion",
+            description="the engine with the optimizer off: the balanced plan, score-weighted RRF",
             rank=_engine,
         ),
         System(
