@@ -71,7 +71,7 @@ def train(reader: Asker, store: Store, namespace: str, config: LearnedConfig) ->
         )
     every = config.holdout_every
     # At least one recall held out, and one to fit on (with min_feedback below holdout_every,
-    # none would be held out and the comparison's mean of nothing raise StatisticsError).
+    # none would be held out, and the comparison's mean of nothing would raise StatisticsError).
     held = [e for n, e in enumerate(entries) if n % every == every - 1] or entries[-1:]
     if len(held) == len(entries):
         raise InvalidInput(
