@@ -238,10 +238,10 @@ def _valued(obj: Phrase, raw: str, ctx: Context) -> list[Found]:
 
 def _slipped(m: re.Match[str], ctx: Context) -> list[Found]:
     obj = phrase(m.group("o"), ctx)
-    if obj is None or obj.kind in ("user", "person") and not obj.words:
+    if obj is None:
         return []
     ctx.thing = obj
-    value = m.group("v") or ""
+    value = m.groupdict().get("v") or ""
     if not value:
         shift = relative_shift(m.group(0))
         return _found(thing_key(obj), "schedule", f"moved {shift}") if shift else []
@@ -282,7 +282,7 @@ def _owner_of(
         attribute, mods = lex.Attribute(f"{' '.join(mods)} {attribute.name}", True, True), ()
     if obj.kind in ("user", "person", "name", "thing"):
         return obj.owner, attribute.name, mods
-    if attribute.personal and mods and re.match(r"[a-z]", obj.text.split()[-len(mods) - 1]):
+    if attribute.name in _THING_IDS and mods and re.match(r"[a-z]", obj.text.split()[-len(mods) - 1]):
         return " ".join(mods), attribute.name, ()  # "the restaurant number": the restaurant's
     if attribute.personal:
         return (ctx.lead_org or "user"), attribute.name, mods
@@ -314,6 +314,9 @@ def _read(attribute: str, value: str) -> str:
         code = code_value(re.sub(r"^(?:number|no|#)\s*", "", value, flags=_I)) or ""
         plate = attribute == "plate" and not re.search(r"[a-z].*\d|\d.*[a-z]", code)
         return "" if plate else code
+    if attribute == "pb":
+        duration = re.search(r"\d{1,2}:\d{2}(?::\d{2})?", value)
+        return duration.group(0) if duration else ""
     if attribute in _AMOUNTS:
         return amount_value(value) or ""
     if attribute in _WHENS:
@@ -348,6 +351,7 @@ _AMOUNTS = _set(
     "rent, salary, weight, mortgage payment, shoe size, rate limit, budget, price, rate,"
     "headcount, slo, bill, cover, capacity, a1c, reading glasses, pb, number"
 )
+_THING_IDS = _set("phone number, email, password, username")
 _DEVICES = _set("phone model, laptop, car, bike, watch")
 _WHENS = _set("birthday, bedtime, schedule, opening hours, expiry")
 _NAMES = _set(
@@ -372,9 +376,11 @@ def _copula(m: re.Match[str], ctx: Context) -> list[Found]:
     found = _attribute_value(named, obj, value) if named is not None else []
     if found or named is not None and obj.kind in ("user", "person"):
         return found
-    if obj.kind in ("user", "person"):
+    if obj.kind == "user" and not obj.words:
         return _person_predicate(obj.owner, value)
-    found = _person_predicate(obj.owner, value) if obj.kind == "name" else []
+    if obj.kind == "user":
+        return _thing_predicate(obj, value, ctx)  # "my passport is in the desk drawer"
+    found = _person_predicate(obj.owner, value) if obj.kind in ("person", "name") else []
     return found or _thing_predicate(obj, value, ctx)
 
 
@@ -427,7 +433,7 @@ _HEALTH = re.compile(
 def _person_predicate(who: str, value: str) -> list[Found]:
     if not who:
         return []
-    value = cut(value)
+    value = re.sub(r"^(?:now|still|currently|also|officially)\s+", "", cut(value), flags=_I)
     for pattern, attribute, group in (
         (_DIET, "diet", "d"),
         (_RELATIONSHIP, "relationship", "r"),
@@ -447,6 +453,9 @@ def _person_predicate(who: str, value: str) -> list[Found]:
         subject = " ".join((*words(duty.group("r")), *words(cut(duty.group("n")))))
         return _found(_drop_articles(subject), "owner", who)
     role = _role(value) if re.match(r"(?:now\s+)?(?:a|an|the|our|my|[A-Z])", value) else ""
+    employer = re.search(r"\s(?:at|for|with)\s+(?P<o>(?:the\s+)?[A-Z].*)$", value)
+    if role and employer is not None:  # "I'm an ICU nurse at Northgate General Hospital"
+        return _found(who, "employer", _org(employer.group("o"))) + _job_role(who, role)
     return _found(who, "role", role)
 
 

@@ -134,38 +134,44 @@ def _closes(m: re.Match[str], ctx: Context) -> list[Found]:
 
 _VERSION_OF = re.compile(r"\bversion\s+(?P<n>\d+(?:\.\d+)*)\s+of\s+(?P<p>.+)$", _I)
 _PRODUCT_VERSION = re.compile(
-    r"(?P<p>(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*)\s+(?:version\s+|v)?(?P<n>\d+(?:\.\d+)+|"
-    r"(?<=version )\d+|(?<=v)\d+|\d+\b(?!\s*(?:%|kg|am|pm|people|minutes|hours|days|weeks)))",
+    r"(?P<p>(?:[A-Za-z][\w-]*\s+){0,2}[A-Za-z][\w-]*)\s+(?:(?:version\s*|v)(?P<n>\d+(?:\.\d+)*)|"
+    r"(?P<d>\d+\.\d+(?:\.\d+)*)|(?P<b>\d+))(?![\w:.,%]|\s*(?:%|kg|am|pm|people|minutes|hours|"
+    r"days|weeks|months|years|pesos|euros|requests|nurses|staff|covers)\b)",
     _I,
 )
 _VERSION_VERB = re.compile(
-    r"\b(?:run|runs|running|on|use|uses|using|pins|pin|pinned|upgraded|updated|released|pushed|"
-    r"installed|install|migrated|moved|live|ships|shipped|to)\b",
+    r"\b(?:run|runs|running|on|use|uses|using|pins|pin|upgraded|updated|released|pushed|"
+    r"installed|migrated|ships|shipped|to)\s*$",
     _I,
 )
 _NOT_PRODUCT = frozenset(
-    "the a an our my is are at on to of in for and with version v run runs use uses pins "
-    "upgraded pushed released us all everything finished migration every band year ward room "
-    "floor bus tram platform level grade size number shift shifts".split()
+    "the a an our my is are was at on to of in for and with version v run runs use uses pins "
+    "pin upgraded pushed released us all everything finished migration every band year ward "
+    "room floor bus tram platform level grade size number shift get gets by about around back "
+    "came down up now it from into than over under".split()
 )
 
 
 def versions(clause: str, ctx: Context) -> list[Found]:
     """ "Our services run on Python 3.11", "drug library v15", "version 2 of the ingestion API".
-    A bare number counts only after a verb of running or upgrading ("uses MedChart 8")."""
+    A dotted number or "version N" after a product's name; a bare number only right after a
+    verb of running or upgrading ("uses MedChart 8", "are on drug library 16")."""
     of = _VERSION_OF.search(clause)
     if of is not None:
         product = thing_key(phrase(cut(of.group("p")), ctx))
         return _found(fr._product(product), "version", of.group("n"), _owner_words(clause, ctx))
     for m in _PRODUCT_VERSION.finditer(clause):
-        product = [w for w in words(m.group("p")) if w not in _NOT_PRODUCT]
-        dotted = "." in m.group("n") or re.search(r"(?:version\s+|v)\d", m.group(0), _I)
-        if not product or not (dotted or _VERSION_VERB.search(clause[: m.start("p")])):
+        named = [w for w in words(m.group("p"))]
+        product = [w for w in named if w not in _NOT_PRODUCT]
+        keyword = m.group("n") is not None
+        if not product or (not keyword and named[-1] in _NOT_PRODUCT):
             continue
-        if product[-1] in lex.OS_NAMES:
+        if m.group("b") and not _VERSION_VERB.search(clause[: m.start("p")]):
             continue
-        return _found(fr._product(" ".join(product[-2:])), "version", m.group("n"),
-                      _owner_words(clause[: m.start()], ctx))
+        before = clause[: m.start()]
+        number = m.group("n") or m.group("d") or m.group("b")
+        return _found(fr._product(" ".join(product[-2:])), "version", number,
+                      _owner_words(before, ctx))
     return _named_release(clause, ctx)
 
 
@@ -203,6 +209,8 @@ def _uses(m: re.Match[str], ctx: Context) -> list[Found]:
     subject = thing_key(phrase(target.group("t"), ctx)) if target else owner
     if not subject or owner not in ("user", subject) and owner:
         subject = owner
+    if subject.split()[-1:] == [product]:  # "Harbor Labs CI runs on Jenkins": the user's CI
+        subject = "user"
     return _found(subject or "user", product, words_value(what))
 
 
@@ -284,7 +292,7 @@ def _passed_test(m: re.Match[str], ctx: Context) -> list[Found]:
 
 def _participle_status(m: re.Match[str], ctx: Context) -> list[Found]:
     obj = phrase(m.group("s"), ctx)
-    if obj is None or obj.kind in ("user", "person"):
+    if obj is None or obj.kind == "user" and not obj.words:
         return []
     return _found(thing_key(obj), "status", m.group("v").lower())
 
@@ -314,7 +322,7 @@ def _parks(m: re.Match[str], ctx: Context) -> list[Found]:
 # --- duties, tools and providers ------------------------------------------------------------
 
 _DUTY_PROVIDERS = {
-    **dict.fromkeys(("accounting", "account", "taxe", "tax", "tax return", "book"), "accountant"),
+    **dict.fromkeys(("accounting", "account", "taxe", "taxes", "tax", "return", "book"), "accountant"),
     **dict.fromkeys(("hair", "braid", "nail"), "hairdresser"),
 }
 
@@ -324,9 +332,9 @@ def _duty(text: str, holder: str, ctx: Context) -> list[Found]:
     if obj is None or not holder:
         return []
     subject = thing_key(obj)
-    provider = _DUTY_PROVIDERS.get(subject)
-    if provider is not None and obj.kind == "user":
-        return _found("user", provider, holder)
+    provider = _DUTY_PROVIDERS.get(singular(subject.split()[-1])) if subject else None
+    if provider is not None and obj.kind != "thing":
+        return _found(obj.owner if obj.kind == "person" else "user", provider, holder)
     return _found(subject, "owner", holder)
 
 
@@ -632,7 +640,8 @@ def _rules() -> list[tuple[re.Pattern[str], Rule]]:
         (s + r"listen(?:s|ing)?\s+to\s+(?P<v>.+)$", _listens),
         *((s + pattern + r"\s+(?P<v>.+)$", _additive_verb(name))
           for name, pattern in _ADDITIVE_VERBS.items()),
-        (s + r"(?P<v>climb|swim|run|cycle|row|box)s?\s+(?:at|with|in)\s+.+$",
+        (r"^(?P<s>(?:i|we|[A-Z][\w-]*)(?:\s+and\s+(?:i|[A-Z][\w-]*))?)\s+(?:also\s+|now\s+|"
+         r"still\s+)?(?P<v>climb|swim|run|cycle|row)s?\s+(?:at|with|in)\s+.+$",
          _additive_verb("does")),
         # statuses
         (s + r"(?:got|are|is|'re|'s|just got|have got|are now|got officially)\s+(?P<v>married|"
@@ -645,7 +654,8 @@ def _rules() -> list[tuple[re.Pattern[str], Rule]]:
          r"(?P<o>.+)$", _status_verb),
         (s + r"(?:is|are|am|'m|'re)\s+learning\s+to\s+(?P<v>[a-z]+)\b", _learning_to),
         (s + r"passed\s+(?:his|her|my|their|the)\s+(?P<v>[a-z]+)\s+test\b", _passed_test),
-        (r"^(?P<s>[^,]+?)\s+(?:was\s+|were\s+|is\s+|are\s+|got\s+|has been\s+|have been\s+)?"
+        (r"^(?P<s>(?:(?!\b(?:is|are|was|were|until|and|but|when|if)\b)[^,]){1,40}?)\s+"
+         r"(?:was\s+|were\s+|is\s+|are\s+|got\s+|has been\s+|have been\s+)?"
          r"(?P<v>renewed|approved|resolved|closed|cancelled|canceled|rejected|completed|launched|"
          r"merged|shipped|fixed|paused|shelved|scrapped)\b", _participle_status),
         # places
@@ -729,7 +739,8 @@ _COPULAS = (
 )
 _FAMILY = re.compile(
     r"\b(?:my|our)\s+(?:sister|brother|mother|father|mum|dad|daughter|son|cousin|aunt|uncle|"
-    r"niece|nephew|wife|husband|partner)\s+(?P<n>[A-Z][\w-]+\s+[A-Z][\w-]+)"
+    r"niece|nephew|wife|husband|partner)\s+(?P<n>(?-i:[A-Z])[\w-]+\s+(?-i:[A-Z])[\w-]+)",
+    _I,
 )
 
 

@@ -112,7 +112,7 @@ def supersedes(old: Statement, new: Statement) -> Supersession | None:
         for ours in new.frames:
             if not _same_slot(theirs, ours):
                 continue
-            if same_value(theirs.value, ours.value):
+            if same_value(theirs.value, ours.value, counted=ours.attribute not in _WORDED):
                 restated = True
                 continue
             reason = _replacement(theirs, ours, new.text)
@@ -121,6 +121,10 @@ def supersedes(old: Statement, new: Statement) -> Supersession | None:
     if restated:
         return None
     return None
+
+
+# Attributes whose values are words that may hold a number ("eu-west-1", "Catharijnesingel 54").
+_WORDED = frozenset({"residence", "location", "employer", "team", "role", "name", "school"})
 
 
 def _same_slot(old: Frame, new: Frame) -> bool:

@@ -91,7 +91,9 @@ class Context:
 _PRONOUN_USER = re.compile(
     r"^(?:i|we|me|us|i'm|we're|i've|we've|i'd|we'd|i'll|we'll|myself|ourselves)$", re.I
 )
-_WITH_USER = re.compile(r"^(?:[A-Z][\w-]*(?: [A-Z][\w-]*)? and (?:i|me)|(?:i|me) and [A-Z]\w*)$")
+_WITH_USER = re.compile(
+    r"^(?:(?-i:[A-Z])[\w-]*(?: (?-i:[A-Z])[\w-]*)? and (?:i|me)|(?:i|me) and (?-i:[A-Z])\w*)$", re.I
+)
 _DETERMINER = re.compile(r"^(?:the|a|an|this|that|these|those|all|every|each|some|both)\s+", re.I)
 _LEAD_IN = re.compile(
     r"^(?:(?:and|so|but|then|now|also|still|just|finally|currently|officially|today|yesterday|"
@@ -168,6 +170,8 @@ def _noun_phrase(text: str) -> Phrase:
     if m is not None:
         mine, text = True, m.group("rest")
     possessive = _POSSESSIVE.match(text)
+    if possessive is not None and set(words(possessive.group("who"))) & _PREPOSITION:
+        possessive = None  # "Flight to Hamburg for Mara's birthday" is a flight
     if possessive is not None and not mine and possessive.group("rest"):
         owner = _noun_phrase(_DETERMINER.sub("", possessive.group("who")))
         return _with_kin(owner, possessive.group("rest"))
@@ -209,10 +213,18 @@ def _kin_person(head: tuple[str, ...], text: str, mine: bool) -> Phrase | None:
 
 
 def _split_tail(found: tuple[str, ...], text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A phrase's own words and its prepositional tail; "to", "with" and "from" name part of
+    an event ("flight to Hamburg", "climbing with Fenna") and stay."""
+    head: list[str] = []
     for i, word in enumerate(found):
         if word in _PREPOSITION and i > 0:
-            return found[:i], found[i + 1 :]
-    return found, ()
+            if word not in ("to", "with", "from") or head[-1:] == ["from"]:
+                return tuple(head), found[i + 1 :]
+            rest = found[i + 1 :]
+            stop = next((j for j, w in enumerate(rest) if w in _PREPOSITION), len(rest))
+            return (*head, *rest[:stop]), rest[stop + 1 :]
+        head.append(word)
+    return tuple(head), ()
 
 
 _ORG_WORDS = frozenset(

@@ -170,8 +170,10 @@ def _numbers(value: str) -> frozenset[str]:
     return frozenset(t for t in re.findall(r"[\w.@+%:-]+", value) if any(c.isdigit() for c in t))
 
 
-def same_value(old: str, new: str) -> bool:
-    """Whether two values of one attribute say the same thing."""
+def same_value(old: str, new: str, *, counted: bool = True) -> bool:
+    """Whether two values of one attribute say the same thing. ``counted``: the numbers carry
+    the value (an amount, a code), so other words do not count ("1150 eur" is "1150 euros");
+    else the numbers are words among the others ("eu west 1" is not "eu central 1")."""
     if old == new:
         return True
     if "@" in old or "@" in new:
@@ -181,8 +183,10 @@ def same_value(old: str, new: str) -> bool:
     if shared:
         return all(old_when[k] == new_when[k] for k in shared | (set(old_when) & set(new_when)))
     old_numbers, new_numbers = _numbers(old), _numbers(new)
-    if old_numbers and new_numbers:
-        return old_numbers == new_numbers
+    if old_numbers and new_numbers and old_numbers != new_numbers:
+        return False
+    if old_numbers and new_numbers and counted:
+        return True
     a, b = _plain(old), _plain(new)
     return bool(a and b) and (a <= b or b <= a)
 
