@@ -117,6 +117,7 @@ def _moved(m: re.Match[str], ctx: Context) -> list[Found]:
 
 
 def _starts_with_when(value: str) -> bool:
+    value = re.sub(r"^[A-Z]{2}\d{2,4},?\s+(?:leaving\s+|departing\s+)?", "", value)  # a flight
     head = re.sub(r"^(?:on|at|for|to|until|till|every|from|by|the|this|next)\s+", "", value, _I)
     return when_value(" ".join(head.split()[:3])) is not None
 
@@ -218,10 +219,12 @@ def _valued(obj: Phrase, raw: str, ctx: Context) -> list[Found]:
     named = _named_attribute(obj, ctx)
     if named is not None:
         subject, attribute, detail = named
+        if attribute in _DEVICES and re.match(r"(?:macos|ios|android|windows)\b", value, _I):
+            return []  # "upgraded the work laptop to macOS Sequoia" is a version
         return _found(subject, attribute, _read(attribute, value), detail)
     when = when_value(value)
     subject = thing_key(obj)
-    if when is not None:
+    if when is not None and (_starts_with_when(value) or obj.kind not in ("user", "person")):
         return _found(subject, "schedule", when)
     amount = amount_value(value)
     if amount is not None and re.match(r"[£€$+\d]", value):
@@ -280,6 +283,8 @@ def _owner_of(
 ) -> tuple[str, str, tuple[str, ...]] | None:
     if attribute.name in lex.KINDED and mods:
         attribute, mods = lex.Attribute(f"{' '.join(mods)} {attribute.name}", True, True), ()
+    if obj.kind == "thing" and attribute.personal and attribute.name not in _THING_IDS:
+        return "user", attribute.name, (*obj.owner.split(), *mods)  # "the car's reg"
     if obj.kind in ("user", "person", "name", "thing"):
         return obj.owner, attribute.name, mods
     if attribute.name in _THING_IDS and mods and re.match(r"[a-z]", obj.text.split()[-len(mods) - 1]):
@@ -381,7 +386,15 @@ def _copula(m: re.Match[str], ctx: Context) -> list[Found]:
     if obj.kind == "user":
         return _thing_predicate(obj, value, ctx)  # "my passport is in the desk drawer"
     found = _person_predicate(obj.owner, value) if obj.kind in ("person", "name") else []
-    return found or _thing_predicate(obj, value, ctx)
+    return found or _alias(obj, value) or _thing_predicate(obj, value, ctx)
+
+
+def _alias(obj: Phrase, value: str) -> list[Found]:
+    """ "Cardiac ICU is Ward 7C": a place's code names it, and a renaming changes that name."""
+    code = re.fullmatch(r"(?:(?-i:[A-Z])\w*\s+){1,2}\d+\w*|\d+\w*", value.strip(" ."))
+    if code is None or obj.kind not in ("name", "person", "thing"):
+        return []
+    return _found(key(value), "name", thing_key(obj))
 
 
 def _attribute_value(
@@ -393,6 +406,9 @@ def _attribute_value(
         read, attribute = words_value(value), "phone model"  # "my phone is a Pixel 7"
     if attribute in _DEVICES and re.match(r"(?:macos|ios|android|windows)\b", value, _I):
         return []  # "upgraded the work laptop to macOS Sequoia" is a version
+    titled = re.match(r"(?:Miss|Mrs|Ms|Mr)\s+[A-Z][\w-]+", value)
+    if titled is not None:  # "Zara's teacher is Miss Clarke": a name a marriage may change
+        return _found(subject, attribute, read, detail) + _found(read, "name", read)
     return _found(subject, attribute, read, detail)
 
 

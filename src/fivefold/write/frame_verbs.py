@@ -161,12 +161,17 @@ def versions(clause: str, ctx: Context) -> list[Found]:
         product = thing_key(phrase(cut(of.group("p")), ctx))
         return _found(fr._product(product), "version", of.group("n"), _owner_words(clause, ctx))
     for m in _PRODUCT_VERSION.finditer(clause):
-        named = [w for w in words(m.group("p"))]
-        product = [w for w in named if w not in _NOT_PRODUCT]
+        named = list(words(m.group("p")))
+        product: list[str] = []
+        while named and named[-1] not in _NOT_PRODUCT:
+            product.insert(0, named.pop())
         keyword = m.group("n") is not None
-        if not product or (not keyword and named[-1] in _NOT_PRODUCT):
+        if not product and keyword:
+            product = [w for w in named if w not in _NOT_PRODUCT]
+        if not product:
             continue
-        if m.group("b") and not _VERSION_VERB.search(clause[: m.start("p")]):
+        lead = re.sub(r"(?:\s*[A-Za-z][\w-]*){%d}\s*$" % len(product), "", clause[: m.start("b")])
+        if m.group("b") and not _VERSION_VERB.search(lead):
             continue
         before = clause[: m.start()]
         number = m.group("n") or m.group("d") or m.group("b")
@@ -282,6 +287,11 @@ def _status_verb(m: re.Match[str], ctx: Context) -> list[Found]:
     return _found(thing_key(obj), "status", label)
 
 
+def _course_year(m: re.Match[str], ctx: Context) -> list[Found]:
+    obj = phrase(cut(m.group("o")), ctx)
+    return _found(thing_key(obj), "status", words_value(f"finished {m.group('y')}"))
+
+
 def _learning_to(m: re.Match[str], ctx: Context) -> list[Found]:
     return _found(_subject(m.group("s"), ctx), _ing(m.group("v").lower()), "learning")
 
@@ -334,16 +344,19 @@ def _duty(text: str, holder: str, ctx: Context) -> list[Found]:
     subject = thing_key(obj)
     provider = _DUTY_PROVIDERS.get(singular(subject.split()[-1])) if subject else None
     if provider is not None and obj.kind != "thing":
-        return _found(obj.owner if obj.kind == "person" else "user", provider, holder)
+        owner = obj.owner if obj.kind == "person" and obj.words else "user"
+        return _found(owner, provider, holder)
     return _found(subject, "owner", holder)
 
 
 def _does(m: re.Match[str], ctx: Context) -> list[Found]:
-    who = phrase(m.group("v"), ctx)
+    who = phrase(re.split(r"\s+(?:in|at|from|on)\s+", m.group("v"))[0], ctx)  # "Funmi in Moss Side"
     if who is None or who.kind == "none":
         return []
     holder = who.owner if who.kind != "name" else who.owner
     task = m.group("s")
+    if re.search(r"\s(?:in|on|with|through|via|using)\s+[A-Z]", task):
+        return []  # "We run the books in Contalisto" names a tool, not who does the books
     if not re.match(r"(?:the|our|my|his|her|their|[A-Z]\w*'s)\s", task) and not re.match(
         r"(?:payroll|accounting|bookkeeping|the books|taxes|hiring|ordering|marketing)\b", task, _I
     ):
@@ -653,6 +666,8 @@ def _rules() -> list[tuple[re.Pattern[str], Rule]]:
          r"into)|got accepted (?:to|on|into)|enrolled (?:in|on)|signed the lease (?:for|on))\s+"
          r"(?P<o>.+)$", _status_verb),
         (s + r"(?:is|are|am|'m|'re)\s+learning\s+to\s+(?P<v>[a-z]+)\b", _learning_to),
+        (s + r"(?:finished|completed|passed)\s+(?P<y>(?:year|term|semester|module)\s+\w+)\s+of\s+"
+         r"(?P<o>.+)$", _course_year),
         (s + r"passed\s+(?:his|her|my|their|the)\s+(?P<v>[a-z]+)\s+test\b", _passed_test),
         (r"^(?P<s>(?:(?!\b(?:is|are|was|were|until|and|but|when|if)\b)[^,]){1,40}?)\s+"
          r"(?:was\s+|were\s+|is\s+|are\s+|got\s+|has been\s+|have been\s+)?"
@@ -715,7 +730,7 @@ def _rules() -> list[tuple[re.Pattern[str], Rule]]:
          _called),
         (r"^(?P<a>.*?)\b(?:call|calling|name|naming)\s+(?P<s>(?:the|our|my)\s+[\w ]+?)\s+"
          r"(?P<v>[A-Z].+)$", _called),
-        (r"\b(?:renamed|rebranded)\s+(?P<s>(?:the|our|my)\s+[\w' ]+?)\s+(?:to\s+|as\s+)?"
+        (r"\b(?:renamed|rebranded)\s+(?P<s>(?:the|our|my)\s+(?-i:[a-z])[\w' ]*?)\s+(?:to\s+|as\s+)?"
          r"(?P<v>(?:the\s+)?[A-Z].+)$", _called),
         (r"^(?P<s>.+?)\s+(?:has been|have been|was|were|got|is being|has|have)\s+(?:renamed|"
          r"rebranded)\s+(?:to\s+|as\s+)?(?P<v>.+)$", _called),

@@ -140,10 +140,25 @@ def _holds(a: list[str], b: list[str], *, empty: bool = False) -> bool:
     a relative's key ("daniel mother") never matches the person ("daniel")."""
     if not a or not b:
         return empty or a == b
+    a, b = _initials(b, a), _initials(a, b)
     small, large = (set(a), set(b)) if len(a) <= len(b) else (set(b), set(a))
     if not small <= large:
         return False
     return not any(word in KIN for word in large - small)
+
+
+def _initials(mine: list[str], other: list[str]) -> list[str]:
+    """``other``'s runs of words spelled out where ``mine`` holds their initials ("acp msc"
+    against "advanced clinical practice msc")."""
+    out = list(other)
+    for word in mine:
+        if 2 <= len(word) <= 5 and word not in other:
+            for i in range(len(other) - len(word) + 1):
+                run = other[i : i + len(word)]
+                if "".join(w[0] for w in run) == word:
+                    out[i : i + len(word)] = [word]
+                    return out
+    return out
 
 
 def _replacement(old: Frame, new: Frame, text: str) -> str | None:

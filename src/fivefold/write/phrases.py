@@ -19,7 +19,7 @@ _ABBREVIATION = re.compile(r"\b(Dr|Dra|Mr|Mrs|Ms|St|Sr|Sra|Jr|No|Prof|vs|approx|
 # Where one clause ends: sentence ends, semicolons, dashes, and the ", so" / ", but" / ", because"
 # that open a clause of its own ("Dr Bakker retired, so I'm registered with Dr Yilmaz").
 _CLAUSE_END = re.compile(
-    r"(?<=[^\d\s])[.!?]+(?=\s|$)|[;()]|\s[-–—]\s|"
+    r"[.!?]+(?=\s+[A-Z\"']|\s*$)|[;()]|\s[-–—]\s|"
     r",\s+(?=(?:so|but|because|since|which|and then|though|although|while)\b)",
     re.I,
 )
@@ -36,12 +36,12 @@ def clauses(text: str) -> list[str]:
     """``text`` cut into clauses, each stripped, in order."""
     text = unicodedata.normalize("NFC", text).replace("\u2019", "'").replace("\u2018", "'")
     text = _ABBREVIATION.sub(lambda m: m.group(1), fold_accents(text))
-    return [part.strip(" ,:") for part in _CLAUSE_END.split(text) if part and part.strip(" ,:")]
+    return [part.strip(" ,:.") for part in _CLAUSE_END.split(text) if part and part.strip(" ,:.")]
 
 
 def words(text: str) -> tuple[str, ...]:
     """Lower-case words of ``text``, plurals made singular unless the word was capitalized."""
-    return tuple(w.lower() if w[0].isupper() else singular(w) for w in _WORD.findall(text))
+    return tuple(w.lower() if w[0].isupper() else singular(w.lower()) for w in _WORD.findall(text))
 
 
 def singular(word: str) -> str:
