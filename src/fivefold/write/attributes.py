@@ -79,7 +79,7 @@ _PERSONAL = _table(
     teacher: class teacher, form teacher;
     coach: trainer;
     insurer: insurance, health insurance, health insurer, car insurance;
-    bank: current account, bank account, main bank;
+    bank: current account, bank account, main bank, business account;
     phone carrier: carrier, sim, phone contract, phone plan, mobile plan, mobile provider;
     internet provider: internet, broadband, home internet, isp;
     laptop: machine, computer, notebook;

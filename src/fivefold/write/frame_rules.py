@@ -216,6 +216,9 @@ def _changed(m: re.Match[str], ctx: Context) -> list[Found]:
 def _valued(obj: Phrase, raw: str, ctx: Context) -> list[Found]:
     """What ``obj`` is now, read from the value it was changed to."""
     value = cut(raw)
+    if re.match(r"(?:run|be|work|take|help|open|start|do|lead|live|look|join|manage|cook)\b",
+                value, _I):
+        return []  # "Yesenia moved to run Azulito's kitchen"
     named = _named_attribute(obj, ctx)
     if named is not None:
         subject, attribute, detail = named
@@ -262,7 +265,7 @@ def _pushed_it(m: re.Match[str], ctx: Context) -> list[Found]:
 def _named_attribute(obj: Phrase, ctx: Context) -> tuple[str, str, tuple[str, ...]] | None:
     """The subject, attribute and detail of a phrase whose last words name an attribute."""
     own = obj.words
-    if obj.kind == "name" and not own:
+    if obj.kind in ("name", "person") and not own:
         own = tuple(obj.owner.split())
         obj = Phrase("", "none", own, obj.tail, text=obj.text)
     if "name" == " ".join(own[-1:]) and obj.tail:  # "the name of the Tlaquepaque place"
@@ -285,6 +288,8 @@ def _owner_of(
         attribute, mods = lex.Attribute(f"{' '.join(mods)} {attribute.name}", True, True), ()
     if obj.kind == "thing" and attribute.personal and attribute.name not in _THING_IDS:
         return "user", attribute.name, (*obj.owner.split(), *mods)  # "the car's reg"
+    if obj.kind == "user" and mods and not attribute.personal:
+        return " ".join(mods), attribute.name, ()  # "our beef supplier" is the beef's
     if obj.kind in ("user", "person", "name", "thing"):
         return obj.owner, attribute.name, mods
     if attribute.name in _THING_IDS and mods and re.match(r"[a-z]", obj.text.split()[-len(mods) - 1]):
@@ -315,6 +320,8 @@ def _read(attribute: str, value: str) -> str:
         return phone_value(value) or ""
     if attribute == "email":
         return email_value(value) or ""
+    if attribute in ("password", "username"):
+        return value.split()[0].strip(".,;").lower() if value.split() else ""
     if attribute in _CODES:
         code = code_value(re.sub(r"^(?:number|no|#)\s*", "", value, flags=_I)) or ""
         plate = attribute == "plate" and not re.search(r"[a-z].*\d|\d.*[a-z]", code)

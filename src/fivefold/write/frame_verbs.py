@@ -10,7 +10,7 @@ from fivefold.write import frame_rules as fr
 from fivefold.write.frame_rules import Found, Rule, _found, thing_key
 from fivefold.write.phrases import Context, Phrase, clauses, cut, key, name_value, phrase, singular, words
 from fivefold.write.phrases import words_value
-from fivefold.write.values import amount_value, version_number, when_value
+from fivefold.write.values import amount_value, version_number, when_parts, when_value
 
 _I = re.IGNORECASE
 
@@ -69,8 +69,11 @@ def _counted(m: re.Match[str], ctx: Context) -> list[Found]:
         unit = "capacity"
     elif unit in lex.PEOPLE:
         unit = "headcount"
-    detail = tuple(d for d in words(m.group("rest") or "") if d in _DAYS)
-    return _found(_subject(m.group("s"), ctx) or "user", unit, m.group("n").replace(",", ""), detail)
+    days = " ".join(sorted(when_parts(m.group("rest") or "").get("weekday", ())))
+    owner = _subject(m.group("s"), ctx) or "user"
+    if owner == "user" and days and unit not in ("headcount", "capacity"):
+        owner = days  # "120 covers on a Saturday" are the Saturday covers
+    return _found(owner, unit, m.group("n").replace(",", ""))
 
 
 _DAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday weekend weekday".split())
@@ -125,7 +128,7 @@ def _ing(verb: str) -> str:
 
 
 def _closes(m: re.Match[str], ctx: Context) -> list[Found]:
-    days = sorted({d for d in words(m.group("v")) if d in _DAYS})
+    days = sorted(when_parts(m.group("v")).get("weekday", ()))
     who = _subject(m.group("s"), ctx)
     return _found(" ".join(("closing", *days)), "owner", who) if days else []
 
@@ -166,13 +169,13 @@ def versions(clause: str, ctx: Context) -> list[Found]:
         while named and named[-1] not in _NOT_PRODUCT:
             product.insert(0, named.pop())
         keyword = m.group("n") is not None
-        if not product and keyword:
-            product = [w for w in named if w not in _NOT_PRODUCT]
         if not product:
             continue
         lead = re.sub(r"(?:\s*[A-Za-z][\w-]*){%d}\s*$" % len(product), "", clause[: m.start("b")])
-        if m.group("b") and not _VERSION_VERB.search(lead):
-            continue
+        if m.group("b") and (
+            not _VERSION_VERB.search(lead) or re.fullmatch(r"(?:[A-Z][a-z]+\s*)+", m.group("p"))
+        ):
+            continue  # "is on Calle Libertad 1820" is an address
         before = clause[: m.start()]
         number = m.group("n") or m.group("d") or m.group("b")
         return _found(fr._product(" ".join(product[-2:])), "version", number,
@@ -334,6 +337,7 @@ def _parks(m: re.Match[str], ctx: Context) -> list[Found]:
 _DUTY_PROVIDERS = {
     **dict.fromkeys(("accounting", "account", "taxe", "taxes", "tax", "return", "book"), "accountant"),
     **dict.fromkeys(("hair", "braid", "nail"), "hairdresser"),
+    "kitchen": "head chef",
 }
 
 
@@ -426,7 +430,7 @@ def _insured(m: re.Match[str], ctx: Context) -> list[Found]:
 
 def _supplied(m: re.Match[str], ctx: Context) -> list[Found]:
     obj = phrase(m.group("s"), ctx)
-    if obj is None or obj.kind in ("user", "person"):
+    if obj is None or obj.kind == "user" and not obj.words or obj.owner in lex.KIN.values():
         return []
     source = m.group("v")
     own = re.match(r"(?:our|my)\s+own\b", source, _I)
@@ -684,7 +688,8 @@ def _rules() -> list[tuple[re.Pattern[str], Rule]]:
         (r"^(?P<s>.+?)\s+(?:is|are|was|were|'s|'re)\s+(?:now\s+|currently\s+)?(?P<verb>owned|run|"
          r"handled|done|written|maintained|managed|led|covered|organised|organized|looked after)"
          r"\s+by\s+(?P<v>.+)$", _owned_by),
-        (r"^(?P<v>.+?)\s+(?:now\s+)?(?:owns|own)\s+(?P<s>.+)$", _owns),
+        (r"^(?P<v>.+?)(?<!\bhis)(?<!\bher)(?<!\bmy)(?<!\bour)(?<!\btheir)(?<!\bits)\s+"
+         r"(?:now\s+)?(?:owns|own)\s+(?P<s>.+)$", _owns),
         (r"^(?P<v>.+?)\s*(?:'m|'re|'s|\s+is|\s+are|\s+am|\s+will be)\s+(?:now\s+)?on[ -]call"
          r"(?:\s+for\s+(?P<s>[\w -]+?))?(?:\s+(?:this|next|tonight|today|until|from)\b.*)?$",
          _on_call),
@@ -746,7 +751,8 @@ def _capitals(pattern: str) -> str:
 _RULES = _rules()
 _COPULAS = (
     re.compile(
-        r"^(?P<s>.+?)(?:\s+(?:is|are|am|was|were|will be|has been|have been|remains|stays)|"
+        r"^(?P<s>.+?)(?:\s+(?:is|are|am|was|were|will be|has been|have been|remains|stays|"
+        r"came back at|came in at|comes in at|stands at|is down to|is up to|went down to|went up to)|"
         r"(?<=\bit)'s|(?<=\bhe)'s|(?<=\bshe)'s|(?<=\bthat)'s|(?<=\bthere)'s|'re|'m)\s+(?P<v>.+)$",
         _I,
     ),

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from fivefold.write.attributes import KIN
 from fivefold.write.frame_verbs import extract
+from fivefold.write.phrases import singular
 from fivefold.write.values import same_value
 
 __all__ = ["Frame", "Statement", "Supersession", "frames", "slot_keys", "supersedes", "update_cue"]
@@ -93,8 +94,8 @@ def slot_keys(found: Sequence[Frame]) -> tuple[str, ...]:
     for frame in found:
         if not (frame.single or frame.cue):
             continue
-        keys.setdefault(f"{frame.subject}|{frame.attribute}", None)
-        parts = frame.subject.split()
+        parts = [singular(p) for p in frame.subject.split()]
+        keys.setdefault(f"{' '.join(parts)}|{frame.attribute}", None)
         if len(parts) > 1:
             for part in parts:
                 if part not in KIN:
@@ -130,7 +131,7 @@ _WORDED = frozenset({"residence", "location", "employer", "team", "role", "name"
 def _same_slot(old: Frame, new: Frame) -> bool:
     return (
         old.attribute == new.attribute
-        and _holds(old.subject.split(), new.subject.split())
+        and _holds([singular(w) for w in old.subject.split()], [singular(w) for w in new.subject.split()])
         and _holds(list(old.detail), list(new.detail), empty=True)
     )
 

@@ -62,6 +62,7 @@ def key(text: str) -> str:
 def cut(value: str) -> str:
     """A value without the clause tail that only explains it ("... so Jonas can have a room")."""
     value = _SUBORDINATE.sub("", value.strip())
+    value = re.sub(r"(?:\s+(?:now|too|again|as well|already|anymore))+[.!]*$", "", value, flags=re.I)
     value = re.split(r",\s+(?=(?:a|an|the|and|so|but|which|who|right|just|near|close)\b)", value)[0]
     return value.strip(" ,.!?:\"'")
 
@@ -103,7 +104,8 @@ _LEAD_IN = re.compile(
     re.I,
 )
 _TRAILING = re.compile(
-    r"(?:\s+(?:now|also|still|just|finally|currently|already|officially|really|both|all|"
+    r"(?:\s+(?:now|also|still|just|finally|currently|already|officially|really|both|all|is|are|"
+    r"am|was|were|has|have|had|been|will|would|'s|'re|'m|'ve|"
     r"actually|recently|then|too|even|only|never|always|usually))+$",
     re.I,
 )
@@ -165,6 +167,7 @@ def _strip_lead_in(text: str, ctx: Context) -> str:
 
 
 def _noun_phrase(text: str) -> Phrase:
+    text = re.sub(r"\bgo-to\b", "favourite", text, flags=re.I)
     mine = False
     m = re.match(r"^(?:my|our)\s+(?P<rest>.+)$", text, re.I)
     if m is not None:
@@ -212,7 +215,16 @@ def _kin_person(head: tuple[str, ...], text: str, mine: bool) -> Phrase | None:
     return Phrase(KIN[head[0]], "person", head[1:], text=text)
 
 
+_COMPOUNDS = re.compile(r"\b(?:point of sale|front of house|head of \w+|state of \w+)\b")
+
+
 def _split_tail(found: tuple[str, ...], text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    joined = " ".join(found)
+    compound = _COMPOUNDS.search(joined)
+    if compound is not None:  # "point of sale" is one noun
+        whole = compound.group(0).replace(" ", "_")
+        head, tail = _split_tail(tuple(joined.replace(compound.group(0), whole).split()), text)
+        return tuple(w.replace("_", " ") for w in head), tail
     """A phrase's own words and its prepositional tail; "to", "with" and "from" name part of
     an event ("flight to Hamburg", "climbing with Fenna") and stay."""
     head: list[str] = []

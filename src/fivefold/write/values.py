@@ -153,7 +153,7 @@ def email_value(text: str) -> str | None:
 
 _CODE = re.compile(
     r"\b(?:[A-Z]{1,3}\d{1,2}\s[A-Z]{3}|[A-Z]{2,3}-\d{2,3}-[A-Z0-9]{1,2}|"
-    r"[A-Z0-9]*\d[\w-]*|[a-z]+(?:-[a-z]+)+|@[\w.]+)",
+    r"[\w-]*\d[\w-]*|[a-z]+(?:-[a-z]+)+|@[\w.]+)",
 )
 
 
