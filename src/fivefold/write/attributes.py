@@ -104,7 +104,7 @@ _OF_THINGS = _table(
     slo: availability slo, sla;
     bill: electricity bill, energy bill;
     cover;
-    schedule: date, time, day, due date, deadline, start date, slot;
+    schedule: date, time, due date, deadline, start date, slot;
     opening hours: hours, opening time;
     version: release;
     status;
@@ -170,7 +170,7 @@ ROLE_HEADS = frozenset(
     cto cfo coo vp president head founder partner associate specialist technician supervisor
     sommelier bartender barista editor writer accountant lawyer solicitor paramedic midwife
     therapist physiotherapist surgeon registrar consultant fellow postdoc candidate volunteer
-    docent curator librarian clerk secretary assistant deputy chief staff
+    docent curator librarian clerk secretary assistant deputy chief staff leader
     """.split()
 )
 
@@ -188,6 +188,10 @@ STATUS_PHRASES = re.compile(
     r"waiting list|in the build phase|build phase|signed off|fully healed|back to normal|"
     r"out of hospital|walking (?:with|without) (?:a )?\w+|on full duties|light duties|off sick)\b"
 )
+
+# A person's health, not a thing's state: "the coffee kiosk in the hospital lobby" is no status.
+HEALTH = frozenset("fine better healed healthy recovered recovering home hospital".split())
+HEALTH_PHRASES = frozenset({"in hospital", "out of hospital", "fully healed"})
 
 # Words for people counted in a headcount ("6 engineers", "22 people").
 PEOPLE = frozenset(
@@ -247,6 +251,8 @@ QUALIFIERS = frozenset(
     real normal default full official current
     """.split()
 )
+
+SUBJECT_QUALIFIERS = QUALIFIERS - {"first", "last", "next", "previous", "former", "old", "own"}
 
 # Words that say the statement adds to what is known rather than replacing it.
 ADDITIVE = re.compile(

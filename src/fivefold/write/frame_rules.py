@@ -72,7 +72,9 @@ def thing_key(found: Phrase | None) -> str:
     """The key of a thing or event a phrase names: its possessor's key and its own words."""
     if found is None:
         return ""
-    own = tuple(w for w in found.words if w not in ("a", "an", "the") and w not in lex.QUALIFIERS)
+    own = tuple(
+        w for w in found.words if w not in ("a", "an", "the") and w not in lex.SUBJECT_QUALIFIERS
+    )
     if found.kind == "user":
         return " ".join(own)
     return " ".join(w for w in (found.owner, *own) if w)
@@ -334,8 +336,9 @@ def _read(attribute: str, value: str) -> str:
     if attribute in _WHENS:
         return when_value(value) or ""
     if attribute in _NAMES:
-        value = re.sub(r"^(?:with|by|through|via|at)\s+", "", value, flags=_I)
-        return name_value(_before_tail(value)) or words_value(_before_tail(value))
+        value = _before_tail(re.sub(r"^(?:with|by|through|via|at)\s+", "", value, flags=_I))
+        definite = re.match(r"(?:the|our|my|a|an)\s", value, _I)
+        return name_value(value) or (words_value(value) if definite else "")
     if attribute == "role":
         return _role(value)
     if attribute == "team":
@@ -376,9 +379,10 @@ _NAMES = _set(
 # --- "X is Y": the copula, read by what X names and what Y looks like ------------------------
 
 
-def _copula(m: re.Match[str], ctx: Context) -> list[Found]:
+def _copula(m: re.Match[str], ctx: Context, *, colon: bool = False) -> list[Found]:
+    """ "X is Y" (or "X: Y", read only when X names an attribute: "Work email: ...")."""
     subject_text, value = m.group("s"), m.group("v").strip()
-    inverse = _inverse(subject_text, value, ctx)
+    inverse = [] if colon else _inverse(subject_text, value, ctx)
     if inverse:
         return inverse
     obj = phrase(subject_text, ctx)
@@ -386,7 +390,7 @@ def _copula(m: re.Match[str], ctx: Context) -> list[Found]:
         return []
     named = _named_attribute(obj, ctx)
     found = _attribute_value(named, obj, value) if named is not None else []
-    if found or named is not None and obj.kind in ("user", "person"):
+    if found or colon or named is not None and obj.kind in ("user", "person"):
         return found
     if obj.kind == "user" and not obj.words:
         return _person_predicate(obj.owner, value)
@@ -421,6 +425,8 @@ def _attribute_value(
 
 def _inverse(subject_text: str, value: str, ctx: Context) -> list[Found]:
     """ "Priyanka Shah is my line manager", "Suya is my favourite snack"."""
+    value = re.sub(r"^been\s+", "", value)  # "he's been my manager for six years"
+    value = re.sub(r"\s+(?:for|since)\s+(?:\w+\s+)?(?:years?|months?|weeks?|ages)$", "", value)
     m = re.match(r"^(?P<np>(?:my|our|[A-Z][\w-]*'s)\s+[\w -]+?)(?:\s+(?:now|too|again))?$", value)
     if m is None or re.match(r"(?:my|our|the|this|it|that)\b", subject_text, _I):
         return []
@@ -430,8 +436,8 @@ def _inverse(subject_text: str, value: str, ctx: Context) -> list[Found]:
         return []
     subject, attribute, detail = named
     who = phrase(subject_text, ctx)
-    if subject_text.lower() in ("they", "he", "she") and who is not None:
-        subject_text = who.text or who.owner
+    if who is not None and who.kind in ("person", "name") and len(subject_text.split()) <= 2:
+        subject_text = who.text or who.owner  # "so she's my manager now": the one named before
     found = name_value(subject_text, last=True) if attribute in _NAMES else None
     return _found(subject, attribute, found or words_value(subject_text), detail)
 
@@ -472,7 +478,7 @@ def _person_predicate(who: str, value: str) -> list[Found]:
     if re.match(r"(?:now\s+)?(?:Mrs|Ms|Miss|Mr|Mx)\s+[A-Z]", value):
         return _found(who, "name", name_value(value) or "")
     duty = _DUTY.match(value)
-    if duty is not None and not set(words(duty.group("r"))) & {"way", "kind", "one", "part"}:
+    if duty is not None and _is_duty(duty.group("r"), duty.group("n")):
         subject = " ".join((*words(duty.group("r")), *words(cut(duty.group("n")))))
         return _found(_drop_articles(subject), "owner", who)
     role = _role(value) if re.match(r"(?:now\s+)?(?:a|an|the|our|my|[A-Z])", value) else ""
@@ -480,6 +486,18 @@ def _person_predicate(who: str, value: str) -> list[Found]:
     if role and employer is not None:  # "I'm an ICU nurse at Northgate General Hospital"
         return _found(who, "employer", _org(employer.group("o"))) + _job_role(who, role)
     return _found(who, "role", role)
+
+
+def _is_duty(role: str, scope: str) -> bool:
+    """ "incident commander for the Kestrel cutover", "tech lead of the ingestion team"; not
+    "the oldest of us three" nor "booked out for three weeks"."""
+    head = words(role)[-1:]
+    if re.match(r"(?:my|our|been)\s", role):
+        return False  # "my manager for six years" is the user's manager, read elsewhere
+    named = re.match(r"(?:the|our|my)\s|[A-Z]", scope)
+    return bool(head) and len(words(cut(scope))) <= 5 and (
+        named is not None or head[0] in lex.ROLE_HEADS or head[0] in ("commander", "champion")
+    )
 
 
 def _drop_articles(text: str) -> str:
@@ -509,13 +527,15 @@ def _thing_predicate(obj: Phrase, value: str, ctx: Context) -> list[Found]:
     status = _status(value)
     if status:
         return _found(subject, "status", status)
+    if obj.kind == "person" and not obj.words:
+        return _amount(subject, value)  # "Raj is in the lab next door": where a person is now
     return _located(subject, value) or _amount(subject, value)
 
 
 def _status(value: str) -> str:
     head = " ".join(cut(value).lower().split()[:8])
-    phrases = lex.STATUS_PHRASES.findall(head)
-    found = [w for w in words(head) if w in lex.STATUS_WORDS]
+    phrases = [p for p in lex.STATUS_PHRASES.findall(head) if p not in lex.HEALTH_PHRASES]
+    found = [w for w in words(head) if w in lex.STATUS_WORDS and w not in lex.HEALTH]
     if not phrases and not found:
         return ""
     if phrases:

@@ -151,7 +151,9 @@ _NOT_PRODUCT = frozenset(
     "the a an our my is are was at on to of in for and with version v run runs use uses pins "
     "pin upgraded pushed released us all everything finished migration every band year ward "
     "room floor bus tram platform level grade size number shift get gets by about around back "
-    "came down up now it from into than over under".split()
+    "came down up now it from into than over under january february march april may june july "
+    "august september october november december jan feb mar apr jun jul aug sep sept oct nov dec "
+    "monday tuesday wednesday thursday friday saturday sunday week day".split()
 )
 
 
@@ -173,7 +175,8 @@ def versions(clause: str, ctx: Context) -> list[Found]:
             continue
         lead = re.sub(r"(?:\s*[A-Za-z][\w-]*){%d}\s*$" % len(product), "", clause[: m.start("b")])
         if m.group("b") and (
-            not _VERSION_VERB.search(lead) or re.fullmatch(r"(?:[A-Z][a-z]+\s*)+", m.group("p"))
+            not _VERSION_VERB.search(lead)
+            or re.fullmatch(r"(?:[A-Z][a-z]+\s*)+", " ".join(m.group("p").split()[-len(product) :]))
         ):
             continue  # "is on Calle Libertad 1820" is an address
         before = clause[: m.start()]
@@ -751,7 +754,7 @@ def _capitals(pattern: str) -> str:
 _RULES = _rules()
 _COPULAS = (
     re.compile(
-        r"^(?P<s>.+?)(?:\s+(?:is|are|am|was|were|will be|has been|have been|remains|stays|"
+        r"^(?P<s>.+?)(?:\s+(?:is|are|am|will be|has been|have been|remains|"
         r"came back at|came in at|comes in at|stands at|is down to|is up to|went down to|went up to)|"
         r"(?<=\bit)'s|(?<=\bhe)'s|(?<=\bshe)'s|(?<=\bthat)'s|(?<=\bthere)'s|'re|'m)\s+(?P<v>.+)$",
         _I,
@@ -792,7 +795,7 @@ def _clause(clause: str, ctx: Context) -> list[Found]:
         for pattern in _COPULAS:
             m = pattern.search(clause)
             if m is not None:
-                found = fr._copula(m, ctx)
+                found = fr._copula(m, ctx, colon=pattern is _COPULAS[1])
                 break
     if lex.ADDITIVE.search(clause):  # "I also lead ...": adds to what is known
         found = [(s, a, v, False, d) for s, a, v, _, d in found]

@@ -117,9 +117,12 @@ _TITLE = re.compile(r"^(?:dr|dra|mr|mrs|ms|miss|mx|sister|don|dona|prof|auntie|a
 def phrase(text: str, ctx: Context) -> Phrase | None:
     """The noun phrase ``text`` (a clause's subject or object) resolved; None when it cannot be
     (a pronoun with nothing to refer to, or text too long to be one phrase)."""
-    text = _TRAILING.sub("", text.strip(" ,:"))
+    given = text.strip(" ,:")
+    text = _TRAILING.sub("", given).strip(" ,:")
     if "," in text:
         text = _appositive_or_last(text)
+    if given and not text:
+        return None  # "..., still": nothing left to be the subject
     if re.search(r"\s+and$", text):
         return _clause_subject(text, ctx)  # "Mum had her knee replaced and (is walking ...)"
     text = _strip_lead_in(text, ctx)
@@ -134,7 +137,12 @@ def phrase(text: str, ctx: Context) -> Phrase | None:
         return ctx.thing if lowered in ("it", "that", "this") or ctx.thing else ctx.person
     if len(text.split()) > 9 or lowered in ("there", "what", "which", "who", "everything"):
         return None
-    return _noun_phrase(text)
+    if re.match(r"(?:every|each|any|no|most|many|some|several|few)\s", lowered):
+        return None  # "every unit is on the new pumps" is about no one unit
+    found = _noun_phrase(text)
+    if {"the", "a", "an"} & set(found.words[1:]):
+        return None  # "Packed the car for Viseu" is a clause, not a noun phrase
+    return found
 
 
 def _appositive_or_last(text: str) -> str:
@@ -206,7 +214,12 @@ def _with_kin(owner: Phrase, rest: str) -> Phrase:
     return Phrase(owner.owner, owner.kind, head, tail, text=rest)
 
 
+_KIN_ADJECTIVES = frozenset("older younger little big baby twin eldest oldest youngest step".split())
+
+
 def _kin_person(head: tuple[str, ...], text: str, mine: bool) -> Phrase | None:
+    while head and head[0] in _KIN_ADJECTIVES:
+        head, text = head[1:], text.split(None, 1)[-1]
     if not head or head[0] not in KIN or (not mine and len(head) > 1 and head[0] != "mum"):
         return None
     name = re.search(r"\b[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*", text[text.find(" ") + 1 :])
