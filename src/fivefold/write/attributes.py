@@ -13,6 +13,17 @@ from dataclasses import dataclass
 from fivefold.text import fold_accents
 
 
+def singular(word: str) -> str:
+    """``word`` without a plural ending ("keys" -> "key", "classes" -> "class")."""
+    if len(word) <= 3 or not word.endswith("s") or word.endswith(("ss", "us", "is", "os")):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    return word[:-1]
+
+
 @dataclass(frozen=True, slots=True)
 class Attribute:
     name: str  # the canonical key ("badge number")
@@ -28,7 +39,7 @@ def _table(spec: str, *, single: bool = True, personal: bool = True) -> dict[str
         attribute = Attribute(name.strip(), single, personal)
         for synonym in (name, *synonyms.split(",")):
             if synonym.strip():
-                table[synonym.strip()] = attribute
+                table[" ".join(singular(w) for w in synonym.split())] = attribute
     return table
 
 

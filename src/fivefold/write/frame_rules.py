@@ -120,8 +120,11 @@ def _moved(m: re.Match[str], ctx: Context) -> list[Found]:
 
 def _starts_with_when(value: str) -> bool:
     value = re.sub(r"^[A-Z]{2}\d{2,4},?\s+(?:leaving\s+|departing\s+)?", "", value)  # a flight
-    head = re.sub(r"^(?:on|at|for|to|until|till|every|from|by|the|this|next)\s+", "", value, _I)
-    return when_value(" ".join(head.split()[:3])) is not None
+    head = re.sub(r"^(?:(?:on|at|for|to|until|till|every|from|by|the|this|next|first|last|"
+                  r"second)\s+)+", "", value, flags=_I).split()
+    if head and re.fullmatch(_MONTH_NAMES, head[0].lower()):
+        return True
+    return when_value(" ".join(head[:2])) is not None
 
 
 def _keys_to(m: re.Match[str], ctx: Context) -> list[Found]:
@@ -354,6 +357,11 @@ def _before_tail(value: str) -> str:
 
 
 
+_MONTH_NAMES = (
+    r"january|february|march|april|may|june|july|august|september|october|november|december"
+)
+
+
 def _set(spec: str) -> frozenset[str]:
     return frozenset(item.strip() for item in spec.split(",") if item.strip())
 
@@ -412,6 +420,8 @@ def _attribute_value(
     named: tuple[str, str, tuple[str, ...]], obj: Phrase, value: str
 ) -> list[Found]:
     subject, attribute, detail = named
+    if attribute in _NAMES and _starts_with_when(value):  # "the dentist is on 10 September"
+        return _found(thing_key(obj), "schedule", when_value(cut(value)) or "")
     read = _read(attribute, value)
     if attribute == "phone number" and not read and obj.words[-1:] in (("phone",), ("mobile",)):
         read, attribute = words_value(value), "phone model"  # "my phone is a Pixel 7"

@@ -127,6 +127,20 @@ def _ing(verb: str) -> str:
     return verb + "ing"
 
 
+def _open(m: re.Match[str], ctx: Context) -> list[Found]:
+    """ "Fonda Azul is open 1 pm to 11 pm", "We now open at 8 am": the user's opening hours,
+    the place named (if any) as their detail."""
+    obj = phrase(m.group("s"), ctx)
+    if obj is None:
+        return []
+    place = () if obj.kind == "user" else tuple(thing_key(obj).split())
+    return _found("user", "opening hours", when_value(cut(m.group("v"))) or "", place)
+
+
+def _music_in(m: re.Match[str], ctx: Context) -> list[Found]:
+    return _found("user", "music", words_value(m.group("v")), tuple(words(m.group("room"))))
+
+
 def _closes(m: re.Match[str], ctx: Context) -> list[Found]:
     days = sorted(when_parts(m.group("v")).get("weekday", ()))
     who = _subject(m.group("s"), ctx)
@@ -176,7 +190,7 @@ def versions(clause: str, ctx: Context) -> list[Found]:
         lead = re.sub(r"(?:\s*[A-Za-z][\w-]*){%d}\s*$" % len(product), "", clause[: m.start("b")])
         if m.group("b") and (
             not _VERSION_VERB.search(lead)
-            or re.fullmatch(r"(?:[A-Z][a-z]+\s*)+", " ".join(m.group("p").split()[-len(product) :]))
+            or re.fullmatch(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*", " ".join(m.group("p").split()[-len(product) :]))
         ):
             continue  # "is on Calle Libertad 1820" is an address
         before = clause[: m.start()]
@@ -645,6 +659,10 @@ def _rules() -> list[tuple[re.Pattern[str], Rule]]:
         (s + r"(?P<verb>climb|swim|run|train|practise|practice|play|meet|rehearse|dance|cycle|"
          r"ride|fly|flies|sing|walk|hike)\s+(?P<o>(?:to\s+[A-Z][\w-]*\s*|[a-z]+\s+)?)"
          r"(?P<v>(?:on|every)\s+.+)$", _activity),
+        (r"^(?P<s>.+?)\s+(?:is\s+|are\s+|'s\s+|'re\s+)?(?:now\s+)?(?:open|opens)\s+(?:for\s+\w+\s+)?"
+         r"(?:from\s+)?(?P<v>(?:at\s+)?\d.+)$", _open),
+        (s + r"play\s+(?P<v>.+?)\s+in\s+the\s+(?P<room>dining room|bar|kitchen|shop|store|"
+         r"restaurant|office|lobby|waiting room|salon)\b", _music_in),
         (r"^(?P<s>.+?)\s+(?:closes|close|locks up|will close)\b(?P<v>.*\b(?:on|every)\s+\w+days?"
          r"\b.*)$", _closes),
         (r"^(?P<s>.+?)\s+(?:arrives?|comes?|is delivered|are delivered|gets delivered)\b.*?\b"

@@ -12,7 +12,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from fivefold.text import fold_accents
-from fivefold.write.attributes import KIN, QUALIFIERS
+from fivefold.write.attributes import KIN, QUALIFIERS, singular
 
 _WORD = re.compile(r"[^\W_]+")
 _ABBREVIATION = re.compile(r"\b(Dr|Dra|Mr|Mrs|Ms|St|Sr|Sra|Jr|No|Prof|vs|approx|Ave|Av)\.", re.I)
@@ -42,16 +42,6 @@ def clauses(text: str) -> list[str]:
 def words(text: str) -> tuple[str, ...]:
     """Lower-case words of ``text``, plurals made singular unless the word was capitalized."""
     return tuple(w.lower() if w[0].isupper() else singular(w.lower()) for w in _WORD.findall(text))
-
-
-def singular(word: str) -> str:
-    if len(word) <= 3 or not word.endswith("s") or word.endswith(("ss", "us", "is", "os")):
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("ches", "shes", "sses", "xes")):
-        return word[:-2]
-    return word[:-1]
 
 
 def key(text: str) -> str:
