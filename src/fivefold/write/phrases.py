@@ -101,6 +101,10 @@ _TRAILING = re.compile(
 )
 _PREPOSITION = frozenset("at in on for of with to from by under near about into over via".split())
 _POSSESSIVE = re.compile(r"^(?P<who>.+?)(?:'s|s')(?:\s+|$)(?P<rest>.*)$")
+_ENDS_AND = re.compile(r"\s+and$")
+_QUANTIFIED = re.compile(r"(?:every|each|any|no|most|many|some|several|few)\s")
+_GO_TO = re.compile(r"\bgo-to\b", re.I)
+_MINE = re.compile(r"^(?:my|our)\s+(?P<rest>.+)$", re.I)
 _TITLE = re.compile(r"^(?:dr|dra|mr|mrs|ms|miss|mx|sister|don|dona|prof|auntie|aunt|uncle)$", re.I)
 
 
@@ -113,7 +117,7 @@ def phrase(text: str, ctx: Context) -> Phrase | None:
         text = _appositive_or_last(text)
     if given and not text:
         return None  # "..., still": nothing left to be the subject
-    if re.search(r"\s+and$", text):
+    if _ENDS_AND.search(text):
         return _clause_subject(text, ctx)  # "Mum had her knee replaced and (is walking ...)"
     text = _strip_lead_in(text, ctx)
     if not text:
@@ -127,7 +131,7 @@ def phrase(text: str, ctx: Context) -> Phrase | None:
         return ctx.thing if lowered in ("it", "that", "this") or ctx.thing else ctx.person
     if len(text.split()) > 9 or lowered in ("there", "what", "which", "who", "everything"):
         return None
-    if re.match(r"(?:every|each|any|no|most|many|some|several|few)\s", lowered):
+    if _QUANTIFIED.match(lowered):
         return None  # "every unit is on the new pumps" is about no one unit
     found = _noun_phrase(text)
     if {"the", "a", "an"} & set(found.words[1:]):
@@ -165,9 +169,9 @@ def _strip_lead_in(text: str, ctx: Context) -> str:
 
 
 def _noun_phrase(text: str) -> Phrase:
-    text = re.sub(r"\bgo-to\b", "favourite", text, flags=re.I)
+    text = _GO_TO.sub("favourite", text)
     mine = False
-    m = re.match(r"^(?:my|our)\s+(?P<rest>.+)$", text, re.I)
+    m = _MINE.match(text)
     if m is not None:
         mine, text = True, m.group("rest")
     possessive = _POSSESSIVE.match(text)
