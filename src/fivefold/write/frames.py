@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from fivefold.write.attributes import KIN
-from fivefold.write.frame_verbs import extract
-from fivefold.write.phrases import singular
+from fivefold.write.attributes import KIN, singular
+from fivefold.write.frame_table import extract
 from fivefold.write.values import same_value
 
 __all__ = ["Frame", "Statement", "Supersession", "frames", "slot_keys", "supersedes", "update_cue"]
@@ -57,7 +56,7 @@ _SWITCHING = frozenset(
     "no longer,not anymore,not any more,anymore,any more,instead of,instead,switched,switch to,"
     "switched to,swapped,replaced,changed to,changed,stopped,dropped,gave up,traded,traded in"
     .split(",")
-)
+)  # fmt: skip
 
 
 def update_cue(text: str) -> str | None:
@@ -131,7 +130,9 @@ _WORDED = frozenset({"residence", "location", "employer", "team", "role", "name"
 def _same_slot(old: Frame, new: Frame) -> bool:
     return (
         old.attribute == new.attribute
-        and _holds([singular(w) for w in old.subject.split()], [singular(w) for w in new.subject.split()])
+        and _holds(
+            [singular(w) for w in old.subject.split()], [singular(w) for w in new.subject.split()]
+        )
         and _holds(list(old.detail), list(new.detail), empty=True)
     )
 

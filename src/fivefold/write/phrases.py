@@ -52,7 +52,9 @@ def key(text: str) -> str:
 def cut(value: str) -> str:
     """A value without the clause tail that only explains it ("... so Jonas can have a room")."""
     value = _SUBORDINATE.sub("", value.strip())
-    value = re.sub(r"(?:\s+(?:now|too|again|as well|already|anymore))+[.!]*$", "", value, flags=re.I)
+    value = re.sub(
+        r"(?:\s+(?:now|too|again|as well|already|anymore))+[.!]*$", "", value, flags=re.I
+    )
     value = re.split(r",\s+(?=(?:a|an|the|and|so|but|which|who|right|just|near|close)\b)", value)[0]
     return value.strip(" ,.!?:\"'")
 
@@ -88,7 +90,8 @@ _WITH_USER = re.compile(
 _DETERMINER = re.compile(r"^(?:the|a|an|this|that|these|those|all|every|each|some|both)\s+", re.I)
 _LEAD_IN = re.compile(
     r"^(?:(?:and|so|but|then|now|also|still|just|finally|currently|officially|today|yesterday|"
-    r"recently|apparently|honestly|actually|luckily|sadly|from now on|these days|as of \w+(?: \w+)?|"
+    r"recently|apparently|honestly|actually|luckily|sadly|from now on|these days|"
+    r"as of \w+(?: \w+)?|"
     r"this (?:year|week|month|sprint)|after the \w+|since the \w+|"
     r"(?:at|in|on|for|with|after|during) (?:(?-i:[A-Z])[\w'-]*\s?)+)[,\s]+)+",
     re.I,
@@ -208,7 +211,9 @@ def _with_kin(owner: Phrase, rest: str) -> Phrase:
     return Phrase(owner.owner, owner.kind, head, tail, text=rest)
 
 
-_KIN_ADJECTIVES = frozenset("older younger little big baby twin eldest oldest youngest step".split())
+_KIN_ADJECTIVES = frozenset(
+    "older younger little big baby twin eldest oldest youngest step".split()
+)
 
 
 def _kin_person(head: tuple[str, ...], text: str, mine: bool) -> Phrase | None:
@@ -226,20 +231,21 @@ _COMPOUNDS = re.compile(r"\b(?:point of sale|front of house|head of \w+|state of
 
 
 def _split_tail(found: tuple[str, ...], text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A phrase's own words and its prepositional tail. "to", "with" and "from" name part of
+    an event ("flight to Hamburg", "climbing with Fenna") and stay; "point of sale" is one
+    noun."""
     joined = " ".join(found)
     compound = _COMPOUNDS.search(joined)
-    if compound is not None:  # "point of sale" is one noun
+    if compound is not None:
         whole = compound.group(0).replace(" ", "_")
-        head, tail = _split_tail(tuple(joined.replace(compound.group(0), whole).split()), text)
-        return tuple(w.replace("_", " ") for w in head), tail
-    """A phrase's own words and its prepositional tail; "to", "with" and "from" name part of
-    an event ("flight to Hamburg", "climbing with Fenna") and stay."""
+        own, tail = _split_tail(tuple(joined.replace(compound.group(0), whole).split()), text)
+        return tuple(w.replace("_", " ") for w in own), tail
     head: list[str] = []
     for i, word in enumerate(found):
         if word in _PREPOSITION and i > 0:
-            if word not in ("to", "with", "from") or head[-1:] == ["from"]:
-                return tuple(head), found[i + 1 :]
             rest = found[i + 1 :]
+            if word not in ("to", "with", "from") or rest[:1] in (("a",), ("an",), ("the",)):
+                return tuple(head), rest  # "the MSc with a merit" is the MSc
             stop = next((j for j, w in enumerate(rest) if w in _PREPOSITION), len(rest))
             return (*head, *rest[:stop]), rest[stop + 1 :]
         head.append(word)

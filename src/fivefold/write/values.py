@@ -163,9 +163,6 @@ def code_value(text: str) -> str | None:
     return m.group(0).lower().strip(".") if m else None
 
 
-_VERSION = re.compile(r"\b(?:version\s+|v)?(\d+(?:\.\d+)*)\b", re.I)
-
-
 def _numbers(value: str) -> frozenset[str]:
     return frozenset(t for t in re.findall(r"[\w.@+%:-]+", value) if any(c.isdigit() for c in t))
 
@@ -199,8 +196,3 @@ _NOISE = frozenset(
 
 def _plain(value: str) -> frozenset[str]:
     return frozenset(w for w in value.split() if w not in _NOISE)
-
-
-def version_number(text: str) -> str | None:
-    m = _VERSION.search(text)
-    return m.group(1) if m else None
