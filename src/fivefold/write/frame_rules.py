@@ -187,7 +187,7 @@ def _promoted(m: re.Match[str], ctx: Context) -> list[Found]:
 
 def _changed(m: re.Match[str], ctx: Context) -> list[Found]:
     target = m.group("o")
-    if len(target.split()) > 7 or re.match(r"(?:to|into|in|over|up|back)\b", target, _I):
+    if len(target.split()) > 7 or re.match(r"(?:to|into|in|over|up|back|from)\b", target, _I):
         return []
     obj = phrase(target, ctx)
     if obj is None or (obj.kind in ("user", "person") and not obj.words):

@@ -308,6 +308,7 @@ def _rules() -> list[tuple[str, re.Pattern[str], Rule]]:
          r"(?:got|get|bought|buy|have|'ve got|has|picked up|ordered|run with|runs with|running"
          r" with|use|uses|using|switched to|upgraded to)\s+(?:myself\s+)?(?:a new|a|an|the|my|our|"
          r"new)\s+(?P<v>.+)$", fv._got_device),
+        ("switched from", r"\bswitched\s+from\s+(?P<x>.+?)\s+to\s+(?P<y>.+)$", fv._switched_from),
         ("traded|swapped|exchanged|replaced",
          r"\b(?:traded|swapped|exchanged|replaced)\s+(?:in\s+)?(?:the\s+|my\s+|our\s+)?(?P<x>.+?)"
          r"\s+(?:in\s+)?(?:for|with)\s+(?:a|an|the|my|our)?\s*(?P<y>.+)$", fv._swapped),

@@ -214,7 +214,9 @@ def _product_words(m: re.Match[str], clause: str) -> list[str]:
         return product
     written = " ".join(m.group("p").split()[-len(product) :])
     lead = clause[: m.start("p")] + " ".join(m.group("p").split()[: -len(product)])
-    if not _VERSION_VERB.search(lead) or re.fullmatch(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*", written):
+    titled = re.fullmatch(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*", written)
+    located = re.search(r"\b(?:is|are|'s|lives?|located|based)\s+(?:on|at|in)\s*$", lead)
+    if not _VERSION_VERB.search(lead) or titled and (len(product) > 1 or located):
         return []
     return product
 
@@ -427,7 +429,7 @@ def _owns(m: re.Match[str], ctx: Context) -> list[Found]:
 
 def _on_call(m: re.Match[str], ctx: Context) -> list[Found]:
     who = _subject(m.group("v"), ctx)
-    scope = words(m.group("s") or "")
+    scope = [w for w in words(m.group("s") or "") if w not in ("the", "a", "our", "my")]
     return _found(" ".join(("on call", *scope)), "owner", who)
 
 
@@ -510,6 +512,17 @@ def _swapped(m: re.Match[str], ctx: Context) -> list[Found]:
     product = lex.category(words(new)) or lex.category(words(m.group("x")))
     if product is None or product == "drinks":
         return []
+    return _found("user", product, words_value(new))
+
+
+def _switched_from(m: re.Match[str], ctx: Context) -> list[Found]:
+    """ "I switched from tea to coffee": the kind of thing both are names the attribute."""
+    new = re.split(r"\s+(?:on|for|at|because|since|after)\s+|,", cut(m.group("y")))[0]
+    product = lex.category(words(new)) or lex.category(words(m.group("x")))
+    if product is None:
+        return []
+    if product == "drinks":
+        return fr._additive("user", product, words_value(new))
     return _found("user", product, words_value(new))
 
 

@@ -296,8 +296,10 @@ def name_value(text: str, *, last: bool = False) -> str | None:
 
 
 def words_value(text: str) -> str:
-    """A value made of plain words: determiners and qualifiers dropped."""
-    found = [w for w in words(cut(text)) if w not in ("a", "an", "the", "my", "our")]
+    """A value made of plain words, as written (not made singular): determiners and qualifiers
+    dropped."""
+    found = [w.lower() for w in _WORD.findall(cut(text))]
+    found = [w for w in found if w not in ("a", "an", "the", "my", "our")]
     while found and found[0] in QUALIFIERS:
         found = found[1:]
     return " ".join(found)

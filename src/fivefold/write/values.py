@@ -173,6 +173,8 @@ def same_value(old: str, new: str, *, counted: bool = True) -> bool:
     else the numbers are words among the others ("eu west 1" is not "eu central 1")."""
     if old == new:
         return True
+    if old.startswith("not ") != new.startswith("not "):
+        return False  # "meat" and "not meat"
     if "@" in old or "@" in new:
         return old == new
     old_when, new_when = when_parts(old), when_parts(new)
