@@ -10,6 +10,7 @@ from fivefold.write import attributes as lex
 from fivefold.write.frame_rules import (
     _DEVICES,
     _NAMES,
+    _WHENS,
     Found,
     _found,
     _job_role,
@@ -60,7 +61,7 @@ def _attribute_value(
     named: tuple[str, str, tuple[str, ...]], obj: Phrase, value: str
 ) -> list[Found]:
     subject, attribute, detail = named
-    if attribute in _NAMES and _starts_with_when(value):  # "the dentist is on 10 September"
+    if attribute not in _WHENS and _starts_with_when(value):  # "the dentist is on 10 September"
         return _found(thing_key(obj), "schedule", when_value(cut(value)) or "")
     read = _read(attribute, value)
     if attribute == "phone number" and not read and obj.words[-1:] in (("phone",), ("mobile",)):

@@ -96,7 +96,16 @@ def _lives(m: re.Match[str], ctx: Context) -> list[Found]:
     return _found(thing_key(who), "location", _place(value))
 
 
+_TRIP = re.compile(
+    r"\bfor (?:a|the|two|three|\d+) (?:conference|trip|week|weekend|month|few|couple|holiday|"
+    r"vacation|visit|summer|night|day)",
+    _I,
+)
+
+
 def _place(value: str) -> str:
+    if _TRIP.search(value):
+        return ""  # "moved to Berlin for a conference" is a trip
     return words_value(re.sub(r"^(?:in|at|on|to|into|near)\s+", "", value, flags=_I))
 
 
@@ -208,6 +217,8 @@ def _valued(obj: Phrase, raw: str, ctx: Context) -> list[Found]:
         subject, attribute, detail = named
         if attribute in _DEVICES and re.match(r"(?:macos|ios|android|windows)\b", value, _I):
             return []  # "upgraded the work laptop to macOS Sequoia" is a version
+        if attribute not in _WHENS and _starts_with_when(value):  # "the release moved to May"
+            return _found(thing_key(obj), "schedule", when_value(value) or "")
         return _found(subject, attribute, _read(attribute, value), detail)
     when = when_value(value)
     subject = thing_key(obj)

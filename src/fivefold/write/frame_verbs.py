@@ -216,7 +216,7 @@ def _product_words(m: re.Match[str], clause: str) -> list[str]:
     lead = clause[: m.start("p")] + " ".join(m.group("p").split()[: -len(product)])
     titled = re.fullmatch(r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*", written)
     located = re.search(r"\b(?:is|are|'s|lives?|located|based)\s+(?:on|at|in)\s*$", lead)
-    if not _VERSION_VERB.search(lead) or titled and (len(product) > 1 or located):
+    if not _VERSION_VERB.search(lead) or (titled and (len(product) > 1 or located)):
         return []
     return product
 

@@ -30,7 +30,7 @@ _YEAR = re.compile(r"\b(?P<y>20\d\d|19\d\d)\b")
 _DAY = re.compile(rf"\b(?P<w>{_WEEKDAY})\b", re.I)
 _TIME = re.compile(
     r"\b(?:(?P<h>\d{1,2})(?::(?P<mi>\d{2}))?\s*(?P<ap>am|pm|a\.m\.|p\.m\.)|"
-    r"(?P<h2>\d{1,2})[:h](?P<mi2>\d{2})(?!:)|(?P<word>noon|midday|midnight)|"
+    r"(?<![\d:])(?P<h2>\d{1,2})[:h](?P<mi2>\d{2})(?!:)|(?P<word>noon|midday|midnight)|"
     r"(?<=\bat )(?P<h3>\d{1,2})(?![\d:.,%]|\s*(?:kg|km|pesos?|euros?|people|percent)))\b",
     re.I,
 )
