@@ -197,6 +197,7 @@ STATUS_WORDS = frozenset(
 STATUS_PHRASES = re.compile(
     r"\b(on hold|back on|in progress|in review|under review|in hospital|on the waiting list|"
     r"waiting list|in the build phase|build phase|signed off|fully healed|back to normal|"
+    r"on (?:national )?shortage|on back ?order|"
     r"out of hospital|walking (?:with|without) (?:a )?\w+|on full duties|light duties|off sick)\b"
 )
 

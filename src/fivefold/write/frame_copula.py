@@ -104,9 +104,7 @@ _RELATIONSHIP = re.compile(
     r"single|widowed)\b",
     _I,
 )
-_DUTY = re.compile(
-    r"^(?:the\s+|our\s+|a\s+|an\s+)?(?P<r>[a-z][\w' -]{2,40}?)\s+(?:for|of)\s+(?P<n>.+)$"
-)
+_DUTY = re.compile(r"^(?:the\s+|our\s+)?(?P<r>[a-z][\w' -]{2,40}?)\s+(?:for|of)\s+(?P<n>.+)$")
 _HEALTH = re.compile(
     r"^(?:now\s+|still\s+|fully\s+|finally\s+)*(?P<h>(?:fine|better|healed|recovered|recovering|"
     r"home|ill|sick|pregnant|okay|ok|in hospital|on the waiting list|walking \w+ (?:a )?\w+|"
@@ -148,14 +146,19 @@ def _is_duty(role: str, scope: str) -> bool:
     """ "incident commander for the Kestrel cutover", "tech lead of the ingestion team"; not
     "the oldest of us three" nor "booked out for three weeks"."""
     head = words(role)[-1:]
-    if re.match(r"(?:my|our|been)\s", role):
+    if re.match(r"(?:my|our|been|an?|one|some|part|on|in|at)\s", role, _I):
         return False  # "my manager for six years" is the user's manager, read elsewhere
+    if len(words(role)) > 4 or set(words(role)) & _NOT_IN_A_DUTY:
+        return False  # "a biologist at the University of the Algarve" is a job
     named = re.match(r"(?:the|our|my)\s|[A-Z]", scope)
     return (
         bool(head)
         and len(words(cut(scope))) <= 5
         and (named is not None or head[0] in lex.ROLE_HEADS or head[0] in ("commander", "champion"))
     )
+
+
+_NOT_IN_A_DUTY = frozenset("at in on to with and or but from by".split())
 
 
 def _drop_articles(text: str) -> str:
@@ -198,7 +201,8 @@ def _thing_predicate(obj: Phrase, value: str, ctx: Context) -> list[Found]:
 def _status(value: str) -> str:
     head = " ".join(cut(value).lower().split()[:8])
     phrases = [p for p in lex.STATUS_PHRASES.findall(head) if p not in lex.HEALTH_PHRASES]
-    found = [w for w in words(head) if w in lex.STATUS_WORDS and w not in lex.HEALTH]
+    tokens = [t.strip(".,;:!?") for t in head.split()]  # "rk_live_" holds no status
+    found = [w for w in tokens if w in lex.STATUS_WORDS and w not in lex.HEALTH]
     if not phrases and not found:
         return ""
     if phrases:
@@ -217,7 +221,7 @@ def _located(subject: str, value: str) -> list[Found]:
     where = _WHERE.match(value)
     if where is None:
         return []
-    place = cut(where.group("place"))
+    place = re.split(r",\s+(?=[a-z])", cut(where.group("place")))[0]  # ", third floor, no lift"
     if when_value(place) is not None and _starts_with_when(place):
         return []
     found = _found(subject, "location", words_value(place))

@@ -89,9 +89,9 @@ def _place_like(value: str) -> bool:
 def _lives(m: re.Match[str], ctx: Context) -> list[Found]:
     who = phrase(m.group("s"), ctx)
     value = cut(m.group("v"))
-    if who is None or not _place_like(value):
-        return []
-    if who.kind in ("user", "person"):
+    if who is None or not _place_like(value) or _starts_with_when(value[3:]):
+        return []  # "went live on 10 September" is no place
+    if who.kind in ("user", "person") and not who.words:
         return _found(who.owner, "residence", _place(value))
     return _found(thing_key(who), "location", _place(value))
 
@@ -169,6 +169,7 @@ def _reports(m: re.Match[str], ctx: Context) -> list[Found]:
 
 
 def _team(text: str) -> str:
+    text = re.split(r"\s+(?:as|this|last|next|since|from|for|with|after|when)\b", text)[0]
     found = words_value(text)
     return re.sub(r"\s+(?:team|squad|crew)$", "", found)
 
@@ -232,8 +233,8 @@ def _valued(obj: Phrase, raw: str, ctx: Context) -> list[Found]:
     product = lex.category(words(value))
     if product is not None:
         return _found(obj.owner if obj.kind == "user" else "user", product, words_value(value))
-    if obj.kind in ("user", "person") and _place_like(value):
-        return _found(obj.owner, "residence", _place(value))
+    if obj.kind in ("user", "person") and not obj.words and _place_like(value):
+        return _found(obj.owner, "residence", _place(value))  # not "Mere's library moved"
     if _place_like(value):
         return _found(subject, "location", _place(value))
     return []
@@ -341,6 +342,8 @@ def _read(attribute: str, value: str) -> str:
         return _team(value)
     if attribute == "residence":
         return _place(value) if _place_like(value) else ""
+    if attribute in _DEVICES:
+        value = value.split(",")[0]  # "a red Volvo V60, registration KLM 48T"
     return words_value(re.sub(r"^(?:with|by|on|at|in)\s+", "", value, flags=_I))
 
 

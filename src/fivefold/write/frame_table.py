@@ -237,7 +237,8 @@ def _rules() -> list[tuple[str, re.Pattern[str], Rule]]:
          r"^(?P<s>(?:(?!\b(?:is|are|was|were|until|and|but|when|if)\b)[^,]){1,40}?)\s+"
          r"(?:was\s+|were\s+|is\s+|are\s+|got\s+|has been\s+|have been\s+)?"
          r"(?P<v>renewed|approved|resolved|closed|cancelled|canceled|rejected|completed|launched|"
-         r"merged|shipped|fixed|paused|shelved|scrapped)\b", fv._participle_status),
+         r"merged|shipped|fixed|paused|shelved|scrapped)\b"
+         r"(?!\s+(?:the|a|an|my|our|his|her|their|it)\b)", fv._participle_status),
         # places
         ("hold|keep|has|have|looking after|looks after",
          r"^(?P<s>.+?)\s+(?:is holding|are holding|holds|keeps|has|have|is keeping|is looking "

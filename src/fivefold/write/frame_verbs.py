@@ -77,6 +77,8 @@ def _costs(m: re.Match[str], ctx: Context) -> list[Found]:
 def _counted(m: re.Match[str], ctx: Context) -> list[Found]:
     """ "We do about 120 covers on a Saturday", "Chapultepec seats 85 people"."""
     unit = singular(m.group("u").lower())
+    if unit in _MEASURES:
+        return []  # "we'll do 30 minutes every Thursday" counts no thing
     if m.group("verb").lower().startswith("seat"):
         unit = "capacity"
     elif unit in lex.PEOPLE:
@@ -88,6 +90,10 @@ def _counted(m: re.Match[str], ctx: Context) -> list[Found]:
     return _found(owner, unit, m.group("n").replace(",", ""))
 
 
+_MEASURES = frozenset(
+    "minute hour day week month year time second km mile metre meter kilometre lap rep set "
+    "percent kg gram page".split()
+)
 _DAYS = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday weekend weekday".split()
 )
@@ -221,9 +227,12 @@ def _product_words(m: re.Match[str], clause: str) -> list[str]:
     return product
 
 
+_RELEASE = re.compile(r"\b(?P<os>(?i:macos|ios|android|windows|ubuntu))\s+(?P<r>[A-Z0-9][\w.]*)")
+
+
 def _named_release(clause: str, ctx: Context) -> list[Found]:
     """ "My work laptop runs macOS Sonoma": an operating system's release named by a word."""
-    m = re.search(r"\b(?P<os>macos|ios|android|windows|ubuntu)\s+(?P<r>[A-Z0-9][\w.]*)", clause, _I)
+    m = _RELEASE.search(clause)
     if m is None:
         return []
     owner = _owner_words(clause[: m.start()], ctx)
@@ -579,4 +588,5 @@ def _work_from(m: re.Match[str], ctx: Context) -> list[Found]:
 
 
 def _school(m: re.Match[str], ctx: Context) -> list[Found]:
-    return _found(_subject(m.group("s"), ctx), "school", key(cut(m.group("v"))))
+    school = name_value(m.group("v")) or key(cut(m.group("v")))
+    return _found(_subject(m.group("s"), ctx), "school", school)

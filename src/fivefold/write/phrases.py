@@ -55,7 +55,11 @@ def cut(value: str) -> str:
     value = re.sub(
         r"(?:\s+(?:now|too|again|as well|already|anymore))+[.!]*$", "", value, flags=re.I
     )
-    value = re.split(r",\s+(?=(?:a|an|the|and|so|but|which|who|right|just|near|close)\b)", value)[0]
+    value = re.split(
+        r",\s+(?=(?:a|an|the|and|so|but|which|who|right|just|near|close|always|usually|never|"
+        r"mostly|often|only)\b)",
+        value,
+    )[0]
     return value.strip(" ,.!?:\"'")
 
 
@@ -105,7 +109,7 @@ _TRAILING = re.compile(
 _PREPOSITION = frozenset("at in on for of with to from by under near about into over via".split())
 _POSSESSIVE = re.compile(r"^(?P<who>.+?)(?:'s|s')(?:\s+|$)(?P<rest>.*)$")
 _ENDS_AND = re.compile(r"\s+and$")
-_QUANTIFIED = re.compile(r"(?:every|each|any|no|most|many|some|several|few)\s")
+_QUANTIFIED = re.compile(r"(?:every|each|any|no|most|many|some|several|few|one|none|half)\s")
 _GO_TO = re.compile(r"\bgo-to\b", re.I)
 _MINE = re.compile(r"^(?:my|our)\s+(?P<rest>.+)$", re.I)
 _TITLE = re.compile(r"^(?:dr|dra|mr|mrs|ms|miss|mx|sister|don|dona|prof|auntie|aunt|uncle)$", re.I)

@@ -112,7 +112,10 @@ _AMOUNT = re.compile(
     r"(?P<unit>(?:\s*(?:-\s*)?[a-z]+){0,3})",
     re.I,
 )
-_UNIT_STOP = re.compile(r"\b(?:on|at|in|for|with|after|because|from|and|but|so|to|since)\b.*$")
+_UNIT_STOP = re.compile(
+    r"\b(?:on|at|in|for|with|after|because|from|and|but|so|to|since|over|under|across|"
+    r"including|now|again|today|these)\b.*$"
+)
 
 
 def amount_value(text: str) -> str | None:
