@@ -45,7 +45,8 @@ def _copula(m: re.Match[str], ctx: Context, *, colon: bool = False) -> list[Foun
         return _person_predicate(obj.owner, value)
     if obj.kind == "user":
         return _thing_predicate(obj, value, ctx)  # "my passport is in the desk drawer"
-    found = _person_predicate(obj.owner, value) if obj.kind in ("person", "name") else []
+    person = obj.kind in ("person", "name") and not obj.words  # not "Tomas's audition"
+    found = _person_predicate(obj.owner, value) if person else []
     return found or _alias(obj, value) or _thing_predicate(obj, value, ctx)
 
 
@@ -61,6 +62,8 @@ def _attribute_value(
     named: tuple[str, str, tuple[str, ...]], obj: Phrase, value: str
 ) -> list[Found]:
     subject, attribute, detail = named
+    if re.match(r"(?:being\s+)?\w+ing\b", value) and not re.match(r"(?:morning|evening)", value):
+        return []  # "the Kestrel team is hiring two engineers" says what it does
     if attribute not in _WHENS and _starts_with_when(value):  # "the dentist is on 10 September"
         return _found(thing_key(obj), "schedule", when_value(cut(value)) or "")
     read = _read(attribute, value)
@@ -87,8 +90,11 @@ def _inverse(subject_text: str, value: str, ctx: Context) -> list[Found]:
         return []
     subject, attribute, detail = named
     who = phrase(subject_text, ctx)
+    pronoun = re.match(r"(?:so\s+|and\s+)?(?:he|she|they|it)$", subject_text, _I)
     if who is not None and who.kind in ("person", "name") and len(subject_text.split()) <= 2:
         subject_text = who.text or who.owner  # "so she's my manager now": the one named before
+    elif pronoun:
+        return []  # nobody named before to be "she"
     found = name_value(subject_text, last=True) if attribute in _NAMES else None
     return _found(subject, attribute, found or words_value(subject_text), detail)
 
@@ -148,7 +154,7 @@ def _is_duty(role: str, scope: str) -> bool:
     head = words(role)[-1:]
     if re.match(r"(?:my|our|been|an?|one|some|part|on|in|at)\s", role, _I):
         return False  # "my manager for six years" is the user's manager, read elsewhere
-    if len(words(role)) > 4 or set(words(role)) & _NOT_IN_A_DUTY:
+    if len(words(role)) > 4 or set(words(role)) & _NOT_IN_A_DUTY or role.split()[0].endswith("ing"):
         return False  # "a biologist at the University of the Algarve" is a job
     named = re.match(r"(?:the|our|my)\s|[A-Z]", scope)
     return (
@@ -179,7 +185,7 @@ def _thing_predicate(obj: Phrase, value: str, ctx: Context) -> list[Found]:
     if expiry is not None:
         return _found(subject, "expiry", when_value(expiry.group("w")) or "")
     planned = re.sub(
-        r"^(?:planned|scheduled|set|booked|due|pencilled in|penciled in|moved)\s+"
+        r"^(?:planned|scheduled|set|booked|due|pencilled in|penciled in|moved|confirmed)\s+"
         r"(?:for\s+|on\s+|to\s+)?",
         "",
         value,
@@ -222,6 +228,8 @@ def _located(subject: str, value: str) -> list[Found]:
     if where is None:
         return []
     place = re.split(r",\s+(?=[a-z])", cut(where.group("place")))[0]  # ", third floor, no lift"
+    if not re.match(r"(?:the|my|our|his|her|their)\s|.*[A-Z0-9]", place):
+        return []  # "on a month", "in shock": no place
     if when_value(place) is not None and _starts_with_when(place):
         return []
     found = _found(subject, "location", words_value(place))

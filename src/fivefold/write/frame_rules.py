@@ -106,6 +106,7 @@ _TRIP = re.compile(
 def _place(value: str) -> str:
     if _TRIP.search(value):
         return ""  # "moved to Berlin for a conference" is a trip
+    value = re.split(r"\s+and\s+(?=[a-z])", value)[0]  # "Kungsbacka and takes the train in"
     return words_value(re.sub(r"^(?:in|at|on|to|into|near)\s+", "", value, flags=_I))
 
 
@@ -195,7 +196,16 @@ def _promoted(m: re.Match[str], ctx: Context) -> list[Found]:
 # --- changes: "X moved Y to Z", "Y slipped to Z", "Y changed to Z" ---------------------------
 
 
+_INTENT = re.compile(
+    r"\b(?:to|about|of|might|may|could|would|should|wants?|plans?|planning|considering|"
+    r"thinking|hopes?|hoping|if)\s*$",
+    _I,
+)
+
+
 def _changed(m: re.Match[str], ctx: Context) -> list[Found]:
+    if _INTENT.search(m.group("s")):
+        return []  # "our project to move the stream to Kafka" is a plan, not a change
     target = m.group("o")
     if len(target.split()) > 7 or re.match(r"(?:to|into|in|over|up|back|from)\b", target, _I):
         return []
@@ -241,6 +251,8 @@ def _valued(obj: Phrase, raw: str, ctx: Context) -> list[Found]:
 
 
 def _slipped(m: re.Match[str], ctx: Context) -> list[Found]:
+    if _INTENT.search(m.group("o")):
+        return []  # "he's thinking about moving back to Sweden"
     obj = phrase(m.group("o"), ctx)
     if obj is None:
         return []

@@ -429,7 +429,7 @@ def _remember(clause: str, ctx: Context) -> None:
     """What "she" and "it" will mean in the next clause."""
     named = _FIRST_NAME.match(clause)
     if named is not None and named.group(0).split()[0].lower() not in ("i", "we", "the", "my"):
-        found = phrase(named.group(0), ctx)
+        found = phrase(named.group(0).removesuffix("'s"), ctx)
         if found is not None:
             ctx.person = found
     if ctx.thing is None:

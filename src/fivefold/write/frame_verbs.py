@@ -329,7 +329,12 @@ def _relationship(m: re.Match[str], ctx: Context) -> list[Found]:
 
 
 def _injured(m: re.Match[str], ctx: Context) -> list[Found]:
-    part = [w for w in words(m.group("o")) if w not in ("my", "his", "her", "a", "left", "right")]
+    part: list[str] = []
+    for w in words(m.group("o")):
+        if w.endswith("ing") or w in ("at", "in", "on", "while", "with", "when", "during"):
+            break  # "my left ankle falling off a boulder"
+        if w not in ("my", "his", "her", "their", "a", "left", "right"):
+            part.append(w)
     return _found(" ".join(part), "status", m.group("verb").lower()) if part else []
 
 
@@ -378,7 +383,10 @@ def _put(m: re.Match[str], ctx: Context) -> list[Found]:
 
 
 def _parks(m: re.Match[str], ctx: Context) -> list[Found]:
-    who = _subject(m.group("s"), ctx)
+    found = phrase(m.group("s"), ctx)
+    if found is None or found.kind not in ("user", "person") or found.words:
+        return []  # "the enclosed park in Monsanto" is a noun
+    who = found.owner
     place = cut(re.sub(r"^(?:in|at|on)\s+", "", m.group("v"), flags=_I))
     return _found("parking" if who == "user" else f"{who} parking", "location", words_value(place))
 
@@ -412,6 +420,8 @@ def _does(m: re.Match[str], ctx: Context) -> list[Found]:
         return []
     holder = who.owner
     task = m.group("s")
+    if holder == "user" and re.match(r"my\s", task, _I):
+        return []  # "I do my best work late at night"
     if re.search(r"\s(?:in|on|with|through|via|using)\s+[A-Z]", task):
         return []  # "We run the books in Contalisto" names a tool, not who does the books
     if not re.match(r"(?:the|our|my|his|her|their|[A-Z]\w*'s)\s", task) and not re.match(

@@ -106,7 +106,10 @@ _TRAILING = re.compile(
     r"actually|recently|then|too|even|only|never|always|usually))+$",
     re.I,
 )
-_PREPOSITION = frozenset("at in on for of with to from by under near about into over via".split())
+_PREPOSITION = frozenset(
+    "at in on for of with to from by under near about into over via after before during since "
+    "until between around".split()
+)
 _POSSESSIVE = re.compile(r"^(?P<who>.+?)(?:'s|s')(?:\s+|$)(?P<rest>.*)$")
 _ENDS_AND = re.compile(r"\s+and$")
 _QUANTIFIED = re.compile(r"(?:every|each|any|no|most|many|some|several|few|one|none|half)\s")
@@ -132,10 +135,16 @@ def phrase(text: str, ctx: Context) -> Phrase | None:
     if _PRONOUN_USER.match(text) or _WITH_USER.match(text):
         return Phrase("user", "user", ())
     lowered = text.lower()
+    if ":" in text:
+        return None  # "Sunday: Lua's first run": a label, then a clause
+    if re.match(r"(?:i|we)\s", lowered):
+        return Phrase("user", "user", ())  # "I write code in ..."
     if lowered in ("he", "she", "him", "her"):
         return ctx.person
-    if lowered in ("it", "they", "them", "that", "this"):
-        return ctx.thing if lowered in ("it", "that", "this") or ctx.thing else ctx.person
+    if lowered in ("it", "that", "this"):
+        return ctx.thing
+    if lowered in ("they", "them"):
+        return ctx.person or ctx.thing  # "Bright Pipes fixed the boiler; they're our plumbers"
     if len(text.split()) > 9 or lowered in ("there", "what", "which", "who", "everything"):
         return None
     if _QUANTIFIED.match(lowered):
@@ -182,6 +191,8 @@ def _noun_phrase(text: str) -> Phrase:
     if m is not None:
         mine, text = True, m.group("rest")
     possessive = _POSSESSIVE.match(text)
+    if possessive is not None and not possessive.group("rest"):
+        return Phrase("", "none", ())  # "Platform's is 15%": whose what, unsaid
     if possessive is not None and set(words(possessive.group("who"))) & _PREPOSITION:
         possessive = None  # "Flight to Hamburg for Mara's birthday" is a flight
     if possessive is not None and not mine and possessive.group("rest"):
