@@ -160,6 +160,19 @@ def _joined(m: re.Match[str], ctx: Context) -> list[Found]:
     return found + (_job_role(subject, role) if role else [])
 
 
+def _employer_only(m: re.Match[str], ctx: Context) -> list[Found]:
+    return _found(_person_key(_who(m.group("s"), ctx)), "employer", _org(m.group("v")))
+
+
+def _work_from(m: re.Match[str], ctx: Context) -> list[Found]:
+    return _found(_person_key(_who(m.group("s"), ctx)), "work location", key(m.group("v")))
+
+
+def _school(m: re.Match[str], ctx: Context) -> list[Found]:
+    school = name_value(m.group("v")) or key(cut(m.group("v")))
+    return _found(_person_key(_who(m.group("s"), ctx)), "school", school)
+
+
 def _retired(m: re.Match[str], ctx: Context) -> list[Found]:
     return _found(_person_key(_who(m.group("s"), ctx)), "employer", "retired")
 

@@ -587,16 +587,3 @@ def _runs_in(m: re.Match[str], ctx: Context) -> list[Found]:
     if obj is None or obj.kind in ("user", "person"):
         return []
     return _found(thing_key(obj), "location", words_value(cut(m.group("v"))[3:]))
-
-
-def _employer_only(m: re.Match[str], ctx: Context) -> list[Found]:
-    return _found(fr._person_key(fr._who(m.group("s"), ctx)), "employer", fr._org(m.group("v")))
-
-
-def _work_from(m: re.Match[str], ctx: Context) -> list[Found]:
-    return _found(_subject(m.group("s"), ctx), "work location", key(m.group("v")))
-
-
-def _school(m: re.Match[str], ctx: Context) -> list[Found]:
-    school = name_value(m.group("v")) or key(cut(m.group("v")))
-    return _found(_subject(m.group("s"), ctx), "school", school)
