@@ -107,19 +107,15 @@ def supersedes(old: Statement, new: Statement) -> Supersession | None:
     old.said_at is the caller's business). Never for another subject; never when the new one
     restates the old value; for an additive attribute only on a switching cue that names the
     old value."""
-    restated = False
     for theirs in old.frames:
-        for ours in new.frames:
-            if not _same_slot(theirs, ours):
-                continue
-            if same_value(theirs.value, ours.value, counted=ours.attribute not in _WORDED):
-                restated = True
-                continue
+        matching = [ours for ours in new.frames if _same_slot(theirs, ours)]
+        counted = theirs.attribute not in _WORDED
+        if any(same_value(theirs.value, ours.value, counted=counted) for ours in matching):
+            continue  # restated: this part of the old memory still holds
+        for ours in matching:
             reason = _replacement(theirs, ours, new.text)
             if reason is not None:
                 return Supersession(reason)
-    if restated:
-        return None
     return None
 
 
