@@ -1,0 +1,183 @@
+"""What a memory states, as (subject, attribute, value) frames, and whether a newer memory
+replaces an older one: "We moved to Utrecht in January" supersedes "I live in Lisbon".
+
+Offline and deterministic: rules over the text (``frame_rules``, ``frame_verbs``), no model.
+A false supersession hides a true fact, so every rule errs towards reading nothing: a new value
+replaces an old one only for an attribute that holds one value at a time, or, for an additive
+one (likes, speaks, leads), only when the text says it switched ("instead of", "no longer").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from fivefold.write.attributes import KIN, singular
+from fivefold.write.frame_table import extract
+from fivefold.write.values import same_value
+
+__all__ = ["Frame", "Statement", "Supersession", "frames", "slot_keys", "supersedes", "update_cue"]
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    subject: str  # "user", a person ("tom"), a thing or event ("leeds office", "tidewater ga")
+    attribute: str  # canonical key: "residence", "badge number", "schedule", "rate limit", ...
+    value: str  # normalized text: "utrecht", "40417", "17 november"
+    single: bool  # one value at a time (a new one replaces the old); False for additive ones
+    detail: tuple[str, ...] = ()  # words that qualify the attribute ("work" of "work email")
+    cue: str = ""  # the switching cue of the statement ("instead", "no longer"), if any
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    text: str
+    frames: tuple[Frame, ...]  # frames(text)
+    said_at: datetime  # when it was written (or the date it states), for order
+
+
+@dataclass(frozen=True, slots=True)
+class Supersession:
+    reason: str  # "same subject and attribute (user, residence), new value utrecht (was lisbon)"
+
+
+_CUES = re.compile(
+    r"\b(no longer|not any ?more|any ?more|from now on|instead of|instead|switched|switch(?:ed)? "
+    r"to|swapped|replaced|changed to|changed|slipped|reissued|rescheduled|rebooked|renamed|"
+    r"rebranded|transferred|relocated|traded in|traded|upgraded|promoted|pushed back|pushed|"
+    r"postponed|brought forward|extended|took over|taken over|moved|back to|again|these days|"
+    r"now|new|stopped|dropped|gave up|left|retired|remortgaged|raised|cut)\b",
+    re.IGNORECASE,
+)
+# The cues that say an additive fact stopped being true ("I switched from tea to coffee").
+_SWITCHING = frozenset(
+    "no longer,not anymore,not any more,anymore,any more,instead of,instead,switched,switch to,"
+    "switched to,swapped,replaced,changed to,changed,stopped,dropped,gave up,traded,traded in"
+    .split(",")
+)  # fmt: skip
+
+
+def update_cue(text: str) -> str | None:
+    """The update cue the text carries ("now", "moved", "instead of", "no longer", ...), or
+    None. The first in the text wins, the longer of two at one place ("instead of")."""
+    m = _CUES.search(text)
+    return m.group(1).lower() if m else None
+
+
+def _switching_cue(text: str) -> str:
+    for m in _CUES.finditer(text):
+        if m.group(1).lower() in _SWITCHING:
+            return m.group(1).lower()
+    return ""
+
+
+def frames(text: str) -> tuple[Frame, ...]:
+    """What a memory states, as (subject, attribute, value) frames; () when it states nothing
+    the rules know."""
+    cue = _switching_cue(text)
+    return tuple(
+        Frame(subject, attribute, value, single, detail, cue)
+        for subject, attribute, value, single, detail in extract(text)
+    )
+
+
+def slot_keys(found: Sequence[Frame]) -> tuple[str, ...]:
+    """The keys under which the engine indexes a memory to find the older memories it may
+    supersede: f"{subject}|{attribute}" of each single-valued frame (and of additive ones when
+    the text carries a switching cue). A subject of several words is also keyed by each word,
+    so "standup" finds "platform reliability standup"; ``supersedes`` then checks that one
+    subject's words hold the other's."""
+    keys: dict[str, None] = {}
+    for frame in found:
+        if not (frame.single or frame.cue):
+            continue
+        parts = [singular(p) for p in frame.subject.split()]
+        keys.setdefault(f"{' '.join(parts)}|{frame.attribute}", None)
+        if len(parts) > 1:
+            for part in parts:
+                if part not in KIN:
+                    keys.setdefault(f"{part}|{frame.attribute}", None)
+    return tuple(keys)
+
+
+def supersedes(old: Statement, new: Statement) -> Supersession | None:
+    """Whether the newer statement replaces what the older one states (new.said_at >=
+    old.said_at is the caller's business). Never for another subject; never when the new one
+    restates the old value; for an additive attribute only on a switching cue that names the
+    old value."""
+    for theirs in old.frames:
+        matching = [ours for ours in new.frames if _same_slot(theirs, ours)]
+        counted = theirs.attribute not in _WORDED
+        if any(same_value(theirs.value, ours.value, counted=counted) for ours in matching):
+            continue  # restated: this part of the old memory still holds
+        for ours in matching:
+            reason = _replacement(theirs, ours, new.text)
+            if reason is not None:
+                return Supersession(reason)
+    return None
+
+
+# Attributes whose values are words that may hold a number ("eu-west-1", "Catharijnesingel 54").
+_WORDED = frozenset({"residence", "location", "employer", "team", "role", "name", "school"})
+
+
+def _same_slot(old: Frame, new: Frame) -> bool:
+    return (
+        old.attribute == new.attribute
+        and _holds(
+            [singular(w) for w in old.subject.split()], [singular(w) for w in new.subject.split()]
+        )
+        and _holds(list(old.detail), list(new.detail), empty=True)
+    )
+
+
+def _holds(a: list[str], b: list[str], *, empty: bool = False) -> bool:
+    """Whether one word list holds the other: "standup" and "platform reliability standup";
+    a relative's key ("daniel mother") never matches the person ("daniel")."""
+    if not a or not b:
+        return empty or a == b
+    a, b = _initials(b, a), _initials(a, b)
+    small, large = (set(a), set(b)) if len(a) <= len(b) else (set(b), set(a))
+    if not small <= large:
+        return False
+    return not any(word in KIN for word in large - small)
+
+
+def _initials(mine: list[str], other: list[str]) -> list[str]:
+    """``other``'s runs of words spelled out where ``mine`` holds their initials ("acp msc"
+    against "advanced clinical practice msc")."""
+    out = list(other)
+    for word in mine:
+        if 2 <= len(word) <= 5 and word not in other:
+            for i in range(len(other) - len(word) + 1):
+                run = other[i : i + len(word)]
+                if "".join(w[0] for w in run) == word:
+                    out[i : i + len(word)] = [word]
+                    return out
+    return out
+
+
+def _replacement(old: Frame, new: Frame, text: str) -> str | None:
+    slot = f"({new.subject}, {new.attribute})"
+    if new.single and old.single:
+        cue = update_cue(text)
+        said = f"; cue '{cue}'" if cue else ""
+        return f"same subject and attribute {slot}, new value {new.value} (was {old.value}){said}"
+    if not new.cue:
+        return None
+    named = new.value == f"not {old.value}" or _mentions(text, old.value)
+    if not named:
+        return None
+    return (
+        f"same subject and additive attribute {slot}, switched to {new.value} "
+        f"(was {old.value}); cue '{new.cue}'"
+    )
+
+
+def _mentions(text: str, value: str) -> bool:
+    """Whether ``text`` names ``value`` (its main word at least: "spin" of "spin class")."""
+    lowered = text.lower()
+    main = [w for w in value.split() if len(w) > 2 and w not in ("not", "the", "and")]
+    return bool(main) and re.search(rf"\b{re.escape(main[0])}", lowered) is not None
