@@ -167,7 +167,7 @@ KIN = {
         for w in (
             "sister brother son daughter grandmother grandfather grandma grandpa aunt uncle "
             "auntie cousin niece nephew boyfriend girlfriend fiance fiancee neighbour neighbor "
-            "friend colleague flatmate roommate kids children"
+            "friend colleague flatmate roommate kids kid children child"
         ).split()
     },
 }

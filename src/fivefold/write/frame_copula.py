@@ -62,6 +62,8 @@ def _attribute_value(
     named: tuple[str, str, tuple[str, ...]], obj: Phrase, value: str
 ) -> list[Found]:
     subject, attribute, detail = named
+    if attribute in _DEVICES and re.match(r"(?:in|at|on|under|inside|behind|next to)\s", value):
+        return _located(thing_key(obj), value)  # "my bike is in the hallway": where, not which
     if re.match(r"(?:being\s+)?\w+ing\b", value) and not re.match(r"(?:morning|evening)", value):
         return []  # "the Kestrel team is hiring two engineers" says what it does
     if attribute not in _WHENS and _starts_with_when(value):  # "the dentist is on 10 September"

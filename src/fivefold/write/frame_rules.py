@@ -314,6 +314,8 @@ def _owner_of(
     if obj.kind == "user" and mods and not attribute.personal:
         return " ".join(mods), attribute.name, ()  # "our beef supplier" is the beef's
     if obj.kind in ("user", "person", "name", "thing"):
+        if attribute.personal:  # "my locker at the gym" is not "my locker at work"
+            mods = (*mods, *(w for w in obj.tail if w not in ("the", "a", "an", "my", "our")))
         return obj.owner, attribute.name, mods
     if (
         attribute.name in _THING_IDS
