@@ -9,6 +9,7 @@ import re
 from fivefold.write import attributes as lex
 from fivefold.write.frame_rules import (
     _DEVICES,
+    MONEY,
     _NAMES,
     _WHENS,
     Found,
@@ -246,7 +247,4 @@ def _amount(subject: str, value: str) -> list[Found]:
     amount = amount_value(value)
     if amount is None:
         return []
-    money = re.search(
-        r"[£€$]|\b(?:pesos?|euros?|dollars?|pounds|yen|dirhams?|rupees?)\b", value, _I
-    )
-    return _found(subject, "price" if money else "number", amount)
+    return _found(subject, "price" if MONEY.search(value) else "number", amount)

@@ -16,7 +16,7 @@ from fivefold.write.phrases import Context, clauses, phrase
 
 _I = re.IGNORECASE
 
-_TEAM = r"(?:team|ward|unit|icu|squad|department|crew|pod|tribe)"
+_TEAM = r"(?:team|ward|unit|icu|squad|department|crew|pod|tribe|lab|group|division)"
 _CHANGE = (
     r"(?:changed|change|moved|move|switched|switch|pushed|push|rescheduled|reschedule|rebooked|"
     r"rebook|bumped|raised|raise|cut|lowered|lower|reduced|reduce|increased|increase|upgraded|"
@@ -112,10 +112,10 @@ _TABLE: list[tuple[str, str, Rule]] = [
      fr._employer_only),
     ("report", _S + r"(?:report|reports|reporting)\s+(?:directly\s+)?(?:in\s+)?to\s+(?P<v>.+)$",
      fr._reports),
-    ("team|ward|unit|icu|squad|depart|crew|pod|tribe", _S[:-2] +
+    ("team|ward|unit|icu|squad|depart|crew|pod|tribe|lab|group|division", _S[:-2] +
      rf"(?:\s+(?:am|is|are|was|were)|'m|'re)\s+(?:now\s+|still\s+|back\s+)?(?:on|in)"
      rf"\s+(?:the\s+)?(?P<v>[\w' -]+?\s{_TEAM})\b", fr._on_team),
-    ("team|ward|unit|icu|squad|depart|crew|pod|tribe", _S +
+    ("team|ward|unit|icu|squad|depart|crew|pod|tribe|lab|group|division", _S +
      r"(?:moved|transferred|switched|been moved|moved over|went|joined|rotated|been "
      rf"transferred|been put|gone)\s+(?:over\s+|back\s+)?(?:to|into|onto|on)?\s*(?:the\s+)?"
      rf"(?P<v>[\w' -]+?\s{_TEAM})\b", fr._on_team),
