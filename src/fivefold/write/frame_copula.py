@@ -23,6 +23,7 @@ from fivefold.write.frame_rules import (
     _starts_with_when,
     thing_key,
 )
+from fivefold.write.frame_habits import process_status
 from fivefold.write.phrases import Context, Phrase, cut, key, name_value, phrase, words, words_value
 from fivefold.write.values import amount_value, when_value
 
@@ -199,7 +200,7 @@ def _thing_predicate(obj: Phrase, value: str, ctx: Context) -> list[Found]:
     version = re.match(r"(?:at\s+|on\s+)?(?:version|v)\s*(?P<n>\d+(?:\.\d+)*)\b", value, _I)
     if version is not None:
         return _found(_product(subject), "version", version.group("n"))
-    status = _status(value)
+    status = _status(value) or process_status(value)
     if status:
         return _found(subject, "status", status)
     if obj.kind == "person" and not obj.words:

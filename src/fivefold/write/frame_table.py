@@ -9,6 +9,7 @@ import re
 
 from fivefold.write import attributes as lex
 from fivefold.write import frame_copula as fc
+from fivefold.write import frame_habits as fh
 from fivefold.write import frame_rules as fr
 from fivefold.write import frame_verbs as fv
 from fivefold.write.frame_rules import Found, Rule
@@ -199,6 +200,20 @@ _TABLE: list[tuple[str, str, Rule]] = [
     ("use|using|back to|now on|run on|runs on|is on|are on|code in|live in|work in", _S +
      r"(?:use|uses|using|switched to|went back to|back to|now on|run on|runs on|is on|"
      r"are on|code in|live in|work in)\s+(?P<v>.+)$", fv._uses),
+    ("use|using|switch|moved to|went back to", _S +
+     r"(?:use|uses|using|switched to|switch to|moved to|went back to)\s+" + fh._TOOL +
+     r"(?:\s+now)?\s+for\s+(?P<p>.+)$", fh.tool_for),
+    ("do|does|write|track|keep|edit|plan|manage|draw|store|log|record|organi|build|make", _S +
+     r"(?:do|does|write|writes|track|tracks|keep|keeps|edit|edits|plan|plans|manage|manages|"
+     r"draw|draws|store|stores|log|logs|record|records|organise|organises|organize|organizes|"
+     r"build|builds|make|makes)\s+(?P<p>(?:my|our|the|all)\s+[\w -]+?|[a-z][\w-]*(?:\s+"
+     r"[a-z][\w-]*)?)\s+(?:in|on|with|using)\s+" + fh._TOOL + r"(?:\s+now)?$", fh.tool_in),
+    ("prefer|rather", _S +
+     r"(?:prefer|prefers|'d rather have|would rather have)\s+(?P<v>.+)$", fh.preference),
+    ("take my|takes my|like my|likes my|eat my|eats my|drink my|drinks my|have my|has my", _S +
+     r"(?:take|takes|like|likes|eat|eats|drink|drinks|have|has)\s+my\s+(?P<d>(?!coffee\b|tea\b)"
+     r"[a-z]+)\s+(?P<v>(?:with\s+|without\s+)?[a-z][\w-]*(?:\s+[a-z][\w-]*)?)(?:\s+now|\s+these"
+     r"\s+days)?$", fh.taken),
     ("my coffee|my tea", r"\b(?:take|have|like|drink)\s+my\s+(?P<d>coffee|tea)\s+(?P<v>.+)$",
      fv._coffee),
     ("my coffee|my tea", r"^(?P<v>.+?)\s+in\s+my\s+(?P<d>coffee|tea)\b", fv._sugar),
@@ -225,6 +240,14 @@ _TABLE: list[tuple[str, str, Rule]] = [
      r"(?P<verb>applied for|got a place on|got a place at|got into|was accepted (?:to|on|"
      r"into)|got accepted (?:to|on|into)|enrolled (?:in|on)|signed the lease (?:for|on))\s+"
      r"(?P<o>.+)$", fv._status_verb),
+    ("is|are|was|were|got|been|'s",
+     r"^(?P<s>(?:(?!\b(?:is|are|was|were|and|but|when|if|that)\b)[^,]){1,50}?)\s*(?:\s+is|\s+are|"
+     r"\s+was|\s+were|\s+got|\s+has been|\s+have been|(?<=\bit)'s|(?<=\bthat)'s|\s+had been)\s+"
+     r"(?:now\s+|"
+     r"finally\s+|just\s+|officially\s+|already\s+)?(?P<v>[a-z]+ed)\b(?!\s+(?:to|by|for|as|"
+     r"with|from|into|onto|that|the|a|an|my|our|his|her|their|it|them|up|out|off|down|over|at|"
+     r"of|about|in\s+(?-i:[A-Z])|on\s+(?:the|my|our|a)|today|tonight|this\s+\w+)\b)",
+     fh.participle),
     ("learning to", _S + r"(?:is|are|am|'m|'re)\s+learning\s+to\s+(?P<v>[a-z]+)\b",
      fv._learning_to),
     ("finished|completed|passed", _S +
