@@ -269,6 +269,6 @@ SUBJECT_QUALIFIERS = QUALIFIERS - {"first", "last", "next", "previous", "former"
 # Words that say the statement adds to what is known rather than replacing it.
 ADDITIVE = re.compile(
     r"\b(also|another|too|as well|alongside|on top of|in addition|besides|one-off|one off|"
-    r"a second|our second|my second|extra|additional)\b",
+    r"a second|our second|my second|extra|additional)\b(?!-)",
     re.IGNORECASE,
 )

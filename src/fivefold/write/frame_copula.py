@@ -41,6 +41,8 @@ def _copula(m: re.Match[str], ctx: Context, *, colon: bool = False) -> list[Foun
         return []
     named = _named_attribute(obj, ctx)
     found = _attribute_value(named, obj, value) if named is not None else []
+    if not found and obj.kind in ("user", "person") and obj.words:
+        found = _coded(obj, value)
     if found or colon or (named is not None and obj.kind in ("user", "person")):
         return found
     if obj.kind == "user" and not obj.words:
@@ -50,6 +52,18 @@ def _copula(m: re.Match[str], ctx: Context, *, colon: bool = False) -> list[Foun
     person = obj.kind in ("person", "name") and not obj.words  # not "Tomas's audition"
     found = _person_predicate(obj.owner, value) if person else []
     return found or _alias(obj, value) or _thing_predicate(obj, value, ctx)
+
+
+def _coded(obj: Phrase, value: str) -> list[Found]:
+    """ "My library card number is 55120": a code names its own slot, the words that hold it."""
+    code = re.fullmatch(r"(?:now\s+)?#?(?P<c>[A-Z0-9]*\d[\w-]*)(?:\s+now)?", cut(value), _I)
+    own = [w for w in obj.words if w not in lex.QUALIFIERS and w not in ("a", "an", "the")]
+    if code is None or not own or own[-1] not in _CODE_HEADS:
+        return []
+    return _found(obj.owner, " ".join(own), code.group("c").lower())
+
+
+_CODE_HEADS = frozenset("number code id pin reference ref no".split())
 
 
 def _alias(obj: Phrase, value: str) -> list[Found]:

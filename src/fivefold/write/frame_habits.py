@@ -15,6 +15,7 @@ from fivefold.write import attributes as lex
 from fivefold.write.attributes import singular
 from fivefold.write.frame_rules import Found, _found, thing_key
 from fivefold.write.phrases import Context, cut, phrase, words, words_value
+from fivefold.write.values import when_value
 
 _I = re.IGNORECASE
 
@@ -128,3 +129,19 @@ def process_status(value: str) -> str:
     """ "in negotiation", "under construction": a thing's state as a process it is in."""
     m = _PROCESS.match(cut(value))
     return words_value(m.group("v")) if m else ""
+
+
+def meets(m: re.Match[str], ctx: Context) -> list[Found]:
+    """ "The book club meets at the library", "the guided tour starts at 10 am": when a thing
+    happens, or where when the place is named."""
+    from fivefold.write.frame_rules import _place, _starts_with_when
+
+    obj = phrase(m.group("s"), ctx)
+    if obj is None or obj.kind == "user" and not obj.words:
+        return []
+    subject, value = thing_key(obj), cut(m.group("v"))
+    if _starts_with_when(value):
+        return _found(subject, "schedule", when_value(value) or "")
+    if re.match(r"(?:at|in)\s+(?:the|a|an|my|our|his|her|their|(?-i:[A-Z]))", value, _I):
+        return _found(subject, "location", _place(value))
+    return []

@@ -80,7 +80,9 @@ def thing_key(found: Phrase | None) -> str:
 
 
 def _place_like(value: str) -> bool:
-    return bool(re.search(r"[A-Z0-9]", value)) or bool(re.match(r"with (?:us|me|my|our)\b", value))
+    return bool(re.search(r"[A-Z0-9]", value)) or bool(
+        re.match(r"with (?:us|me|my|our)\b|(?:in|at) (?:a|an) (?:[\w-]+ )?(?:home|flat|house)\b", value)
+    )
 
 
 # --- where people live, work, and whom they report to ------------------------------------
@@ -174,7 +176,8 @@ def _school(m: re.Match[str], ctx: Context) -> list[Found]:
 
 
 def _retired(m: re.Match[str], ctx: Context) -> list[Found]:
-    return _found(_person_key(_who(m.group("s"), ctx)), "employer", "retired")
+    who = _person_key(_who(m.group("s"), ctx))  # retiring ends the job and its title
+    return _found(who, "employer", "retired") + _found(who, "role", "retired")
 
 
 def _reports(m: re.Match[str], ctx: Context) -> list[Found]:

@@ -27,7 +27,8 @@ _CHANGE = (
 _MOVED = (
     r"(?:moved|changed|slipped|pushed|rescheduled|bumped|shifted|delayed|postponed|"
     r"brought forward|moved up|extended|raised|went up|went down|increased|dropped|fell|rose|"
-    r"upgraded|switched|relocated|reissued|emigrated|moving|relocating)"
+    r"upgraded|switched|relocated|reissued|emigrated|moving|relocating|cut|lowered|reduced|"
+    r"rebooked)"
 )
 _OS = re.compile(r"\b(?:macos|ios|android|windows|ubuntu)\b")
 _ADDITIVE_TRIGGERS = {
@@ -81,7 +82,7 @@ _TABLE: list[tuple[str, str, Rule]] = [
      r"have|has)\s+(?P<v>.+?)\s+instead\s+of\s+(?:the\s+|a\s+|an\s+|my\s+|our\s+|her\s+|"
      r"his\s+)?(?P<n>[\w -]+?)(?:\s+now)?$", fv._instead_of),
     ("liv|resid|based", _S +
-     r"(?:live|lives|living|reside|resides|is based|are based|'s based|'re based)\s+"
+     r"(?:live|lives|living|reside|resides|is based|are based|'s based|'re based|'m based|am based)\s+"
      r"(?:now\s+|together\s+|mostly\s+)?(?P<v>(?:in|at|on|with|near)\b.+)$", fr._lives),
     ("run|hosted|deployed|sits", _S +
      r"(?:runs|run|is hosted|are hosted|is deployed|are deployed|sits)\s+(?:now\s+)?"
@@ -135,11 +136,13 @@ _TABLE: list[tuple[str, str, Rule]] = [
      r"until|till|into)\s+(?P<v>.+)$", fr._changed),
     (":", _S + r"(?:rebooked|changed|moved|updated)\s+(?P<o>[^:]+?):\s*(?P<v>.+)$", fr._changed),
     ("mov|chang|slipped|push|resched|bump|shift|delay|postpon|brought forward|extend|"
-     "rais|went up|went down|increas|dropped|fell|rose|upgrad|switch|relocat|reissu|" "emigrat",
+     "rais|went up|went down|increas|dropped|fell|rose|upgrad|switch|relocat|reissu|emigrat|"
+     "cut|lower|reduc|rebook",
      r"^(?P<o>.+?)\s+(?:has |have |had |was |were |got |has been |have been |is being |just |"
      rf"finally |all |'ve |'s |been )*{_MOVED}(?:\s+(?:again|back|up|forward|over|out|house))?"
      r"(?:\s+(?:by\s+)?(?:a|an|one|two|three|four|five|six|\d+)\s+(?:day|week|month|hour)s?)?"
-     r",?\s+(?:to|into|until|till|in with|in)\s+(?P<v>.+)$", fr._slipped),
+     r",?\s+(?:to|into|until|till|in with|in|for(?=\s+(?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|"
+     r"mar|apr|may|jun|jul|aug|sep|oct|nov|dec|next|the\s+\d)))\s+(?P<v>.+)$", fr._slipped),
     ("slipped|push|delay|postpon",
      r"^(?P<o>.+?)\s+(?:has |have |was |got |has been )?(?:slipped|pushed back|was pushed|"
      r"got pushed|delayed|postponed)\s+(?:by\s+)?(?:a|an|one|two|three|four|five|six|\d+)"
@@ -291,7 +294,7 @@ _TABLE: list[tuple[str, str, Rule]] = [
     ("does|do |write|run|handle|manage|organis|organiz|cover|sorts|plans|looks after|"
      "takes care|in charge|responsible|will",
      r"^(?P<v>.+?)\s+(?:does|do|writes|write|runs|run|handles|handle|manages|manage|organises|"
-     r"organizes|covers|sorts|plans|looks after|takes care of|is in charge of|are in charge of|"
+     r"organizes|covers|sorts|plans|looks after|look after|takes care of|take care of|is in charge of|are in charge of|"
      r"'s in charge of|is responsible for|are responsible for|will do|will run|will handle)"
      r"\s+(?P<s>.+)$", fv._does),
     ("bank", _S + r"banks?\s+with\s+(?P<v>.+)$", fv._banks),
@@ -349,6 +352,13 @@ _TABLE: list[tuple[str, str, Rule]] = [
     ("renamed|rebranded",
      r"^(?P<s>.+?)\s+(?:has been|have been|was|were|got|is being|has|have)\s+(?:renamed|"
      r"rebranded)\s+(?:to\s+|as\s+)?(?P<v>.+)$", fv._called),
+    ("renamed|rebranded",
+     r"^(?P<s>(?:the|our|my)\s+[\w' -]+?|(?-i:[A-Z])[\w' -]+?)\s+(?:renamed itself|rebranded|"
+     r"changed (?:its|their) name)\s+(?:to|as)\s+(?P<v>(?:the\s+)?(?-i:[A-Z]).+)$", fv._called),
+    ("meet|start|begin|finish|end|take place|kick off|kicks off",
+     r"^(?P<s>(?:the|our|my|[A-Z][\w'-]*)\b[^,]{0,40}?)\s+(?:meets|meet|starts|start|begins|begin|"
+     r"finishes|ends|takes place|kicks off)\s+(?:now\s+)?(?P<v>(?:on|at|every|from|in)\s+.+)$",
+     fh.meets),
 ]  # fmt: skip
 
 

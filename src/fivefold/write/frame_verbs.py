@@ -124,7 +124,9 @@ def _booked_for(m: re.Match[str], ctx: Context) -> list[Found]:
     obj = phrase(m.group("s"), ctx)
     if obj is None or obj.kind == "user":
         return []
-    return _found(thing_key(obj), "schedule", when_value(cut(m.group("v"))) or "")
+    value = cut(m.group("v"))
+    month = words_value(value) if fr._starts_with_when(value) else ""  # "planned for April"
+    return _found(thing_key(obj), "schedule", when_value(value) or month)
 
 
 _GERUND = {"fly": "flight", "flies": "flight", "meet": "meeting", "practise": "practice"}
