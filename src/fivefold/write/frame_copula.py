@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 
 from fivefold.write import attributes as lex
+from fivefold.write.frame_habits import process_status
 from fivefold.write.frame_rules import (
     _DEVICES,
-    MONEY,
     _NAMES,
     _WHENS,
+    MONEY,
     Found,
     _found,
     _job_role,
@@ -23,7 +24,6 @@ from fivefold.write.frame_rules import (
     _starts_with_when,
     thing_key,
 )
-from fivefold.write.frame_habits import process_status
 from fivefold.write.phrases import Context, Phrase, cut, key, name_value, phrase, words, words_value
 from fivefold.write.values import amount_value, when_value
 

@@ -100,7 +100,7 @@ def participle(m: re.Match[str], ctx: Context) -> list[Found]:
     if verb in _NOT_STATES or len(verb) < 5:
         return []
     obj = phrase(m.group("s"), ctx)
-    if obj is None or obj.kind in ("user", "person") and not obj.words:
+    if obj is None or (obj.kind in ("user", "person") and not obj.words):
         return []  # "Nikau is blamed": a person's state is not a thing's
     subject = thing_key(obj) if obj.words or obj.kind == "thing" else obj.owner
     return _found(subject, "status", verb) if subject and subject != "user" else []
@@ -137,7 +137,7 @@ def meets(m: re.Match[str], ctx: Context) -> list[Found]:
     from fivefold.write.frame_rules import _place, _starts_with_when
 
     obj = phrase(m.group("s"), ctx)
-    if obj is None or obj.kind == "user" and not obj.words:
+    if obj is None or (obj.kind == "user" and not obj.words):
         return []
     subject, value = thing_key(obj), cut(m.group("v"))
     if _starts_with_when(value):

@@ -79,10 +79,13 @@ def thing_key(found: Phrase | None) -> str:
     return " ".join(w for w in (found.owner, *own) if w)
 
 
+_HOMELY = re.compile(
+    r"with (?:us|me|my|our)\b|(?:in|at) (?:a|an) (?:[\w-]+ )?(?:home|flat|house)\b"
+)
+
+
 def _place_like(value: str) -> bool:
-    return bool(re.search(r"[A-Z0-9]", value)) or bool(
-        re.match(r"with (?:us|me|my|our)\b|(?:in|at) (?:a|an) (?:[\w-]+ )?(?:home|flat|house)\b", value)
-    )
+    return bool(re.search(r"[A-Z0-9]", value)) or _HOMELY.match(value) is not None
 
 
 # --- where people live, work, and whom they report to ------------------------------------

@@ -82,7 +82,8 @@ _TABLE: list[tuple[str, str, Rule]] = [
      r"have|has)\s+(?P<v>.+?)\s+instead\s+of\s+(?:the\s+|a\s+|an\s+|my\s+|our\s+|her\s+|"
      r"his\s+)?(?P<n>[\w -]+?)(?:\s+now)?$", fv._instead_of),
     ("liv|resid|based", _S +
-     r"(?:live|lives|living|reside|resides|is based|are based|'s based|'re based|'m based|am based)\s+"
+     r"(?:live|lives|living|reside|resides|is based|are based|'s based|'re based|'m based|"
+     r"am based)\s+"
      r"(?:now\s+|together\s+|mostly\s+)?(?P<v>(?:in|at|on|with|near)\b.+)$", fr._lives),
     ("run|hosted|deployed|sits", _S +
      r"(?:runs|run|is hosted|are hosted|is deployed|are deployed|sits)\s+(?:now\s+)?"
@@ -294,7 +295,8 @@ _TABLE: list[tuple[str, str, Rule]] = [
     ("does|do |write|run|handle|manage|organis|organiz|cover|sorts|plans|looks after|"
      "takes care|in charge|responsible|will",
      r"^(?P<v>.+?)\s+(?:does|do|writes|write|runs|run|handles|handle|manages|manage|organises|"
-     r"organizes|covers|sorts|plans|looks after|look after|takes care of|take care of|is in charge of|are in charge of|"
+     r"organizes|covers|sorts|plans|looks after|look after|takes care of|take care of|"
+     r"is in charge of|are in charge of|"
      r"'s in charge of|is responsible for|are responsible for|will do|will run|will handle)"
      r"\s+(?P<s>.+)$", fv._does),
     ("bank", _S + r"banks?\s+with\s+(?P<v>.+)$", fv._banks),

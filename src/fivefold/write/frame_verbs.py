@@ -41,9 +41,7 @@ def _headcount(m: re.Match[str], ctx: Context) -> list[Found]:
     if singular(m.group("u")) not in lex.PEOPLE:
         return []
     unit = (singular(m.group("u").lower()),)  # six engineers and twelve designers: two counts
-    return _found(
-        _subject(m.group("s"), ctx), "headcount", amount_value(m.group("n")) or "", unit
-    )
+    return _found(_subject(m.group("s"), ctx), "headcount", amount_value(m.group("n")) or "", unit)
 
 
 def _we_are(m: re.Match[str], ctx: Context) -> list[Found]:
