@@ -260,7 +260,7 @@ OS_NAMES = frozenset("macos ios android windows ubuntu debian fedora ipados watc
 QUALIFIERS = frozenset(
     """
     new old current main primary usual regular own latest previous former first proper actual
-    real normal default full official current
+    real normal default official current
     """.split()
 )
 

@@ -31,8 +31,8 @@ def _head(text: str) -> tuple[str, ...]:
     """The head noun of a purpose or a preferred thing: its last word before a preposition
     ("notes", "analysis", "team chat" -> "chat"); a gerund stands for itself ("running")."""
     own = [w for w in words(text) if w not in ("the", "a", "an", "my", "our", "all", "his", "her")]
-    if own and own[0].endswith("ing") and len(own[0]) > 4:
-        return (own[0],)
+    if own and own[0].endswith("ing") and (len(own) == 1 or own[1] in _STOP):
+        return (own[0],)  # "running in the evening", not "morning swim session"
     for i, w in enumerate(own):
         if w in _STOP:
             own = own[:i]
@@ -96,14 +96,17 @@ _NOT_A_WAY = re.compile(r"(?:a lot|very|so|too|more|less|as|at|in|on|to|for|and|
 def participle(m: re.Match[str], ctx: Context) -> list[Found]:
     """ "The fellowship application was rejected", "the contract is signed": the state a past
     participle gives a thing (not a person's, not a verb of placing or naming)."""
-    verb = m.group("v").lower()
-    if verb in _NOT_STATES or len(verb) < 5:
-        return []
+    verb = m.group("v").lower().removeprefix("being ")
+    planned = verb in ("planned", "scheduled", "booked") and m.group("end") is not None
+    if (verb in _NOT_STATES and not planned) or len(verb) < 4:
+        return []  # "scheduled for May" is a date, "the repair is scheduled" a state
     obj = phrase(m.group("s"), ctx)
     if obj is None or (obj.kind in ("user", "person") and not obj.words):
         return []  # "Nikau is blamed": a person's state is not a thing's
     subject = thing_key(obj) if obj.words or obj.kind == "thing" else obj.owner
-    return _found(subject, "status", verb) if subject and subject != "user" else []
+    state = m.group(0)[m.start("v") - m.start() :].lower()  # "being processed" stays whole
+    state = state if state.startswith("being ") else verb
+    return _found(subject, "status", state) if subject and subject != "user" else []
 
 
 # Participles that place, name, plan or describe: each has a rule of its own, or no state.

@@ -248,7 +248,9 @@ _TABLE: list[tuple[str, str, Rule]] = [
      r"^(?P<s>(?:(?!\b(?:is|are|was|were|and|but|when|if|that)\b)[^,]){1,50}?)\s*(?:\s+is|\s+are|"
      r"\s+was|\s+were|\s+got|\s+has been|\s+have been|(?<=\bit)'s|(?<=\bthat)'s|\s+had been)\s+"
      r"(?:now\s+|"
-     r"finally\s+|just\s+|officially\s+|already\s+)?(?P<v>[a-z]+ed)\b(?!\s+(?:to|by|for|as|"
+     r"finally\s+|just\s+|officially\s+|already\s+)?(?P<v>(?:being\s+)?(?:[a-z]+ed|paid|sent|"
+     r"done|built|won|lost|sold|given|taken|held|written|broken|stolen|chosen|shut|begun))\b"
+     r"(?P<end>\s*$)?(?!\s+(?:by|for|as|"
      r"with|from|into|onto|that|the|a|an|my|our|his|her|their|it|them|up|out|off|down|over|at|"
      r"of|about|in\s+(?-i:[A-Z])|on\s+(?:the|my|our|a)|today|tonight|this\s+\w+)\b)",
      fh.participle),
@@ -277,7 +279,7 @@ _TABLE: list[tuple[str, str, Rule]] = [
     ("park", _S + r"park(?:s|ed)?\s+(?P<v>(?:in|at|on)\s+.+)$", fv._parks),
     # duties, tools, providers
     (" by ",
-     r"^(?P<s>.+?)\s+(?:is|are|was|were|'s|'re)\s+(?:now\s+|currently\s+)?(?P<verb>owned|run|"
+     r"^(?P<s>.+?)\s+(?:is|are|was|were|'s|'re)\s+(?:now\s+|currently\s+)?(?P<verb>owned|run|kept|"
      r"handled|done|written|maintained|managed|led|covered|organised|organized|looked after)"
      r"\s+by\s+(?P<v>.+)$", fv._owned_by),
     ("own", r"^(?P<v>.+?)(?<!\bhis)(?<!\bher)(?<!\bmy)(?<!\bour)(?<!\btheir)(?<!\bits)\s+"
@@ -286,6 +288,10 @@ _TABLE: list[tuple[str, str, Rule]] = [
      r"^(?P<v>.+?)\s*(?:'m|'re|'s|\s+is|\s+are|\s+am|\s+will be)\s+(?:now\s+)?on[ -]call"
      r"(?:\s+for\s+(?P<s>[\w -]+?))?(?:\s+(?:this|next|tonight|today|until|from)\b.*)?$",
      fv._on_call),
+    ("handed|passed|gave|reassigned|transferred",
+     r"^(?P<a>.+?)\s+(?:handed|passed|gave|reassigned|transferred)\s+(?P<s>(?:the|our|my|his|her|"
+     r"their)\s+[\w' -]+?)\s+(?:over\s+)?to\s+(?P<v>(?-i:[A-Z])[\w-]*(?:\s+(?-i:[A-Z])[\w-]*)?)$",
+     fv._took_over),
     ("over",
      r"^(?P<v>.+?)\s+(?:took|has taken|have taken|is taking|will take)\s+over\s+(?P<s>.+)$",
      fv._took_over),
