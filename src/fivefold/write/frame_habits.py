@@ -13,7 +13,7 @@ import re
 
 from fivefold.write import attributes as lex
 from fivefold.write.attributes import singular
-from fivefold.write.frame_rules import Found, _found, thing_key
+from fivefold.write.frame_rules import Found, _found, _place, _starts_with_when, thing_key
 from fivefold.write.phrases import Context, cut, phrase, words, words_value
 from fivefold.write.values import when_value
 
@@ -137,8 +137,6 @@ def process_status(value: str) -> str:
 def meets(m: re.Match[str], ctx: Context) -> list[Found]:
     """ "The book club meets at the library", "the guided tour starts at 10 am": when a thing
     happens, or where when the place is named."""
-    from fivefold.write.frame_rules import _place, _starts_with_when
-
     obj = phrase(m.group("s"), ctx)
     if obj is None or (obj.kind == "user" and not obj.words):
         return []
