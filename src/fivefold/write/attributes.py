@@ -167,7 +167,7 @@ KIN = {
         for w in (
             "sister brother son daughter grandmother grandfather grandma grandpa aunt uncle "
             "auntie cousin niece nephew boyfriend girlfriend fiance fiancee neighbour neighbor "
-            "friend colleague flatmate roommate kids children"
+            "friend colleague flatmate roommate kids kid children child"
         ).split()
     },
 }
@@ -260,7 +260,7 @@ OS_NAMES = frozenset("macos ios android windows ubuntu debian fedora ipados watc
 QUALIFIERS = frozenset(
     """
     new old current main primary usual regular own latest previous former first proper actual
-    real normal default full official current
+    real normal default official current
     """.split()
 )
 
@@ -269,6 +269,6 @@ SUBJECT_QUALIFIERS = QUALIFIERS - {"first", "last", "next", "previous", "former"
 # Words that say the statement adds to what is known rather than replacing it.
 ADDITIVE = re.compile(
     r"\b(also|another|too|as well|alongside|on top of|in addition|besides|one-off|one off|"
-    r"a second|our second|my second|extra|additional)\b",
+    r"a second|our second|my second|extra|additional)\b(?!-)",
     re.IGNORECASE,
 )

@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 
 from fivefold.write import attributes as lex
+from fivefold.write.frame_habits import process_status
 from fivefold.write.frame_rules import (
     _DEVICES,
     _NAMES,
     _WHENS,
+    MONEY,
     Found,
     _found,
     _job_role,
@@ -39,6 +41,8 @@ def _copula(m: re.Match[str], ctx: Context, *, colon: bool = False) -> list[Foun
         return []
     named = _named_attribute(obj, ctx)
     found = _attribute_value(named, obj, value) if named is not None else []
+    if not found and obj.kind in ("user", "person") and obj.words:
+        found = _coded(obj, value)
     if found or colon or (named is not None and obj.kind in ("user", "person")):
         return found
     if obj.kind == "user" and not obj.words:
@@ -48,6 +52,18 @@ def _copula(m: re.Match[str], ctx: Context, *, colon: bool = False) -> list[Foun
     person = obj.kind in ("person", "name") and not obj.words  # not "Tomas's audition"
     found = _person_predicate(obj.owner, value) if person else []
     return found or _alias(obj, value) or _thing_predicate(obj, value, ctx)
+
+
+def _coded(obj: Phrase, value: str) -> list[Found]:
+    """ "My library card number is 55120": a code names its own slot, the words that hold it."""
+    code = re.fullmatch(r"(?:now\s+)?#?(?P<c>[A-Z0-9]*\d[\w-]*)(?:\s+now)?", cut(value), _I)
+    own = [w for w in obj.words if w not in lex.QUALIFIERS and w not in ("a", "an", "the")]
+    if code is None or not own or own[-1] not in _CODE_HEADS:
+        return []
+    return _found(obj.owner, " ".join(own), code.group("c").lower())
+
+
+_CODE_HEADS = frozenset("number code id pin reference ref no".split())
 
 
 def _alias(obj: Phrase, value: str) -> list[Found]:
@@ -62,6 +78,8 @@ def _attribute_value(
     named: tuple[str, str, tuple[str, ...]], obj: Phrase, value: str
 ) -> list[Found]:
     subject, attribute, detail = named
+    if attribute in _DEVICES and re.match(r"(?:in|at|on|under|inside|behind|next to)\s", value):
+        return _located(thing_key(obj), value)  # "my bike is in the hallway": where, not which
     if re.match(r"(?:being\s+)?\w+ing\b", value) and not re.match(r"(?:morning|evening)", value):
         return []  # "the Kestrel team is hiring two engineers" says what it does
     if attribute not in _WHENS and _starts_with_when(value):  # "the dentist is on 10 September"
@@ -196,7 +214,7 @@ def _thing_predicate(obj: Phrase, value: str, ctx: Context) -> list[Found]:
     version = re.match(r"(?:at\s+|on\s+)?(?:version|v)\s*(?P<n>\d+(?:\.\d+)*)\b", value, _I)
     if version is not None:
         return _found(_product(subject), "version", version.group("n"))
-    status = _status(value)
+    status = _status(value) or process_status(value)
     if status:
         return _found(subject, "status", status)
     if obj.kind == "person" and not obj.words:
@@ -244,7 +262,4 @@ def _amount(subject: str, value: str) -> list[Found]:
     amount = amount_value(value)
     if amount is None:
         return []
-    money = re.search(
-        r"[£€$]|\b(?:pesos?|euros?|dollars?|pounds|yen|dirhams?|rupees?)\b", value, _I
-    )
-    return _found(subject, "price" if money else "number", amount)
+    return _found(subject, "price" if MONEY.search(value) else "number", amount)

@@ -36,7 +36,7 @@ Found = tuple[str, str, str, bool, tuple[str, ...]]
 Rule = Callable[[re.Match[str], Context], list[Found]]
 
 _I = re.IGNORECASE
-_TEAM_WORDS = r"(?:team|ward|unit|icu|squad|department|crew|desk|pod|tribe|rota)"
+_TEAM_WORDS = r"(?:team|ward|unit|icu|squad|department|crew|desk|pod|tribe|rota|lab|group|division)"
 _CLUB = re.compile(r"\b(?:under-?\d+s?|u\d\d|club|fc|cf|academy|team|squad|ward|icu|unit)\b", _I)
 
 
@@ -79,8 +79,13 @@ def thing_key(found: Phrase | None) -> str:
     return " ".join(w for w in (found.owner, *own) if w)
 
 
+_HOMELY = re.compile(
+    r"with (?:us|me|my|our)\b|(?:in|at) (?:a|an) (?:[\w-]+ )?(?:home|flat|house)\b"
+)
+
+
 def _place_like(value: str) -> bool:
-    return bool(re.search(r"[A-Z0-9]", value)) or bool(re.match(r"with (?:us|me|my|our)\b", value))
+    return bool(re.search(r"[A-Z0-9]", value)) or _HOMELY.match(value) is not None
 
 
 # --- where people live, work, and whom they report to ------------------------------------
@@ -174,7 +179,8 @@ def _school(m: re.Match[str], ctx: Context) -> list[Found]:
 
 
 def _retired(m: re.Match[str], ctx: Context) -> list[Found]:
-    return _found(_person_key(_who(m.group("s"), ctx)), "employer", "retired")
+    who = _person_key(_who(m.group("s"), ctx))  # retiring ends the job and its title
+    return _found(who, "employer", "retired") + _found(who, "role", "retired")
 
 
 def _reports(m: re.Match[str], ctx: Context) -> list[Found]:
@@ -189,7 +195,10 @@ def _team(text: str) -> str:
 
 
 def _on_team(m: re.Match[str], ctx: Context) -> list[Found]:
-    return _found(_person_key(_who(m.group("s"), ctx)), "team", _team(m.group("v")))
+    team = _team(m.group("v"))
+    if team in ("lab", "group", "division"):
+        return []  # "Raj is in the lab next door" is where he is, not whose lab
+    return _found(_person_key(_who(m.group("s"), ctx)), "team", team)
 
 
 def _plays_for(m: re.Match[str], ctx: Context) -> list[Found]:
@@ -229,8 +238,36 @@ def _changed(m: re.Match[str], ctx: Context) -> list[Found]:
     return _valued(obj, m.group("v"), ctx)
 
 
-def _valued(obj: Phrase, raw: str, ctx: Context) -> list[Found]:
-    """What ``obj`` is now, read from the value it was changed to."""
+MONEY = re.compile(r"[£€$]|\b(?:pesos?|euros?|dollars?|pounds|yen|dirhams?|rupees?)\b", _I)
+# What a person moves to at work, not home: "moved to the Tangier office", "to the night desk".
+_WORKPLACE = re.compile(
+    r"\b(?:office|branch|site|desk|floor|room|job|role|position|shift|project|phase|stage|"
+    r"campus|account|territory|region|locker|rota)s?\b",
+    _I,
+)
+_CODED = re.compile(
+    r"^(?:the\s+|a\s+|an\s+|my\s+|our\s+)?(?P<n>[a-z][a-z -]*?)\s+(?:number\s+|no\s+)?"
+    r"(?P<c>#?[A-Z0-9]*\d[\w-]*)$",
+    _I,
+)
+
+
+def _slot_in(owner: str, value: str) -> list[Found] | None:
+    """A value that names its own slot: "moved to locker 87" (a code after an identifier's
+    noun) or "moved to the Okoye lab" (a team)."""
+    coded = _CODED.match(value)
+    if coded is not None:
+        found = lex.noun_attribute(words(coded.group("n")))
+        if found is not None and found[0].name in _CODES:
+            return _found(owner, found[0].name, coded.group("c").lower())
+    if re.search(rf"\b{_TEAM_WORDS}s?$", value, _I) and re.match(r"(?:the|our|my)\s", value, _I):
+        return _found(owner, "team", _team(re.sub(r"^\w+\s+", "", value)))
+    return None
+
+
+def _valued(obj: Phrase, raw: str, ctx: Context, *, moved: bool = False) -> list[Found]:
+    """What ``obj`` is now, read from the value it was changed to (``moved``: by a verb of
+    moving, which alone makes a person's new place a home)."""
     value = cut(raw)
     if re.match(
         r"(?:run|be|work|take|help|open|start|do|lead|live|look|join|manage|cook)\b", value, _I
@@ -246,20 +283,23 @@ def _valued(obj: Phrase, raw: str, ctx: Context) -> list[Found]:
         return _found(subject, attribute, _read(attribute, value), detail)
     when = when_value(value)
     subject = thing_key(obj)
-    if when is not None and (_starts_with_when(value) or obj.kind not in ("user", "person")):
-        return _found(subject, "schedule", when)
+    if _starts_with_when(value) or (when is not None and obj.kind not in ("user", "person")):
+        return _found(subject, "schedule", when or words_value(value))  # "postponed to June"
     amount = amount_value(value)
     if amount is not None and re.match(r"[£€$+\d]", value):
-        return _found(
-            subject, "price" if re.search(r"[£€$]|peso|euro|dollar", value) else "number", amount
-        )
+        return _found(subject, "price" if MONEY.search(value) else "number", amount)
     product = lex.category(words(value))
     if product is not None:
         return _found(obj.owner if obj.kind == "user" else "user", product, words_value(value))
-    if obj.kind in ("user", "person") and not obj.words and _place_like(value):
-        return _found(obj.owner, "residence", _place(value))  # not "Mere's library moved"
-    if _place_like(value):
-        return _found(subject, "location", _place(value))
+    person = obj.kind in ("user", "person") and not obj.words
+    slot = _slot_in(obj.owner if person else subject, value)
+    if slot is not None:
+        return slot
+    if person:  # a person moved: a home only by a verb of moving, to a place named
+        homely = moved and _place_like(value) and not _WORKPLACE.search(value)
+        return _found(obj.owner, "residence", _place(value)) if homely else []
+    if _place_like(value) or re.match(r"(?:the|a|an|our|my|his|her|their)\s+[a-z]", value, _I):
+        return _found(subject, "location", _place(value))  # "the lab moved to the sixth floor"
     return []
 
 
@@ -274,7 +314,10 @@ def _slipped(m: re.Match[str], ctx: Context) -> list[Found]:
     if not value:
         shift = relative_shift(m.group(0))
         return _found(thing_key(obj), "schedule", f"moved {shift}") if shift else []
-    return _valued(obj, value, ctx)
+    return _valued(obj, value, ctx, moved=_MOVING.search(m.group(0)) is not None)
+
+
+_MOVING = re.compile(r"\b(?:moved|moving|relocated|relocating|emigrated)\b", _I)
 
 
 def _pushed_it(m: re.Match[str], ctx: Context) -> list[Found]:
@@ -314,6 +357,8 @@ def _owner_of(
     if obj.kind == "user" and mods and not attribute.personal:
         return " ".join(mods), attribute.name, ()  # "our beef supplier" is the beef's
     if obj.kind in ("user", "person", "name", "thing"):
+        if attribute.personal:  # "my locker at the gym" is not "my locker at work"
+            mods = (*mods, *(w for w in obj.tail if w not in ("the", "a", "an", "my", "our")))
         return obj.owner, attribute.name, mods
     if (
         attribute.name in _THING_IDS

@@ -9,6 +9,7 @@ import re
 
 from fivefold.write import attributes as lex
 from fivefold.write import frame_copula as fc
+from fivefold.write import frame_habits as fh
 from fivefold.write import frame_rules as fr
 from fivefold.write import frame_verbs as fv
 from fivefold.write.frame_rules import Found, Rule
@@ -16,7 +17,7 @@ from fivefold.write.phrases import Context, clauses, phrase
 
 _I = re.IGNORECASE
 
-_TEAM = r"(?:team|ward|unit|icu|squad|department|crew|pod|tribe)"
+_TEAM = r"(?:team|ward|unit|icu|squad|department|crew|pod|tribe|lab|group|division)"
 _CHANGE = (
     r"(?:changed|change|moved|move|switched|switch|pushed|push|rescheduled|reschedule|rebooked|"
     r"rebook|bumped|raised|raise|cut|lowered|lower|reduced|reduce|increased|increase|upgraded|"
@@ -26,7 +27,8 @@ _CHANGE = (
 _MOVED = (
     r"(?:moved|changed|slipped|pushed|rescheduled|bumped|shifted|delayed|postponed|"
     r"brought forward|moved up|extended|raised|went up|went down|increased|dropped|fell|rose|"
-    r"upgraded|switched|relocated|reissued|emigrated|moving|relocating)"
+    r"upgraded|switched|relocated|reissued|emigrated|moving|relocating|cut|lowered|reduced|"
+    r"rebooked)"
 )
 _OS = re.compile(r"\b(?:macos|ios|android|windows|ubuntu)\b")
 _ADDITIVE_TRIGGERS = {
@@ -80,7 +82,8 @@ _TABLE: list[tuple[str, str, Rule]] = [
      r"have|has)\s+(?P<v>.+?)\s+instead\s+of\s+(?:the\s+|a\s+|an\s+|my\s+|our\s+|her\s+|"
      r"his\s+)?(?P<n>[\w -]+?)(?:\s+now)?$", fv._instead_of),
     ("liv|resid|based", _S +
-     r"(?:live|lives|living|reside|resides|is based|are based|'s based|'re based)\s+"
+     r"(?:live|lives|living|reside|resides|is based|are based|'s based|'re based|'m based|"
+     r"am based)\s+"
      r"(?:now\s+|together\s+|mostly\s+)?(?P<v>(?:in|at|on|with|near)\b.+)$", fr._lives),
     ("run|hosted|deployed|sits", _S +
      r"(?:runs|run|is hosted|are hosted|is deployed|are deployed|sits)\s+(?:now\s+)?"
@@ -112,10 +115,10 @@ _TABLE: list[tuple[str, str, Rule]] = [
      fr._employer_only),
     ("report", _S + r"(?:report|reports|reporting)\s+(?:directly\s+)?(?:in\s+)?to\s+(?P<v>.+)$",
      fr._reports),
-    ("team|ward|unit|icu|squad|depart|crew|pod|tribe", _S[:-2] +
+    ("team|ward|unit|icu|squad|depart|crew|pod|tribe|lab|group|division", _S[:-2] +
      rf"(?:\s+(?:am|is|are|was|were)|'m|'re)\s+(?:now\s+|still\s+|back\s+)?(?:on|in)"
      rf"\s+(?:the\s+)?(?P<v>[\w' -]+?\s{_TEAM})\b", fr._on_team),
-    ("team|ward|unit|icu|squad|depart|crew|pod|tribe", _S +
+    ("team|ward|unit|icu|squad|depart|crew|pod|tribe|lab|group|division", _S +
      r"(?:moved|transferred|switched|been moved|moved over|went|joined|rotated|been "
      rf"transferred|been put|gone)\s+(?:over\s+|back\s+)?(?:to|into|onto|on)?\s*(?:the\s+)?"
      rf"(?P<v>[\w' -]+?\s{_TEAM})\b", fr._on_team),
@@ -134,11 +137,13 @@ _TABLE: list[tuple[str, str, Rule]] = [
      r"until|till|into)\s+(?P<v>.+)$", fr._changed),
     (":", _S + r"(?:rebooked|changed|moved|updated)\s+(?P<o>[^:]+?):\s*(?P<v>.+)$", fr._changed),
     ("mov|chang|slipped|push|resched|bump|shift|delay|postpon|brought forward|extend|"
-     "rais|went up|went down|increas|dropped|fell|rose|upgrad|switch|relocat|reissu|" "emigrat",
+     "rais|went up|went down|increas|dropped|fell|rose|upgrad|switch|relocat|reissu|emigrat|"
+     "cut|lower|reduc|rebook",
      r"^(?P<o>.+?)\s+(?:has |have |had |was |were |got |has been |have been |is being |just |"
      rf"finally |all |'ve |'s |been )*{_MOVED}(?:\s+(?:again|back|up|forward|over|out|house))?"
      r"(?:\s+(?:by\s+)?(?:a|an|one|two|three|four|five|six|\d+)\s+(?:day|week|month|hour)s?)?"
-     r",?\s+(?:to|into|until|till|in with|in)\s+(?P<v>.+)$", fr._slipped),
+     r",?\s+(?:to|into|until|till|in with|in|for(?=\s+(?:\d|mon|tue|wed|thu|fri|sat|sun|jan|feb|"
+     r"mar|apr|may|jun|jul|aug|sep|oct|nov|dec|next|the\s+\d)))\s+(?P<v>.+)$", fr._slipped),
     ("slipped|push|delay|postpon",
      r"^(?P<o>.+?)\s+(?:has |have |was |got |has been )?(?:slipped|pushed back|was pushed|"
      r"got pushed|delayed|postponed)\s+(?:by\s+)?(?:a|an|one|two|three|four|five|six|\d+)"
@@ -199,6 +204,20 @@ _TABLE: list[tuple[str, str, Rule]] = [
     ("use|using|back to|now on|run on|runs on|is on|are on|code in|live in|work in", _S +
      r"(?:use|uses|using|switched to|went back to|back to|now on|run on|runs on|is on|"
      r"are on|code in|live in|work in)\s+(?P<v>.+)$", fv._uses),
+    ("use|using|switch|moved to|went back to", _S +
+     r"(?:use|uses|using|switched to|switch to|moved to|went back to)\s+" + fh._TOOL +
+     r"(?:\s+now)?\s+for\s+(?P<p>.+)$", fh.tool_for),
+    ("do|does|write|track|keep|edit|plan|manage|draw|store|log|record|organi|build|make", _S +
+     r"(?:do|does|write|writes|track|tracks|keep|keeps|edit|edits|plan|plans|manage|manages|"
+     r"draw|draws|store|stores|log|logs|record|records|organise|organises|organize|organizes|"
+     r"build|builds|make|makes)\s+(?P<p>(?:my|our|the|all)\s+[\w -]+?|[a-z][\w-]*(?:\s+"
+     r"[a-z][\w-]*)?)\s+(?:in|on|with|using)\s+" + fh._TOOL + r"(?:\s+now)?$", fh.tool_in),
+    ("prefer|rather", _S +
+     r"(?:prefer|prefers|'d rather have|would rather have)\s+(?P<v>.+)$", fh.preference),
+    ("take my|takes my|like my|likes my|eat my|eats my|drink my|drinks my|have my|has my", _S +
+     r"(?:take|takes|like|likes|eat|eats|drink|drinks|have|has)\s+my\s+(?P<d>(?!coffee\b|tea\b)"
+     r"[a-z]+)\s+(?P<v>(?:with\s+|without\s+)?[a-z][\w-]*(?:\s+[a-z][\w-]*)?)(?:\s+now|\s+these"
+     r"\s+days)?$", fh.taken),
     ("my coffee|my tea", r"\b(?:take|have|like|drink)\s+my\s+(?P<d>coffee|tea)\s+(?P<v>.+)$",
      fv._coffee),
     ("my coffee|my tea", r"^(?P<v>.+?)\s+in\s+my\s+(?P<d>coffee|tea)\b", fv._sugar),
@@ -225,6 +244,16 @@ _TABLE: list[tuple[str, str, Rule]] = [
      r"(?P<verb>applied for|got a place on|got a place at|got into|was accepted (?:to|on|"
      r"into)|got accepted (?:to|on|into)|enrolled (?:in|on)|signed the lease (?:for|on))\s+"
      r"(?P<o>.+)$", fv._status_verb),
+    ("is|are|was|were|got|been|'s",
+     r"^(?P<s>(?:(?!\b(?:is|are|was|were|and|but|when|if|that)\b)[^,]){1,50}?)\s*(?:\s+is|\s+are|"
+     r"\s+was|\s+were|\s+got|\s+has been|\s+have been|(?<=\bit)'s|(?<=\bthat)'s|\s+had been)\s+"
+     r"(?:now\s+|"
+     r"finally\s+|just\s+|officially\s+|already\s+)?(?P<v>(?:being\s+)?(?:[a-z]+ed|paid|sent|"
+     r"done|built|won|lost|sold|given|taken|held|written|broken|stolen|chosen|shut|begun))\b"
+     r"(?P<end>\s*$)?(?!\s+(?:by|for|as|"
+     r"with|from|into|onto|that|the|a|an|my|our|his|her|their|it|them|up|out|off|down|over|at|"
+     r"of|about|in\s+(?-i:[A-Z])|on\s+(?:the|my|our|a)|today|tonight|this\s+\w+)\b)",
+     fh.participle),
     ("learning to", _S + r"(?:is|are|am|'m|'re)\s+learning\s+to\s+(?P<v>[a-z]+)\b",
      fv._learning_to),
     ("finished|completed|passed", _S +
@@ -250,7 +279,7 @@ _TABLE: list[tuple[str, str, Rule]] = [
     ("park", _S + r"park(?:s|ed)?\s+(?P<v>(?:in|at|on)\s+.+)$", fv._parks),
     # duties, tools, providers
     (" by ",
-     r"^(?P<s>.+?)\s+(?:is|are|was|were|'s|'re)\s+(?:now\s+|currently\s+)?(?P<verb>owned|run|"
+     r"^(?P<s>.+?)\s+(?:is|are|was|were|'s|'re)\s+(?:now\s+|currently\s+)?(?P<verb>owned|run|kept|"
      r"handled|done|written|maintained|managed|led|covered|organised|organized|looked after)"
      r"\s+by\s+(?P<v>.+)$", fv._owned_by),
     ("own", r"^(?P<v>.+?)(?<!\bhis)(?<!\bher)(?<!\bmy)(?<!\bour)(?<!\btheir)(?<!\bits)\s+"
@@ -259,6 +288,10 @@ _TABLE: list[tuple[str, str, Rule]] = [
      r"^(?P<v>.+?)\s*(?:'m|'re|'s|\s+is|\s+are|\s+am|\s+will be)\s+(?:now\s+)?on[ -]call"
      r"(?:\s+for\s+(?P<s>[\w -]+?))?(?:\s+(?:this|next|tonight|today|until|from)\b.*)?$",
      fv._on_call),
+    ("handed|passed|gave|reassigned|transferred",
+     r"^(?P<a>.+?)\s+(?:handed|passed|gave|reassigned|transferred)\s+(?P<s>(?:the|our|my|his|her|"
+     r"their)\s+[\w' -]+?)\s+(?:over\s+)?to\s+(?P<v>(?-i:[A-Z])[\w-]*(?:\s+(?-i:[A-Z])[\w-]*)?)$",
+     fv._took_over),
     ("over",
      r"^(?P<v>.+?)\s+(?:took|has taken|have taken|is taking|will take)\s+over\s+(?P<s>.+)$",
      fv._took_over),
@@ -268,7 +301,8 @@ _TABLE: list[tuple[str, str, Rule]] = [
     ("does|do |write|run|handle|manage|organis|organiz|cover|sorts|plans|looks after|"
      "takes care|in charge|responsible|will",
      r"^(?P<v>.+?)\s+(?:does|do|writes|write|runs|run|handles|handle|manages|manage|organises|"
-     r"organizes|covers|sorts|plans|looks after|takes care of|is in charge of|are in charge of|"
+     r"organizes|covers|sorts|plans|looks after|look after|takes care of|take care of|"
+     r"is in charge of|are in charge of|"
      r"'s in charge of|is responsible for|are responsible for|will do|will run|will handle)"
      r"\s+(?P<s>.+)$", fv._does),
     ("bank", _S + r"banks?\s+with\s+(?P<v>.+)$", fv._banks),
@@ -326,6 +360,13 @@ _TABLE: list[tuple[str, str, Rule]] = [
     ("renamed|rebranded",
      r"^(?P<s>.+?)\s+(?:has been|have been|was|were|got|is being|has|have)\s+(?:renamed|"
      r"rebranded)\s+(?:to\s+|as\s+)?(?P<v>.+)$", fv._called),
+    ("renamed|rebranded",
+     r"^(?P<s>(?:the|our|my)\s+[\w' -]+?|(?-i:[A-Z])[\w' -]+?)\s+(?:renamed itself|rebranded|"
+     r"changed (?:its|their) name)\s+(?:to|as)\s+(?P<v>(?:the\s+)?(?-i:[A-Z]).+)$", fv._called),
+    ("meet|start|begin|finish|end|take place|kick off|kicks off",
+     r"^(?P<s>(?:the|our|my|[A-Z][\w'-]*)\b[^,]{0,40}?)\s+(?:meets|meet|starts|start|begins|begin|"
+     r"finishes|ends|takes place|kicks off)\s+(?:now\s+)?(?P<v>(?:on|at|every|from|in)\s+.+)$",
+     fh.meets),
 ]  # fmt: skip
 
 

@@ -40,7 +40,8 @@ def _weighs(m: re.Match[str], ctx: Context) -> list[Found]:
 def _headcount(m: re.Match[str], ctx: Context) -> list[Found]:
     if singular(m.group("u")) not in lex.PEOPLE:
         return []
-    return _found(_subject(m.group("s"), ctx), "headcount", amount_value(m.group("n")) or "")
+    unit = (singular(m.group("u").lower()),)  # six engineers and twelve designers: two counts
+    return _found(_subject(m.group("s"), ctx), "headcount", amount_value(m.group("n")) or "", unit)
 
 
 def _we_are(m: re.Match[str], ctx: Context) -> list[Found]:
@@ -121,7 +122,9 @@ def _booked_for(m: re.Match[str], ctx: Context) -> list[Found]:
     obj = phrase(m.group("s"), ctx)
     if obj is None or obj.kind == "user":
         return []
-    return _found(thing_key(obj), "schedule", when_value(cut(m.group("v"))) or "")
+    value = cut(m.group("v"))
+    month = words_value(value) if fr._starts_with_when(value) else ""  # "planned for April"
+    return _found(thing_key(obj), "schedule", when_value(value) or month)
 
 
 _GERUND = {"fly": "flight", "flies": "flight", "meet": "meeting", "practise": "practice"}
@@ -408,7 +411,8 @@ def _duty(text: str, holder: str, ctx: Context) -> list[Found]:
         return []
     subject = thing_key(obj)
     provider = _DUTY_PROVIDERS.get(singular(subject.split()[-1])) if subject else None
-    if provider is not None and obj.kind != "thing":
+    plain = len([w for w in obj.words if w not in ("a", "an", "the")]) <= 1
+    if provider is not None and obj.kind != "thing" and plain:  # not "the northern accounts"
         owner = obj.owner if obj.kind == "person" and obj.words else "user"
         return _found(owner, provider, holder)
     return _found(subject, "owner", holder)

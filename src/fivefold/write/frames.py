@@ -107,8 +107,9 @@ def supersedes(old: Statement, new: Statement) -> Supersession | None:
     old.said_at is the caller's business). Never for another subject; never when the new one
     restates the old value; for an additive attribute only on a switching cue that names the
     old value."""
+    cued = update_cue(new.text) is not None
     for theirs in old.frames:
-        matching = [ours for ours in new.frames if _same_slot(theirs, ours)]
+        matching = [ours for ours in new.frames if _same_slot(theirs, ours, cued=cued)]
         counted = theirs.attribute not in _WORDED
         if any(same_value(theirs.value, ours.value, counted=counted) for ours in matching):
             continue  # restated: this part of the old memory still holds
@@ -123,14 +124,27 @@ def supersedes(old: Statement, new: Statement) -> Supersession | None:
 _WORDED = frozenset({"residence", "location", "employer", "team", "role", "name", "school"})
 
 
-def _same_slot(old: Frame, new: Frame) -> bool:
+def _same_slot(old: Frame, new: Frame, *, cued: bool) -> bool:
+    """One subject and one qualified attribute. A place's subject keeps its head noun ("the
+    lab" is not "the lab meeting"); an unqualified attribute stands for one qualified by a
+    context ("my phone", "my work phone") only when the new text says it changed."""
+    old_subject = [singular(w) for w in old.subject.split()]
+    new_subject = [singular(w) for w in new.subject.split()]
+    if old.attribute in _PLACES and old_subject[-1:] != new_subject[-1:]:
+        return False
+    context = not (old.detail and new.detail) and bool(_CONTEXTS & {*old.detail, *new.detail})
     return (
         old.attribute == new.attribute
-        and _holds(
-            [singular(w) for w in old.subject.split()], [singular(w) for w in new.subject.split()]
-        )
-        and _holds(list(old.detail), list(new.detail), empty=True)
+        and _holds(old_subject, new_subject)
+        and _holds(list(old.detail), list(new.detail), empty=cued or not context)
     )
+
+
+_PLACES = frozenset({"location", "residence"})
+# Qualifiers that name a second one of a kind: a work phone beside the phone, a gym locker.
+_CONTEXTS = frozenset(
+    "work personal home private business office school gym spare second backup".split()
+)
 
 
 def _holds(a: list[str], b: list[str], *, empty: bool = False) -> bool:

@@ -103,7 +103,7 @@ _LEAD_IN = re.compile(
 _TRAILING = re.compile(
     r"(?:\s+(?:now|also|still|just|finally|currently|already|officially|really|both|all|is|are|"
     r"am|was|were|has|have|had|been|will|would|'s|'re|'m|'ve|"
-    r"actually|recently|then|too|even|only|never|always|usually))+$",
+    r"actually|recently|then|too|even|only|never|always|usually|these days|nowadays|lately))+$",
     re.I,
 )
 _PREPOSITION = frozenset(

@@ -178,6 +178,8 @@ def same_value(old: str, new: str, *, counted: bool = True) -> bool:
         return True
     if old.startswith("not ") != new.startswith("not "):
         return False  # "meat" and "not meat"
+    if ("without" in old.split()) != ("without" in new.split()):
+        return False  # "with sugar" and "without sugar"
     if "@" in old or "@" in new:
         return old == new
     old_when, new_when = when_parts(old), when_parts(new)
