@@ -9,6 +9,7 @@ term we compute in Python is the term the index holds.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -248,3 +249,10 @@ def trigram_similarity(a: str, b: str) -> float:
     if not ga or not gb:
         return 0.0
     return len(ga & gb) / len(ga | gb)
+
+
+def repeat_key(content: str) -> str:
+    """What an exact repeat shares with the memory it repeats: the text with its whitespace
+    folded and its case folded, hashed (an index key of fixed size)."""
+    folded = " ".join(content.split()).casefold()
+    return hashlib.sha256(folded.encode("utf-8")).hexdigest()[:32]

@@ -70,6 +70,22 @@ class TypeFilterMode(StrEnum):
     OFF = "off"
 
 
+class Dedup(StrEnum):
+    """``exact``: a memory that repeats a stored one exactly (same text after whitespace and
+    case folding, same scope, nothing new) writes nothing; ``off``: every write is stored."""
+
+    EXACT = "exact"
+    OFF = "off"
+
+
+class Supersession(StrEnum):
+    """``auto``: a new memory that gives a new value for what an older one of its scope states
+    supersedes it (and explicit ``supersedes=``); ``off``: only what the caller says."""
+
+    AUTO = "auto"
+    OFF = "off"
+
+
 class Budget(StrEnum):
     LOW = "low"
     MID = "mid"
@@ -119,6 +135,15 @@ class MemoryRecord:
     session_id: str | None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     speaker: str | None = None
+    # Its history: how often it was said (an exact repeat writes nothing new) and when last;
+    # the memory that superseded it and from when (None: it is current).
+    seen: int = 1
+    last_seen_at: datetime | None = None
+    superseded_by: int | None = None
+    valid_to: datetime | None = None
+    # False when ``remember`` found it already stored (an exact repeat): nothing was written.
+    # A fact of the call, not of the memory: records of one memory compare equal either way.
+    created: bool = field(default=True, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +208,13 @@ class ParsedQuery:
     predicate_hints: tuple[str, ...] = ()
     type_hints: tuple[MemoryType, ...] = ()
     negations: tuple[str, ...] = ()
+    # The entities the negated clauses name: memories about them are demoted too.
+    negated_entities: tuple[EntityRef, ...] = ()
     specificity: float = 0.0
     multi_hop: bool = False
+    # It asks about the past ("before", "used to", "my old ...", a window that has ended):
+    # a statement superseded since may answer it.
+    asks_past: bool = False
 
 
 @dataclass(frozen=True, slots=True)

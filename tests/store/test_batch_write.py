@@ -280,10 +280,8 @@ def test_an_alias_cannot_name_two_entities(new_store: Callable[[], str]) -> None
     with fivefold.Memory.open(new_store(), embedder=fivefold.HashingEmbedder()) as mem:
         mem.remember("Bob Jones moved", entities=["Bob Jones"])
         mem.alias("Ann Smith", "AS")
-        with pytest.raises(fivefold.InvalidInput, match="already names the entity 'Bob Jones'"):
-            mem.alias("Ann Smith", "bob JONES")
         with pytest.raises(fivefold.InvalidInput, match="already names the entity 'Ann Smith'"):
-            mem.alias("Bob Jones", "as")
+            mem.alias("Bob Jones", "as")  # another entity's alias
         assert mem.alias("Ann Smith", "AS").aliases == ("AS",)  # again: the same entity
         assert mem.alias("AS", "ann smith").name == "Ann Smith"  # its own name
         record = mem.remember("Bob Jones moved to Bergen", entities=["Bob Jones"])

@@ -118,7 +118,7 @@ def test_smoothed_vectors_are_searched_and_own_vectors_kept(tmp_path: Path) -> N
         expected /= np.linalg.norm(expected)
         assert np.allclose(np.frombuffer(searched, np.float32), expected, atol=1e-6)
         assert np.allclose(
-            np.frombuffer(own, np.float32), mem.store.reads.vectors("default", [ids[2]])[ids[2]]
+            np.frombuffer(own, np.float32), mem.store.search.vectors("default", [ids[2]])[ids[2]]
         )
         hit = mem.store.search.vector_search(Scope(), expected[None, :], 1)[0][0]
         assert hit[0] == ids[2]

@@ -206,8 +206,8 @@ def test_sigkill_during_writes_loses_no_acknowledged_memory(tmp_path: Path) -> N
     # HNSW is approximate: a miss must be the graph's, not a lost vector. Each one is in the
     # store with its own vector and an exact search over the namespace ranks it first.
     with _open(db, HNSW) as memory:
-        stored = memory.store.reads.vectors("default", missing_semantic)
-        everything = memory.store.reads.vectors("default", list(acknowledged))
+        stored = memory.store.search.vectors("default", missing_semantic)
+        everything = memory.store.search.vectors("default", list(acknowledged))
     assert set(stored) == set(missing_semantic)
     ids = np.asarray(list(everything))
     matrix = np.stack([everything[i] for i in ids])

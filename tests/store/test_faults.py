@@ -104,7 +104,7 @@ def _creator(
     barrier.wait()
     try:
         with _open(Path(path)) as memory:
-            memory.remember("written by one of the creators")
+            memory.remember(f"written by creator {os.getpid()}")
             out.put(memory.store.admin.stats().location)
     except Exception as exc:  # reported to the parent, which fails the test
         out.put(f"error: {type(exc).__name__}: {exc}")

@@ -83,14 +83,14 @@ def test_everything_persists_across_close_and_reopen(
     with Memory.open(path, embedder=minilm) as memory:
         ids = _seed_graph(memory, now)
         records = memory.store.reads.get_memories("default", list(ids.values()))
-        vectors = memory.store.reads.vectors("default", list(ids.values()))
+        vectors = memory.store.search.vectors("default", list(ids.values()))
         catalog = sorted(memory.store.reads.catalog("default"), key=lambda e: (e.key, e.is_alias))
         entity_ids = _entity_ids(memory)
         edges = memory.store.search.strongest_edges(Scope(), list(entity_ids.values()), EVERY_EDGE)
         stats = memory.stats()
     with Memory.open(path, embedder=minilm, config=BALANCED) as memory:
         assert memory.store.reads.get_memories("default", list(ids.values())) == records
-        reopened_vectors = memory.store.reads.vectors("default", list(ids.values()))
+        reopened_vectors = memory.store.search.vectors("default", list(ids.values()))
         assert set(reopened_vectors) == set(vectors)
         for memory_id, vector in vectors.items():
             assert np.array_equal(reopened_vectors[memory_id], vector)
@@ -226,13 +226,13 @@ def test_precomputed_vectors_are_stored_normalized(hashing_mem: Memory) -> None:
     raw = np.zeros(HASHING.dim, dtype=np.float32)
     raw[:2] = (3.0, 4.0)
     (record,) = hashing_mem.remember_many([{"content": "a precomputed one", "vector": raw}])
-    stored = hashing_mem.store.reads.vectors("default", [record.id])[record.id]
+    stored = hashing_mem.store.search.vectors("default", [record.id])[record.id]
     assert stored.dtype == np.float32
     assert np.allclose(stored[:2], (0.6, 0.8))
     assert np.allclose(stored[2:], 0.0)
     computed = hashing_mem.remember("an embedded one")
     assert np.allclose(
-        hashing_mem.store.reads.vectors("default", [computed.id])[computed.id],
+        hashing_mem.store.search.vectors("default", [computed.id])[computed.id],
         HASHING.embed(["an embedded one"])[0],
     )
 
@@ -290,7 +290,7 @@ def _hnsw_items(count: int, seed: int) -> list[dict[str, Any]]:
 
 
 def _exact(memory: Memory, query: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
-    vectors = memory.store.reads.vectors("default", list(ids))
+    vectors = memory.store.search.vectors("default", list(ids))
     return {i: float(vectors[i] @ query) for i in ids}
 
 
@@ -570,7 +570,7 @@ def test_forget_removes_a_memory_from_every_retriever(hashing_mem: Memory, now: 
     assert frequencies["budget"] in (0, 1)
     events = hashing_mem.store.search.events_between(scope, now - timedelta(days=7), now, 50)
     assert [i for i, _ in events] == [ids["roadmap"]]
-    assert hashing_mem.store.reads.vectors("default", [target]) == {}
+    assert hashing_mem.store.search.vectors("default", [target]) == {}
     assert hashing_mem.store.reads.get_memories("default", [target]) == {}
     assert hashing_mem.store.reads.attributes("default", [target]) == {}
 
@@ -871,9 +871,9 @@ def test_a_path_that_looks_like_an_sqlite_uri_is_a_file_name(
     file and failed (a hostile pass's find)."""
     monkeypatch.chdir(tmp_path)
     name = "file:y.db?mode=ro"
-    for _ in range(2):
+    for n in range(2):
         with fivefold.Memory.open(name, embedder=fivefold.HashingEmbedder()) as memory:
-            memory.remember("a note")
+            memory.remember(f"note {n}")
             count = memory.stats().memories
     assert count == 2
     assert (tmp_path / name).is_file()

@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from fivefold.types import Budget, ColumnWeights, OptimizerMode, RetrieverName, TypeFilterMode
+from fivefold.types import (
+    Budget,
+    ColumnWeights,
+    Dedup,
+    OptimizerMode,
+    RetrieverName,
+    Supersession,
+    TypeFilterMode,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +61,17 @@ class WriteConfig:
     (SQLite ``synchronous = FULL``), so a power cut loses no write that returned; False
     (``NORMAL``): a killed process still loses nothing, a power cut or an operating system
     crash can lose the last commits, and a bulk load runs faster (one sync of the WAL a batch
-    less). A Postgres store follows its server's
-    ``synchronous_commit``."""
+    less). A Postgres store follows its server's ``synchronous_commit``.
+
+    ``dedup``: an exact repeat of a stored memory (``Dedup``) writes nothing and is counted as
+    seen again. ``supersede``: a memory that gives a new value for what an older memory of its
+    scope states marks it superseded (``Supersession``)."""
 
     max_entities: int = 64
     max_comention_entities: int = 16
     durable: bool = True
+    dedup: Dedup = Dedup.EXACT
+    supersede: Supersession = Supersession.AUTO
 
 
 @dataclass(frozen=True, slots=True)

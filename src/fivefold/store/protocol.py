@@ -82,8 +82,6 @@ class Reads(Protocol):
         """What fusion and post-filters need of each candidate, without loading its text."""
         ...
 
-    def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]: ...
-
     def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
         """Every entity name and alias of a namespace, for query-side resolution."""
         ...
@@ -109,6 +107,19 @@ class Reads(Protocol):
         ...
 
     def last_session_end(self, scope: Scope, exclude_session: str | None) -> datetime | None: ...
+
+    def repeats(self, scope: Scope, keys: Sequence[str]) -> dict[str, list[int]]:
+        """Per repeat key, the memories of exactly ``scope`` (no session) that have it."""
+        ...
+
+    def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> list[int]:
+        """The current (not superseded) memories of exactly ``scope`` stating a value of any
+        of ``slots``, newest first, at most ``limit``."""
+        ...
+
+    def replaced(self, namespace: str, ids: Sequence[int]) -> dict[int, list[int]]:
+        """Per memory, the memories it superseded."""
+        ...
 
 
 class Search(Protocol):
@@ -139,6 +150,10 @@ class Search(Protocol):
         neighbours' text, each at its weight, with the statistics (memory count, average
         lengths, document frequencies) of ``scope.namespace`` alone; best first. ``terms`` are
         plain words; the store escapes them, so query syntax never reaches the engine."""
+        ...
+
+    def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
+        """The stored vectors of memories (what MMR and the exact re-score read)."""
         ...
 
     def strongest_edges(
@@ -177,10 +192,14 @@ class Writes(Protocol):
         *,
         progress: Progress | None = None,
         ids: Sequence[int] | None = None,
+        seen: Sequence[tuple[str, int]] = (),
+        seen_at: datetime | None = None,
     ) -> list[MemoryRecord]:
-        """Write all memories (with embeddings, index entries, mentions, co-mention edges and
-        session log) in one transaction; return their records in order, as ``get_memories``
-        would read them (built from the write: nothing is read after the commit).
+        """Write all memories (with embeddings, index entries, mentions, co-mention edges,
+        session log, slots and what they supersede) in one transaction; return their records
+        in order, as ``get_memories`` would read them (built from the write: nothing is read
+        after the commit). ``seen``: (namespace, id) of stored memories said again (exact
+        repeats), counted in the same transaction, said again ``seen_at`` (default: now).
         ``progress``: a job's note set in the same transaction (read by ``progress``), so
         that what it says was written always was, and nothing more; the note must still be
         ``previous`` (None: none), else ``StoreError`` and nothing is written (two runs of
@@ -200,7 +219,29 @@ class Writes(Protocol):
         in one transaction: both or neither."""
         ...
 
-    def add_alias(self, namespace: str, name: str, alias: str) -> Entity: ...
+    def add_alias(self, namespace: str, name: str, alias: str, *, merge: bool = True) -> Entity:
+        """``alias`` another name of the entity ``name`` (made if new); an entity whose own name
+        the alias is folds into it (``merge``; else refused, as an alias of another entity
+        always is)."""
+        ...
+
+    def merge_entities(self, namespace: str, name: str, other: str) -> Entity:
+        """The entity ``other`` names folded into the one ``name`` names, in one transaction:
+        mentions, edges and aliases move, and ``other`` is an alias after; ``NotFound`` when
+        either names none."""
+        ...
+
+    def forget_traces(self, scope: Scope, feedback: Sequence[int]) -> None:
+        """What a scope's memories, once each forgotten, leave behind: its edges (and the
+        entities only they named), the ``feedback`` (ids) its recalls were given; of a whole
+        namespace (no user or agent), also its entities, aliases, models and counters."""
+        ...
+
+    def supersede(self, scope: Scope, old: int, new: int, reason: str) -> bool:
+        """Mark ``old`` as superseded by ``new`` (both of exactly ``scope``), replacing any
+        supersession of ``old`` before; False when either is not there, ``InvalidInput`` when
+        it would make a cycle."""
+        ...
 
 
 class Admin(Protocol):

@@ -18,6 +18,17 @@ Ids = Sequence[int] | npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
+class Supersedes:
+    """An older memory (a stored id, or a position earlier in the same batch) that a new one
+    replaces, and why; ``outright`` when the caller said so (it replaces a supersession the
+    engine inferred)."""
+
+    target: int
+    reason: str
+    outright: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class NewMemory:
     """A memory with every field resolved (inference already done), ready to be written."""
 
@@ -32,6 +43,22 @@ class NewMemory:
     session_id: str | None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     speaker: str | None = None
+    # What its exact repeats share (``text.repeat_key``); None: it has none (a conversation
+    # turn is an utterance: two of a session that say the same words are both kept).
+    repeat_key: str | None = None
+    # How often the batch says it (its exact repeats in the same batch are written once).
+    seen: int = 1
+    # What it states a value of ("user|residence"), for the newer memories it may be replaced by.
+    slots: tuple[str, ...] = ()
+    # The older memories it supersedes, stored ones by id and ones earlier in its own batch by
+    # position, each with the reason.
+    supersedes: tuple[Supersedes, ...] = ()
+    supersedes_batch: tuple[Supersedes, ...] = ()
+
+    @property
+    def said_at(self) -> datetime:
+        """When what it states holds from: the time it gives, else when it was written."""
+        return self.event_at or self.created_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +98,7 @@ class MemoryAttributes:
     created_at: datetime
     speaker: str | None = None
     length: int = 0
+    superseded_by: int | None = None  # the memory that superseded it (None: it is current)
 
 
 @dataclass(frozen=True, slots=True)

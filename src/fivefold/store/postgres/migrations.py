@@ -16,6 +16,7 @@ from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.reindex import reindex
 from fivefold.store.shared import context
 from fivefold.store.shared.rows import new_keys
+from fivefold.text import repeat_key
 
 log = logging.getLogger("fivefold.store")
 SMOOTHING_KEY = "context_smoothing"
@@ -54,6 +55,8 @@ def open_schema(core: Core) -> tuple[bool, bool, bool]:
             conn.execute(step.format(dim=core.dim))
         if 0 < version < 8:
             _rekey_names(conn)
+        if 0 < version < 10:
+            _repeat_keys(conn)
         # Schema 9's packed lists (and 2, 4 and 5's derived rows, 7's cut tokens, 8's
         # combining marks before them).
         reindexed = 0 < version < 9
@@ -199,3 +202,15 @@ def _schema_version(value: str, location: str) -> int:
             "fivefold never writes; use another database or schema"
         )
     return int(value)
+
+
+def _repeat_keys(conn: psycopg.Connection) -> None:
+    """Schema 10's repeat keys of the memories written before it (no conversation turn)."""
+    rows = conn.execute(
+        "SELECT namespace, id, content FROM memories WHERE session_id IS NULL"
+    ).fetchall()
+    with conn.cursor() as cur:
+        cur.executemany(
+            "UPDATE memories SET repeat_key = %s WHERE namespace = %s AND id = %s",
+            [(repeat_key(str(c)), ns, int(i)) for ns, i, c in rows],
+        )

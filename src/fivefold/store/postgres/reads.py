@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from fivefold.embed.base import Vectors
 from fivefold.store.postgres import schema
-from fivefold.store.postgres.context_rows import as_array
 from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.postgres.lists import Version
@@ -63,27 +61,22 @@ class PostgresReads:
         with self._core.read() as conn:
             rows = conn.execute(
                 "SELECT id, importance, type, event_at, created_at, speaker, "
-                "char_length(content) FROM memories "
+                "char_length(content), superseded_by FROM memories "
                 "WHERE namespace = %s AND id = ANY(%s::bigint[])",
                 (namespace, [int(i) for i in ids]),
             ).fetchall()
         return {
             int(i): MemoryAttributes(
-                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c), s, int(n)
+                float(v),
+                MemoryType(t),
+                None if e is None else from_ts(e),
+                from_ts(c),
+                s,
+                int(n),
+                None if u is None else int(u),
             )
-            for i, v, t, e, c, s, n in rows
+            for i, v, t, e, c, s, n, u in rows
         }
-
-    def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
-        if not ids:
-            return {}
-        with self._core.read() as conn:
-            rows = conn.execute(
-                "SELECT id, embedding FROM memories "
-                "WHERE namespace = %s AND id = ANY(%s::bigint[])",
-                (namespace, [int(i) for i in ids]),
-            ).fetchall()
-        return {int(i): as_array(v) for i, v in rows}
 
     def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
         with self._core.read() as conn:
@@ -155,3 +148,32 @@ class PostgresReads:
         with self._core.read() as conn:
             row = conn.execute(sql, params).fetchone()
         return None if row is None or row[0] is None else from_ts(row[0])
+
+    def repeats(self, scope: Scope, keys: Sequence[str]) -> dict[str, list[int]]:
+        if not keys:
+            return {}
+        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        with self._core.read() as conn:
+            rows = conn.execute(schema.FIND_REPEATS, (*where, list(keys))).fetchall()
+        out: dict[str, list[int]] = {}
+        for key, memory_id in rows:
+            out.setdefault(str(key), []).append(int(memory_id))
+        return out
+
+    def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> list[int]:
+        if not slots or limit <= 0:
+            return []
+        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        with self._core.read() as conn:
+            rows = conn.execute(schema.SLOT_HOLDERS, (*where, list(slots), limit)).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def replaced(self, namespace: str, ids: Sequence[int]) -> dict[int, list[int]]:
+        if not ids:
+            return {}
+        with self._core.read() as conn:
+            rows = conn.execute(schema.REPLACED, (namespace, [int(i) for i in ids])).fetchall()
+        out: dict[int, list[int]] = {}
+        for successor, memory_id in rows:
+            out.setdefault(int(successor), []).append(int(memory_id))
+        return out

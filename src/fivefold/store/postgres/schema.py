@@ -29,7 +29,7 @@ from fivefold.store.sql import Dialect
 from fivefold.store.sql import scope_sql as shared_scope_sql
 from fivefold.types import Scope
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 OWN, CONTEXT = 0, 1  # postings.field
 CHUNK_BITS = 10  # a list's part holds the postings of 2 ** CHUNK_BITS consecutive ids at most
@@ -291,12 +291,74 @@ CREATE TABLE postings (
 );
 ALTER TABLE postings ALTER COLUMN packed SET STORAGE EXTERNAL;
 """,
+    # 10: a memory's history: the key its exact repeats share (none for a conversation turn),
+    # how often it was said and when last, the memory that superseded it, from when and why;
+    # the slots a newer memory finds it by. Repeat keys of older memories: ``migrations.py``.
+    """
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS repeat_key text;
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS seen integer NOT NULL DEFAULT 1;
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS last_seen_at float8;
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS superseded_by bigint;
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS valid_to float8;
+ALTER TABLE memories ADD COLUMN IF NOT EXISTS supersession text;
+CREATE INDEX IF NOT EXISTS memories_repeat ON memories (namespace, user_id, agent_id, repeat_key)
+    WHERE repeat_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_superseded ON memories (namespace, superseded_by)
+    WHERE superseded_by IS NOT NULL;
+CREATE TABLE IF NOT EXISTS slots (
+    namespace text NOT NULL,
+    user_id   text NOT NULL,
+    agent_id  text NOT NULL,
+    slot      text NOT NULL,
+    memory_id bigint NOT NULL,
+    PRIMARY KEY (namespace, user_id, agent_id, slot, memory_id)
+);
+CREATE INDEX IF NOT EXISTS slots_memory ON slots (namespace, memory_id);
+""",
 )
 NAMED_NOT_ASCII = (
     "SELECT name, namespace, id, norm FROM entities WHERE octet_length(name) <> char_length(name)",
     "SELECT alias, namespace, entity_id, norm FROM aliases "
     "WHERE octet_length(alias) <> char_length(alias)",
 )
+INSERT_SLOT = (
+    "INSERT INTO slots (namespace, user_id, agent_id, slot, memory_id) "
+    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
+)
+# An older memory of the same scope replaced by a newer one; one the engine inferred is not
+# replaced again (it is no longer current), one the caller names always is.
+SUPERSEDE = """
+UPDATE memories SET superseded_by = %s, valid_to = %s, supersession = %s
+WHERE id = %s AND namespace = %s AND user_id = %s AND agent_id = %s AND id <> %s
+  AND (superseded_by IS NULL OR %s)
+"""
+# A memory forgotten hands what it superseded to the memory that superseded it (or makes it
+# current again).
+RESTORE_SUPERSEDED = """
+UPDATE memories SET superseded_by = %s, valid_to = %s,
+    supersession = CASE WHEN %s::bigint IS NULL THEN NULL ELSE supersession END
+WHERE namespace = %s AND superseded_by = %s
+"""
+SEEN_AGAIN = (
+    "UPDATE memories SET seen = seen + 1, last_seen_at = %s WHERE namespace = %s AND id = %s"
+)
+FIND_REPEATS = """
+SELECT repeat_key, id FROM memories
+WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id IS NULL
+  AND repeat_key = ANY(%s::text[])
+ORDER BY id
+"""
+SLOT_HOLDERS = """
+SELECT DISTINCT s.memory_id FROM slots s
+JOIN memories m ON m.namespace = s.namespace AND m.id = s.memory_id
+WHERE s.namespace = %s AND s.user_id = %s AND s.agent_id = %s AND m.superseded_by IS NULL
+  AND s.slot = ANY(%s::text[])
+ORDER BY s.memory_id DESC LIMIT %s
+"""
+REPLACED = """
+SELECT superseded_by, id FROM memories
+WHERE namespace = %s AND superseded_by = ANY(%s::bigint[]) ORDER BY id
+"""
 # A key another row holds is left as it was (``rows.new_keys``).
 REKEY_ENTITY = """
 UPDATE entities SET norm = %(key)s WHERE namespace = %(ns)s AND id = %(id)s AND norm = %(old)s
@@ -390,7 +452,7 @@ LOCK_SESSIONS = "SELECT count(pg_advisory_xact_lock(%s::int, k)) FROM unnest(%s:
 COPY_MEMORIES = """
 COPY memories (id, namespace, user_id, agent_id, session_id, content, predicate, type, event_at,
     created_at, importance, metadata, speaker, tokens, context_near, context_far, embedding,
-    searched)
+    searched, repeat_key, seen, last_seen_at)
 FROM STDIN (FORMAT BINARY)
 """
 MEMORY_TYPES = (
@@ -401,6 +463,7 @@ MEMORY_TYPES = (
     + ["int4[]"]
     + ["text"] * 2
     + ["vector"] * 2
+    + ["text", "int4", "float8"]
 )
 # Per (session, id) wanted in one namespace, the session's newest rows below that id.
 NEWEST_IN_SESSIONS = """
@@ -510,7 +573,7 @@ DELETE FROM sessions WHERE namespace = %s AND user_id = %s AND agent_id = %s AND
 """
 MEMORY_COLUMNS = """
 SELECT id, namespace, user_id, agent_id, session_id, content, predicate, type, event_at,
-       created_at, importance, metadata, speaker
+       created_at, importance, metadata, speaker, seen, last_seen_at, superseded_by, valid_to
 FROM memories
 """
 # Document frequencies move in sorted order: concurrent writers lock shared rows in the same
@@ -577,9 +640,9 @@ NAMES_LOCK = (
 )
 # What an alias's key already names: an entity of that key, and the entities it is an alias of.
 NAME_TAKEN = """
-SELECT id, name FROM entities WHERE namespace = %(ns)s AND norm = %(norm)s
+SELECT id, name, false FROM entities WHERE namespace = %(ns)s AND norm = %(norm)s
 UNION ALL
-SELECT a.entity_id, e.name FROM aliases a
+SELECT a.entity_id, e.name, true FROM aliases a
 JOIN entities e ON e.namespace = a.namespace AND e.id = a.entity_id
 WHERE a.namespace = %(ns)s AND a.norm = %(norm)s
 """

@@ -16,6 +16,7 @@ import psycopg
 
 from fivefold.embed.base import Vectors
 from fivefold.store.postgres import schema
+from fivefold.store.postgres.context_rows import as_array
 from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.records import EdgeRow, Ids
@@ -138,6 +139,17 @@ class PostgresSearch:
         weights: ColumnWeights,
     ) -> list[tuple[int, float]]:
         return self._core.bm25.search(self._core.read, scope, terms, k, types, within, weights)[0]
+
+    def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
+        if not ids:
+            return {}
+        with self._core.read() as conn:
+            rows = conn.execute(
+                "SELECT id, embedding FROM memories "
+                "WHERE namespace = %s AND id = ANY(%s::bigint[])",
+                (namespace, [int(i) for i in ids]),
+            ).fetchall()
+        return {int(i): as_array(v) for i, v in rows}
 
     def strongest_edges(
         self, scope: Scope, entity_ids: Sequence[int], per_entity: int

@@ -16,7 +16,7 @@ import numpy as np
 import psycopg
 
 from fivefold.embed.base import Vectors
-from fivefold.errors import InvalidInput
+from fivefold.errors import InvalidInput, NotFound
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.bags import Bag, Bags, paired
 from fivefold.store.postgres.beside import THREADED_FROM, Beside
@@ -114,17 +114,19 @@ class Writer:
         )
         with conn.cursor() as cur, cur.copy(schema.COPY_MEMORIES) as copy:
             copy.set_types(schema.MEMORY_TYPES)
-            for r, v, n in zip(values, vectors, lengths.tolist(), strict=True):
-                copy.write_row(
-                    _memory_row(r, v, n, texts.get(r[0], ("", "")), rows.searched.get(r[0]))
-                )
+            for r, v, n, m in zip(values, vectors, lengths.tolist(), memories, strict=True):
+                row = _memory_row(r, v, n, texts.get(r[0], ("", "")), rows.searched.get(r[0]))
+                copy.write_row((*row, *batch.history_values(m)))
+        with conn.cursor() as cur:
+            cur.executemany(schema.INSERT_SLOT, batch.slot_rows(memories, ids))
+            cur.executemany(schema.SUPERSEDE, batch.supersessions(memories, ids))
         found, names = self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
         new_postings, older = beside.result()
         for namespace, kind, packed in new_postings:
             copy_parts(conn, namespace, kind, packed)
         self._update_older(conn, older)
-        return batch.records(values, found, names)
+        return batch.fresh_records(memories, batch.records(values, found, names))
 
     @staticmethod
     def _newest(
@@ -361,6 +363,131 @@ class Writer:
         ).fetchone()
         return int(row[0]) if row else 0
 
+    @staticmethod
+    def seen_again(conn: psycopg.Connection, seen: Sequence[tuple[str, int]], at: float) -> None:
+        """Memories said again (exact repeats, by namespace and id): counted, with when."""
+        with conn.cursor() as cur:
+            cur.executemany(schema.SEEN_AGAIN, [(at, ns, int(i)) for ns, i in seen])
+
+    @staticmethod
+    def named(conn: psycopg.Connection, namespace: str, name: str) -> int:
+        """The entity a name (or an alias) names; ``NotFound`` when none."""
+        norm = normalize_name(name)
+        for statement in (
+            "SELECT entity_id FROM aliases WHERE namespace = %s AND norm = %s ORDER BY entity_id",
+            "SELECT id FROM entities WHERE namespace = %s AND norm = %s",
+        ):
+            row = conn.execute(statement, (namespace, norm)).fetchone()
+            if row is not None:
+                return int(row[0])
+        raise NotFound(f"no entity named {name!r} in namespace {namespace!r}")
+
+    @staticmethod
+    def fold(conn: psycopg.Connection, namespace: str, keep: int, gone: int) -> None:
+        """Entity ``gone`` folded into ``keep``: its mentions, edges and aliases move to it,
+        co-mention supports add up, and its name becomes one of ``keep``'s aliases."""
+        ns = namespace
+        conn.execute(
+            "DELETE FROM mentions g USING mentions k WHERE g.namespace = %s AND g.entity_id = %s "
+            "AND k.namespace = g.namespace AND k.entity_id = %s AND k.type = g.type "
+            "AND k.memory_id = g.memory_id",
+            (ns, gone, keep),
+        )
+        conn.execute(
+            "UPDATE mentions SET entity_id = %s WHERE namespace = %s AND entity_id = %s",
+            (keep, ns, gone),
+        )
+        conn.execute(
+            "UPDATE entities SET mentions = (SELECT count(*) FROM mentions WHERE namespace = %s "
+            "AND entity_id = %s) WHERE namespace = %s AND id = %s",
+            (ns, keep, ns, keep),
+        )
+        pairs = conn.execute(
+            "DELETE FROM edges WHERE namespace = %s AND relation = %s AND (source_id = %s "
+            "OR target_id = %s) RETURNING namespace, user_id, agent_id, source_id, target_id, "
+            "support, created_at",
+            (ns, schema.COMENTION, gone, gone),
+        ).fetchall()
+        rows = batch.folded_pairs(pairs, keep, gone)
+        if rows:
+            conn.execute(
+                schema.UPSERT_COMENTIONS, [list(column) for column in zip(*rows, strict=True)]
+            )
+        for side in ("source_id", "target_id"):
+            conn.execute(
+                f"UPDATE edges SET {side} = %s WHERE namespace = %s AND {side} = %s",
+                (keep, ns, gone),
+            )
+        conn.execute("DELETE FROM edges WHERE namespace = %s AND source_id = target_id", (ns,))
+        conn.execute(
+            "DELETE FROM aliases g USING aliases k WHERE g.namespace = %s AND g.entity_id = %s "
+            "AND k.namespace = g.namespace AND k.entity_id = %s AND k.norm = g.norm",
+            (ns, gone, keep),
+        )
+        conn.execute(
+            "UPDATE aliases SET entity_id = %s WHERE namespace = %s AND entity_id = %s",
+            (keep, ns, gone),
+        )
+        found = conn.execute(
+            "DELETE FROM entities WHERE namespace = %s AND id = %s RETURNING name, norm",
+            (ns, gone),
+        ).fetchone()
+        if found is not None:
+            conn.execute(schema.INSERT_ALIAS, (ns, found[1], found[0], keep))
+
+    @staticmethod
+    def forget_traces(conn: psycopg.Connection, scope: Scope, feedback: Sequence[int]) -> None:
+        ns = scope.namespace
+        where, params = ["namespace = %s"], [ns]
+        for column, value in (("user_id", scope.user_id), ("agent_id", scope.agent_id)):
+            if value is not None:
+                where.append(f"{column} = %s")
+                params.append(value)
+        named = conn.execute(
+            f"DELETE FROM edges WHERE {' AND '.join(where)} RETURNING source_id, target_id",
+            params,
+        ).fetchall()
+        wanted = sorted(int(i) for i in feedback)
+        for table, column in (("feedback_labels", "feedback_id"), ("feedback", "id")):
+            conn.execute(
+                f"DELETE FROM {table} WHERE namespace = %s AND {column} = ANY(%s::bigint[])",
+                (ns, wanted),
+            )
+        if scope.user_id is None and scope.agent_id is None:
+            for table in ("aliases", "entities", "models", "sessions", "slots", "feedback"):
+                conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (ns,))
+        entities = sorted({int(e) for pair in named for e in pair})
+        conn.execute(schema.DROP_ORPHAN_ENTITIES, (ns, entities))
+
+    @staticmethod
+    def supersede(conn: psycopg.Connection, scope: Scope, old: int, new: int, reason: str) -> bool:
+        """``new`` replaces ``old``, both of ``scope`` (exactly): False when either is not
+        there; ``InvalidInput`` when ``new`` is (transitively) superseded by ``old``."""
+        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        held = {
+            int(i): (e, c)
+            for i, e, c in conn.execute(
+                "SELECT id, event_at, created_at FROM memories WHERE namespace = %s "
+                "AND user_id = %s AND agent_id = %s AND id = ANY(%s::bigint[]) FOR UPDATE",
+                (*where, [old, new]),
+            ).fetchall()
+        }
+        if old not in held or new not in held:
+            return False
+
+        def successor(memory_id: int) -> int | None:
+            row = conn.execute(
+                "SELECT superseded_by FROM memories WHERE namespace = %s AND id = %s",
+                (scope.namespace, memory_id),
+            ).fetchone()
+            return None if row is None or row[0] is None else int(row[0])
+
+        batch.refuse_cycle(old, new, successor)
+        event_at, created_at = held[new]
+        since = event_at if event_at is not None else created_at
+        conn.execute(schema.SUPERSEDE, (new, since, reason, old, *where, new, True))
+        return True
+
     def delete(
         self, conn: psycopg.Connection, deltas: Deltas, memory_id: int, scope: Scope
     ) -> bool:
@@ -406,6 +533,12 @@ class Writer:
             "DELETE FROM mentions WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
         )
         conn.execute("DELETE FROM edges WHERE namespace = %s AND memory_id = %s", (ns, memory_id))
+        conn.execute("DELETE FROM slots WHERE namespace = %s AND memory_id = %s", (ns, memory_id))
+        successor, until = conn.execute(
+            "SELECT superseded_by, valid_to FROM memories WHERE namespace = %s AND id = %s",
+            (ns, memory_id),
+        ).fetchone() or (None, None)
+        conn.execute(schema.RESTORE_SUPERSEDED, (successor, until, successor, ns, memory_id))
         conn.execute("DELETE FROM memories WHERE namespace = %s AND id = %s", (ns, memory_id))
         if session is not None and session[2] is not None:
             for statement in (schema.RESPAN_SESSION, schema.DROP_EMPTY_SESSION):

@@ -21,8 +21,8 @@ from fivefold.store.shared.notes import PROGRESS_MOVED, PROGRESS_PREFIX
 from fivefold.store.shared.rows import (
     edge_values,
     refuse_self_edge,
-    refuse_taken_alias,
     stored_edge,
+    taken_by,
 )
 from fivefold.store.shared.timeconv import to_ts
 from fivefold.store.shared.translate import translating
@@ -42,6 +42,8 @@ class PostgresWrites:
         *,
         progress: Progress | None = None,
         ids: Sequence[int] | None = None,
+        seen: Sequence[tuple[str, int]] = (),
+        seen_at: datetime | None = None,
     ) -> list[MemoryRecord]:
         if len(memories) != len(vectors):
             raise InvalidInput("one vector per memory is required")
@@ -52,6 +54,10 @@ class PostgresWrites:
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> list[MemoryRecord]:
             written = self._core.writer.memories(conn, deltas, memories, vectors, ids)
+            now = to_ts(seen_at or datetime.now().astimezone())
+            self._core.writer.seen_again(conn, seen, now)
+            for namespace in {ns for ns, _ in seen}:
+                deltas.memories[namespace] += 0  # a new generation: caches drop
             if progress is not None:
                 _note_progress(conn, progress, self._core.location)
             return written
@@ -91,7 +97,20 @@ class PostgresWrites:
         edge_id, memory_id = self._core.write(run)
         return stored_edge(edge, edge_id, memory_id)
 
-    def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
+    def merge_entities(self, namespace: str, name: str, other: str) -> Entity:
+        no_nul(None, name=name, alias=other)
+
+        def run(conn: psycopg.Connection, deltas: Deltas) -> Entity:
+            conn.execute(schema.ALIAS_LOCK, (namespace,))
+            keep, gone = (self._core.writer.named(conn, namespace, n) for n in (name, other))
+            if keep != gone:
+                self._core.writer.fold(conn, namespace, keep, gone)
+            deltas.memories[namespace] += 0
+            return self._aliased(conn, namespace, keep, other, merge=False)
+
+        return self._core.write(run)
+
+    def add_alias(self, namespace: str, name: str, alias: str, *, merge: bool = True) -> Entity:
         no_nul(None, name=name, alias=alias)
         alias_norm = normalize_name(alias)
         if not alias_norm:
@@ -103,24 +122,48 @@ class PostgresWrites:
             # would each pass the check below before either is committed.
             conn.execute(schema.ALIAS_LOCK, (namespace,))
             entity_id = self._core.writer.entity_id(conn, namespace, name, now, 0)
-            taken = conn.execute(schema.NAME_TAKEN, {"ns": namespace, "norm": alias_norm})
-            refuse_taken_alias(alias, entity_id, taken.fetchall())
-            conn.execute(schema.INSERT_ALIAS, (namespace, alias_norm, alias.strip(), entity_id))
             deltas.memories[namespace] += 0
-            canonical = conn.execute(
-                "SELECT name FROM entities WHERE namespace = %s AND id = %s",
-                (namespace, entity_id),
-            ).fetchone()
-            aliases = conn.execute(
-                "SELECT alias FROM aliases WHERE namespace = %s AND entity_id = %s ORDER BY alias",
-                (namespace, entity_id),
-            ).fetchall()
-            return Entity(
-                id=entity_id,
-                namespace=namespace,
-                name=str(canonical[0]) if canonical else name,
-                aliases=tuple(str(a[0]) for a in aliases),
-            )
+            return self._aliased(conn, namespace, entity_id, alias, merge=merge)
+
+        return self._core.write(run)
+
+    def _aliased(
+        self, conn: psycopg.Connection, namespace: str, entity_id: int, alias: str, *, merge: bool
+    ) -> Entity:
+        """``alias`` added to the entity (entities it is the name of folded in, with
+        ``merge``), and the entity as it is then."""
+        alias_norm = normalize_name(alias)
+        taken = conn.execute(schema.NAME_TAKEN, {"ns": namespace, "norm": alias_norm})
+        for other in taken_by(alias, entity_id, taken.fetchall(), merge=merge):
+            self._core.writer.fold(conn, namespace, entity_id, other)
+        conn.execute(schema.INSERT_ALIAS, (namespace, alias_norm, alias.strip(), entity_id))
+        canonical = conn.execute(
+            "SELECT name FROM entities WHERE namespace = %s AND id = %s",
+            (namespace, entity_id),
+        ).fetchone()
+        aliases = conn.execute(
+            "SELECT alias FROM aliases WHERE namespace = %s AND entity_id = %s ORDER BY alias",
+            (namespace, entity_id),
+        ).fetchall()
+        return Entity(
+            id=entity_id,
+            namespace=namespace,
+            name=str(canonical[0]) if canonical else alias,
+            aliases=tuple(str(a[0]) for a in aliases),
+        )
+
+    def forget_traces(self, scope: Scope, feedback: Sequence[int]) -> None:
+        def run(conn: psycopg.Connection, deltas: Deltas) -> None:
+            self._core.writer.forget_traces(conn, scope, feedback)
+            deltas.memories[scope.namespace] += 0  # a new generation: caches drop
+
+        self._core.write(run)
+
+    def supersede(self, scope: Scope, old: int, new: int, reason: str) -> bool:
+        def run(conn: psycopg.Connection, deltas: Deltas) -> bool:
+            done = self._core.writer.supersede(conn, scope, old, new, reason)
+            deltas.memories[scope.namespace] += 0  # a new generation: caches drop
+            return done
 
         return self._core.write(run)
 

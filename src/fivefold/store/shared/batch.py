@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
@@ -117,6 +117,66 @@ def memory_values(memory: NewMemory) -> tuple[Any, ...]:
     )
 
 
+def history_values(memory: NewMemory) -> tuple[Any, ...]:
+    """A new row's repeat key, how often its batch said it, and when last (its creation)."""
+    said_again = to_ts(memory.created_at) if memory.seen > 1 else None
+    return (memory.repeat_key, memory.seen, said_again)
+
+
+def slot_rows(memories: Sequence[NewMemory], ids: Sequence[int]) -> list[tuple[Any, ...]]:
+    """(namespace, user, agent, slot, memory id) of each slot of the batch's memories."""
+    return [
+        (m.scope.namespace, m.scope.user_id or "", m.scope.agent_id or "", slot, memory_id)
+        for m, memory_id in zip(memories, ids, strict=True)
+        for slot in m.slots
+    ]
+
+
+def supersessions(memories: Sequence[NewMemory], ids: Sequence[int]) -> list[tuple[Any, ...]]:
+    """What the batch's memories supersede, as the backends' ``SUPERSEDE`` takes it: (new id,
+    valid_to, reason, old id, namespace, user, agent, new id, outright). ``valid_to`` is when
+    the newer one holds from; a position earlier in the batch is its id."""
+    out = []
+    for memory, memory_id in zip(memories, ids, strict=True):
+        scope = memory.scope
+        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        for old in memory.supersedes + tuple(
+            replace(s, target=ids[s.target]) for s in memory.supersedes_batch
+        ):
+            out.append(
+                (memory_id, to_ts(memory.said_at), old.reason, old.target, *where, memory_id,
+                 old.outright)
+            )  # fmt: skip
+    return out
+
+
+def folded_pairs(pairs: Sequence[Sequence[Any]], keep: int, gone: int) -> list[tuple[Any, ...]]:
+    """Co-mention edges of ``gone`` (namespace, user, agent, source, target, support, created)
+    as edges of ``keep``, each pair ordered (a < b); an edge between the two goes."""
+    out = []
+    for namespace, user, agent, source, target, support, created in pairs:
+        a, b = sorted(keep if e == gone else int(e) for e in (source, target))
+        if a != b:
+            out.append((namespace, user, agent, a, b, int(support), created))
+    return out
+
+
+def refuse_cycle(old: int, new: int, successor: Callable[[int], int | None]) -> None:
+    """``old`` may not be superseded by ``new`` when ``new`` is itself, through the memories
+    that superseded it in turn, superseded by ``old``: that would make a cycle."""
+    if old == new:
+        raise InvalidInput(f"memory {old} cannot supersede itself")
+    seen, at = {new}, successor(new)
+    while at is not None and at not in seen:
+        if at == old:
+            raise InvalidInput(
+                f"memory {new} is superseded by {old} (through the memories after it): "
+                f"{old} cannot be superseded by {new}"
+            )
+        seen.add(at)
+        at = successor(at)
+
+
 def records(
     rows: Sequence[Sequence[Any]], found: Mentions, names: Mapping[int, str]
 ) -> list[MemoryRecord]:
@@ -131,6 +191,16 @@ def records(
         held.setdefault(memory_id, []).append(entity_id)
     return [
         memory_record(row, [names[e] for e in sorted(held.get(int(row[0]), ()))]) for row in rows
+    ]
+
+
+def fresh_records(
+    memories: Sequence[NewMemory], records: Sequence[MemoryRecord]
+) -> list[MemoryRecord]:
+    """The records of a batch's new rows with what their batch said of their history."""
+    return [
+        r if m.seen == 1 else replace(r, seen=m.seen, last_seen_at=m.created_at)
+        for m, r in zip(memories, records, strict=True)
     ]
 
 

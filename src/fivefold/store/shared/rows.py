@@ -16,7 +16,19 @@ from fivefold.types import Edge, EdgeKind, MemoryRecord, MemoryType, Scope
 COMENTION = "co_mentioned"  # the relation of the edges co-mentions derive
 
 
+# The columns a memory row is read with: its own (id to speaker), then its history, which a
+# new row has as ``FRESH`` (said once, current).
+MEMORY_COLUMNS = 13
+FRESH: tuple[Any, ...] = (1, None, None, None)
+
+
+def with_history(row: Sequence[Any]) -> list[Any]:
+    """A row of a memory's own columns gets a new row's history; one read with it keeps its."""
+    return [*row, *FRESH[len(row) - MEMORY_COLUMNS :]]
+
+
 def memory_record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
+    """A memory from its row: its own columns, with or without the history columns after."""
     (
         memory_id,
         namespace,
@@ -31,7 +43,11 @@ def memory_record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
         importance,
         metadata,
         speaker,
-    ) = row  # the columns of each backend's MEMORY_COLUMNS, in this order
+        seen,
+        last_seen_at,
+        superseded_by,
+        valid_to,
+    ) = with_history(row)  # each backend's MEMORY_COLUMNS, in order
     return MemoryRecord(
         id=int(memory_id),
         content=content,
@@ -48,6 +64,10 @@ def memory_record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
         # Read-only: a cached result must not change under a caller who edits it.
         metadata=MappingProxyType(json.loads(metadata)),
         speaker=speaker,
+        seen=int(seen),
+        last_seen_at=None if last_seen_at is None else from_ts(last_seen_at),
+        superseded_by=None if superseded_by is None else int(superseded_by),
+        valid_to=None if valid_to is None else from_ts(valid_to),
     )
 
 
@@ -113,16 +133,26 @@ def refuse_self_edge(edge: NewEdge, source: object, target: object) -> None:
         )
 
 
-def refuse_taken_alias(alias: str, entity_id: int, taken: Sequence[Sequence[Any]]) -> None:
-    """An alias names one entity: refused when its key is already another entity's name or
-    another entity's alias (``taken``: (entity id, entity name) rows of both). Accepted, a write
-    naming it would link to one entity and a query naming it resolve to the other."""
-    for other, name in taken:
-        if int(other) != entity_id:
+def taken_by(
+    alias: str, entity_id: int, taken: Sequence[Sequence[Any]], *, merge: bool
+) -> list[int]:
+    """The entities to fold into ``entity_id`` before ``alias`` can name it: another entity
+    whose own name the alias is (with ``merge``). An alias names one entity: refused when it is
+    another entity's alias, or (without ``merge``) its name (``taken``: (entity id, entity
+    name, whether the key is an alias) rows). Accepted, a write naming it would link to one
+    entity and a query naming it resolve to the other."""
+    folded = []
+    for other, name, is_alias in taken:
+        if int(other) == entity_id:
+            continue
+        if is_alias or not merge:
+            what = "an alias of" if is_alias else "the name of"
             raise InvalidInput(
-                f"{alias!r} already names the entity {str(name)!r}: an alias names one entity "
-                "(two entities cannot be merged)"
+                f"{alias!r} already names the entity {str(name)!r} ({what} it): an alias names "
+                "one entity; merge_entities folds two into one"
             )
+        folded.append(int(other))
+    return folded
 
 
 def new_keys(rows: Sequence[Sequence[Any]]) -> list[tuple[str, Any, str]]:

@@ -16,6 +16,7 @@ from fivefold.store.shared.rows import new_keys
 from fivefold.store.sqlite import files, schema, vector_sync
 from fivefold.store.sqlite.core import Core
 from fivefold.store.sqlite.schema import CATALOG_TRIGGERS, LEARNING_DDL, STRENGTH
+from fivefold.text import repeat_key
 
 log = logging.getLogger("fivefold.store")
 
@@ -157,6 +158,36 @@ def _rekey_names(conn: sqlite3.Connection) -> None:
         log.warning("schema 7: %d entity or alias keys kept as they were (taken)", kept)
 
 
+# Schema 8 -> 9: a memory's history (its repeats, what superseded it) and the slots a newer
+# memory finds it by; the repeat keys of memories written before (``_history``).
+_HISTORY_COLUMNS = (
+    ("repeat_key", "TEXT"),
+    ("seen", "INTEGER NOT NULL DEFAULT 1"),
+    ("last_seen_at", "REAL"),
+    ("superseded_by", "INTEGER"),
+    ("valid_to", "REAL"),
+    ("supersession", "TEXT"),
+)
+
+
+def _history(conn: sqlite3.Connection) -> None:
+    held = {str(r[1]) for r in conn.execute("PRAGMA table_info(memories)")}
+    for column, kind in _HISTORY_COLUMNS:
+        if column not in held:  # a store made by a version in between may have some
+            conn.execute(f"ALTER TABLE memories ADD COLUMN {column} {kind}")
+    for statement in schema.HISTORY_DDL.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    _repeat_keys(conn)
+
+
+def _repeat_keys(conn: sqlite3.Connection) -> None:
+    rows = conn.execute("SELECT id, content FROM memories WHERE session_id IS NULL").fetchall()
+    conn.executemany(
+        "UPDATE memories SET repeat_key = ? WHERE id = ?", [(repeat_key(c), i) for i, c in rows]
+    )
+
+
 # Keyed by the version a step starts from.
 STEPS: Mapping[int, Step] = {
     1: Step(2, tuple(s for s in _TO_2.split(";") if s.strip()), _speakers),
@@ -166,6 +197,7 @@ STEPS: Mapping[int, Step] = {
     5: Step(6, _TO_6),
     6: Step(7, _TO_7, _rekey_names),
     7: Step(8, _TO_8),
+    8: Step(9, then=_history),
 }
 
 

@@ -4,12 +4,10 @@ SQL."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 
-import numpy as np
-
-from fivefold.embed.base import Vectors
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
 from fivefold.store.shared.rows import memory_record
 from fivefold.store.shared.timeconv import from_ts
@@ -64,29 +62,22 @@ class SQLiteReads:
             return {}
         with self._core.lock:
             rows = self._core.conn.execute(
-                "SELECT id, importance, type, event_at, created_at, speaker, length(content) "
-                f"FROM memories WHERE {BY_ID}",
+                "SELECT id, importance, type, event_at, created_at, speaker, length(content), "
+                f"superseded_by FROM memories WHERE {BY_ID}",
                 (namespace, id_list(ids)),
             ).fetchall()
         return {
             int(i): MemoryAttributes(
-                float(v), MemoryType(t), None if e is None else from_ts(e), from_ts(c), s, int(n)
+                float(v),
+                MemoryType(t),
+                None if e is None else from_ts(e),
+                from_ts(c),
+                s,
+                int(n),
+                None if u is None else int(u),
             )
-            for i, v, t, e, c, s, n in rows
+            for i, v, t, e, c, s, n, u in rows
         }
-
-    def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
-        if not ids:
-            return {}
-        with self._core.lock:
-            rows = self._core.conn.execute(
-                "SELECT v.memory_id, v.embedding FROM vectors v "
-                "JOIN memories m ON m.id = v.memory_id "
-                "WHERE +m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))",
-                (namespace, id_list(ids)),
-            ).fetchall()
-        dim = self._core.dim
-        return {int(i): np.frombuffer(blob, dtype=np.float32).reshape(dim) for i, blob in rows}
 
     def catalog(self, namespace: str) -> list[CatalogEntry]:
         """The same list while no name of the namespace changes (its catalog version)."""
@@ -163,3 +154,35 @@ class SQLiteReads:
         with self._core.lock:
             row = self._core.conn.execute(sql, params).fetchone()
         return None if row is None or row[0] is None else from_ts(row[0])
+
+    def repeats(self, scope: Scope, keys: Sequence[str]) -> dict[str, list[int]]:
+        if not keys:
+            return {}
+        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        out: dict[str, list[int]] = {}
+        with self._core.lock:
+            rows = self._core.conn.execute(schema.FIND_REPEATS, (*where, json.dumps(list(keys))))
+            for key, memory_id in rows:
+                out.setdefault(str(key), []).append(int(memory_id))
+        return out
+
+    def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> list[int]:
+        if not slots or limit <= 0:
+            return []
+        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        with self._core.lock:
+            rows = self._core.conn.execute(
+                schema.SLOT_HOLDERS, (*where, json.dumps(list(slots)), limit)
+            ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def replaced(self, namespace: str, ids: Sequence[int]) -> dict[int, list[int]]:
+        if not ids:
+            return {}
+        out: dict[int, list[int]] = {}
+        with self._core.lock:
+            for successor, memory_id in self._core.conn.execute(
+                schema.REPLACED, (namespace, id_list(ids))
+            ):
+                out.setdefault(int(successor), []).append(int(memory_id))
+        return out

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from fivefold.store.shared.rows import COMENTION as COMENTION  # one name for both backends
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # Rows of one namespace among a list of ids (``id_list``): the unary ``+`` keeps SQLite from
 # answering through an index on the namespace (which reads every row of the namespace) rather
 # than looking each id up.
@@ -91,6 +91,32 @@ CATALOG_TRIGGERS = tuple(
 )
 CATALOG_VERSION = "SELECT catalog_version FROM namespaces WHERE namespace = ?"
 
+# What a memory's history keeps: the key an exact repeat is found by (none for a conversation
+# turn), how often it was said and when last, and the memory that superseded it, from when,
+# and why. A slot is what a memory states a value of ("user|residence"): the older memories
+# of a scope sharing one are those a new memory may supersede.
+MEMORY_HISTORY_COLUMNS = """repeat_key  TEXT,
+    seen        INTEGER NOT NULL DEFAULT 1,
+    last_seen_at REAL,
+    superseded_by INTEGER,
+    valid_to    REAL,
+    supersession TEXT"""
+HISTORY_DDL = """
+CREATE INDEX IF NOT EXISTS memories_repeat
+    ON memories(namespace, user_id, agent_id, repeat_key) WHERE repeat_key IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_superseded
+    ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE TABLE IF NOT EXISTS slots (
+    namespace TEXT NOT NULL,
+    user_id   TEXT NOT NULL,
+    agent_id  TEXT NOT NULL,
+    slot      TEXT NOT NULL,
+    memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    PRIMARY KEY (namespace, user_id, agent_id, slot, memory_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS slots_memory ON slots(memory_id);
+"""
+
 DDL = f"""
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
@@ -111,12 +137,14 @@ CREATE TABLE IF NOT EXISTS memories (
     metadata    TEXT NOT NULL DEFAULT '{{}}',
     speaker     TEXT,
     context_near TEXT NOT NULL DEFAULT '',
-    context_far  TEXT NOT NULL DEFAULT ''
+    context_far  TEXT NOT NULL DEFAULT '',
+    {MEMORY_HISTORY_COLUMNS}
 );
 CREATE INDEX IF NOT EXISTS memories_scope ON memories(namespace, user_id, agent_id);
 CREATE INDEX IF NOT EXISTS memories_event_at ON memories(namespace, type, event_at);
 CREATE INDEX IF NOT EXISTS memories_session
     ON memories(namespace, user_id, agent_id, session_id) WHERE session_id IS NOT NULL;
+{HISTORY_DDL}
 CREATE TABLE IF NOT EXISTS vectors (
     memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
     embedding BLOB NOT NULL,
@@ -197,10 +225,45 @@ SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0
 INSERT_MEMORY = """
 INSERT INTO memories (id, namespace, user_id, agent_id, session_id, content, predicate, type,
                       event_at, created_at, importance, metadata, speaker, context_near,
-                      context_far)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                      context_far, repeat_key, seen, last_seen_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 INSERT_VECTOR = "INSERT INTO vectors (memory_id, embedding, context) VALUES (?, ?, ?)"
+INSERT_SLOT = (
+    "INSERT OR IGNORE INTO slots (namespace, user_id, agent_id, slot, memory_id) "
+    "VALUES (?, ?, ?, ?, ?)"
+)
+# An older memory of the same scope replaced by a newer one; one the engine inferred is not
+# replaced again (it is no longer current), one the caller names always is.
+SUPERSEDE = """
+UPDATE memories SET superseded_by = ?, valid_to = ?, supersession = ?
+WHERE id = ? AND namespace = ? AND user_id = ? AND agent_id = ? AND id <> ?
+  AND (superseded_by IS NULL OR ?)
+"""
+# A memory forgotten hands what it superseded to the memory that superseded it (or makes it
+# current again).
+RESTORE_SUPERSEDED = """
+UPDATE memories SET superseded_by = ?, valid_to = ?,
+    supersession = CASE WHEN ? IS NULL THEN NULL ELSE supersession END
+WHERE superseded_by = ?
+"""
+SEEN_AGAIN = "UPDATE memories SET seen = seen + 1, last_seen_at = ? WHERE id = ? AND namespace = ?"
+FIND_REPEATS = """
+SELECT repeat_key, id FROM memories
+WHERE namespace = ? AND user_id = ? AND agent_id = ? AND session_id IS NULL
+  AND repeat_key IN (SELECT value FROM json_each(?))
+ORDER BY id
+"""
+SLOT_HOLDERS = """
+SELECT DISTINCT s.memory_id FROM slots s JOIN memories m ON m.id = s.memory_id
+WHERE s.namespace = ? AND s.user_id = ? AND s.agent_id = ? AND m.superseded_by IS NULL
+  AND s.slot IN (SELECT value FROM json_each(?))
+ORDER BY s.memory_id DESC LIMIT ?
+"""
+REPLACED = """
+SELECT superseded_by, id FROM memories
+WHERE +namespace = ? AND superseded_by IN (SELECT value FROM json_each(?)) ORDER BY id
+"""
 UPDATE_CONTEXT = "UPDATE memories SET context_near = ?, context_far = ? WHERE id = ?"
 UPDATE_SEARCHED = "UPDATE vectors SET context = ? WHERE memory_id = ?"
 # (key, entity id, its stored name): the names are the written records' (``batch.records``).
@@ -273,9 +336,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 # What an alias's key already names: an entity of that key, and the entities it is an alias of.
 NAME_TAKEN = """
-SELECT id, name FROM entities WHERE namespace = ? AND norm = ?
+SELECT id, name, 0 FROM entities WHERE namespace = ? AND norm = ?
 UNION ALL
-SELECT a.entity_id, e.name FROM aliases a JOIN entities e ON e.id = a.entity_id
+SELECT a.entity_id, e.name, 1 FROM aliases a JOIN entities e ON e.id = a.entity_id
 WHERE a.namespace = ? AND a.norm = ?
 """
 INSERT_ALIAS = (
@@ -317,7 +380,7 @@ NAMESPACE_STATE = (
 
 SELECT_MEMORY_COLUMNS = """
 SELECT id, namespace, user_id, agent_id, session_id, content, predicate, type, event_at,
-       created_at, importance, metadata, speaker
+       created_at, importance, metadata, speaker, seen, last_seen_at, superseded_by, valid_to
 FROM memories
 """
 SELECT_MEMORY_ENTITIES = """

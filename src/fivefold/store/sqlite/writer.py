@@ -14,15 +14,15 @@ from datetime import datetime
 import numpy as np
 
 from fivefold.embed.base import Vectors
-from fivefold.errors import InvalidInput
+from fivefold.errors import InvalidInput, NotFound
 from fivefold.store.protocol import StoreSettings
 from fivefold.store.records import NewEdge, NewMemory
 from fivefold.store.shared import batch, context
 from fivefold.store.shared.rows import (
     edge_values,
     refuse_self_edge,
-    refuse_taken_alias,
     stored_edge,
+    taken_by,
 )
 from fivefold.store.shared.timeconv import to_ts
 from fivefold.store.sqlite import schema
@@ -46,6 +46,79 @@ class Writer:
         self._settings = settings
         self._context = context_rows
         self._dim = dim
+
+    def seen_again(self, seen: Sequence[tuple[str, int]], at: datetime) -> None:
+        """Memories said again (exact repeats, by namespace and id): counted, with when."""
+        when = to_ts(at)
+        self._conn.executemany(schema.SEEN_AGAIN, [(when, int(i), ns) for ns, i in seen])
+
+    def supersede(self, scope: Scope, old: int, new: int, reason: str) -> bool:
+        """``new`` replaces ``old``, both of ``scope`` (exactly): False when either is not
+        there; ``InvalidInput`` when ``new`` is (transitively) superseded by ``old``."""
+        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        held = {
+            int(i): (s, v, e, c)
+            for i, s, v, e, c in self._conn.execute(
+                "SELECT id, superseded_by, valid_to, event_at, created_at FROM memories "
+                "WHERE id IN (?, ?) AND namespace = ? AND user_id = ? AND agent_id = ?",
+                (old, new, *where),
+            )
+        }
+        if old not in held or new not in held:
+            return False
+        batch.refuse_cycle(old, new, lambda i: self._successor(i))
+        _, _, event_at, created_at = held[new]
+        since = event_at if event_at is not None else created_at
+        self._conn.execute(schema.SUPERSEDE, (new, since, reason, old, *where, new, True))
+        self._conn.execute(schema.BUMP_NAMESPACE, (scope.namespace, 0, 0))
+        return True
+
+    def fold(self, keep: int, gone: int) -> None:
+        _fold(self._conn, keep, gone)
+
+    def merge(self, namespace: str, name: str, other: str) -> Entity:
+        """Entity ``other`` (by name or alias) folded into entity ``name``."""
+        keep, gone = (self._named(namespace, n) for n in (name, other))
+        if keep != gone:
+            self.fold(keep, gone)
+        return self.alias(namespace, name, other)
+
+    def _named(self, namespace: str, name: str) -> int:
+        norm = normalize_name(name)
+        for statement in (
+            schema.FIND_ALIAS,
+            "SELECT id FROM entities WHERE namespace = ? AND norm = ?",
+        ):
+            row = self._conn.execute(statement, (namespace, norm)).fetchone()
+            if row is not None:
+                return int(row[0])
+        raise NotFound(f"no entity named {name!r} in namespace {namespace!r}")
+
+    def forget_traces(self, scope: Scope, feedback: Sequence[int]) -> None:
+        conn, ns = self._conn, scope.namespace
+        where, params = ["namespace = ?"], [ns]
+        for column, value in (("user_id", scope.user_id), ("agent_id", scope.agent_id)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        named = conn.execute(
+            f"DELETE FROM edges WHERE {' AND '.join(where)} RETURNING source_id, target_id",
+            params,
+        ).fetchall()
+        conn.execute("DELETE FROM feedback WHERE id IN (SELECT value FROM json_each(?))",
+                     (json.dumps(sorted(int(i) for i in feedback)),))  # fmt: skip
+        if scope.user_id is None and scope.agent_id is None:
+            for table in ("aliases", "entities", "models", "sessions", "slots", "feedback"):
+                conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (ns,))
+        entities = sorted({int(e) for pair in named for e in pair})
+        conn.execute(schema.DROP_ORPHAN_ENTITIES, (json.dumps(entities),))
+        conn.execute(schema.BUMP_NAMESPACE, (ns, 0, 1))
+
+    def _successor(self, memory_id: int) -> int | None:
+        row = self._conn.execute(
+            "SELECT superseded_by FROM memories WHERE id = ?", (memory_id,)
+        ).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
 
     def memories(
         self,
@@ -74,8 +147,14 @@ class Writer:
         )
         values = [(i, *batch.memory_values(m)) for i, m in zip(ids, memories, strict=True)]
         self._conn.executemany(
-            schema.INSERT_MEMORY, [(*v, *rows.contexts.get(v[0], ("", ""))) for v in values]
+            schema.INSERT_MEMORY,
+            [
+                (*v, *rows.contexts.get(v[0], ("", "")), *batch.history_values(m))
+                for v, m in zip(values, memories, strict=True)
+            ],
         )
+        self._conn.executemany(schema.INSERT_SLOT, batch.slot_rows(memories, ids))
+        self._conn.executemany(schema.SUPERSEDE, batch.supersessions(memories, ids))
         self._conn.executemany(
             schema.INSERT_VECTOR,
             [(i, blob, _blob(rows.searched.get(i))) for i, blob in zip(ids, blobs, strict=True)],
@@ -99,7 +178,7 @@ class Writer:
         self._conn.executemany(
             schema.BUMP_NAMESPACE, [(ns, count, 1) for ns, count in counts.items()]
         )
-        return batch.records(values, found, names)
+        return batch.fresh_records(memories, batch.records(values, found, names))
 
     def _entities(
         self, memories: Sequence[NewMemory], ids: Sequence[int], named: Sequence[batch.Named]
@@ -177,6 +256,10 @@ class Writer:
             for b in joined[i + 1 :]:
                 self._conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
         self._conn.execute(schema.PRUNE_COMENTIONS)
+        successor, until = self._conn.execute(
+            "SELECT superseded_by, valid_to FROM memories WHERE id = ?", (memory_id,)
+        ).fetchone()
+        self._conn.execute(schema.RESTORE_SUPERSEDED, (successor, until, successor, memory_id))
         self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
         if session is not None:
             for statement in (schema.RESPAN_SESSION, schema.DROP_EMPTY_SESSION):
@@ -204,13 +287,15 @@ class Writer:
         self._conn.execute(schema.BUMP_NAMESPACE, (scope.namespace, 0, 0))
         return stored_edge(edge, int(cur.lastrowid or 0), memory_id)
 
-    def alias(self, namespace: str, name: str, alias: str) -> Entity:
+    def alias(self, namespace: str, name: str, alias: str, *, merge: bool = True) -> Entity:
         """``alias`` (with letters or digits: the caller checked) for the entity ``name``
-        resolves to, made if new."""
+        resolves to, made if new; an entity the alias is the name of is folded into it
+        (``merge``)."""
         entity_id = self.entity_id(namespace, name, to_ts(datetime.now().astimezone()), 0)
         norm = normalize_name(alias)
         taken = self._conn.execute(schema.NAME_TAKEN, (namespace, norm, namespace, norm))
-        refuse_taken_alias(alias, entity_id, taken.fetchall())
+        for other in taken_by(alias, entity_id, taken.fetchall(), merge=merge):
+            self.fold(entity_id, other)
         self._conn.execute(schema.INSERT_ALIAS, (namespace, norm, alias.strip(), entity_id))
         self._conn.execute(schema.BUMP_NAMESPACE, (namespace, 0, 0))
         canonical = self._conn.execute(
@@ -223,6 +308,44 @@ class Writer:
             )
         ]
         return Entity(id=entity_id, namespace=namespace, name=canonical, aliases=tuple(aliases))
+
+
+def _fold(conn: sqlite3.Connection, keep: int, gone: int) -> None:
+    """Entity ``gone`` folded into ``keep`` (of one namespace): its mentions, edges and aliases
+    move to it, co-mention supports add up, and its name becomes one of ``keep``'s aliases."""
+    conn.execute(
+        "DELETE FROM mentions WHERE entity_id = ? AND (type, memory_id) IN "
+        "(SELECT type, memory_id FROM mentions WHERE entity_id = ?)",
+        (gone, keep),
+    )
+    conn.execute("UPDATE mentions SET entity_id = ? WHERE entity_id = ?", (keep, gone))
+    conn.execute(
+        "UPDATE entities SET mentions = (SELECT count(*) FROM mentions WHERE entity_id = ?) "
+        "WHERE id = ?",
+        (keep, keep),
+    )
+    comention = f"relation = '{schema.COMENTION}' AND (source_id = ? OR target_id = ?)"
+    pairs = conn.execute(
+        "SELECT namespace, user_id, agent_id, source_id, target_id, support, created_at "
+        f"FROM edges WHERE {comention}",
+        (gone, gone),
+    ).fetchall()
+    conn.execute(f"DELETE FROM edges WHERE {comention}", (gone, gone))
+    for row in batch.folded_pairs(pairs, keep, gone):
+        conn.execute(schema.UPSERT_COMENTIONS, row)
+    for side in ("source_id", "target_id"):
+        conn.execute(f"UPDATE edges SET {side} = ? WHERE {side} = ?", (keep, gone))
+    conn.execute("DELETE FROM edges WHERE source_id = target_id")
+    conn.execute(
+        "DELETE FROM aliases WHERE entity_id = ? AND norm IN "
+        "(SELECT norm FROM aliases WHERE entity_id = ?)",
+        (gone, keep),
+    )
+    conn.execute("UPDATE aliases SET entity_id = ? WHERE entity_id = ?", (keep, gone))
+    namespace, name, norm = conn.execute(
+        "DELETE FROM entities WHERE id = ? RETURNING namespace, name, norm", (gone,)
+    ).fetchone()
+    conn.execute(schema.INSERT_ALIAS, (namespace, norm, name, keep))
 
 
 def _blob(vector: Vectors | None) -> bytes | None:

@@ -4,6 +4,7 @@ the lexical index told of it once committed."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -30,6 +31,8 @@ class SQLiteWrites:
         *,
         progress: Progress | None = None,
         ids: Sequence[int] | None = None,
+        seen: Sequence[tuple[str, int]] = (),
+        seen_at: datetime | None = None,
     ) -> list[MemoryRecord]:
         core = self._core
         if len(memories) != len(vectors):
@@ -38,6 +41,7 @@ class SQLiteWrites:
             raise InvalidInput(f"vectors must have {core.dim} dimensions, got {vectors.shape[1]}")
         with core.transaction():
             written = core.writer.memories(memories, vectors, ids)
+            core.writer.seen_again(seen, seen_at or datetime.now(UTC))
             if progress is not None:
                 self._note_progress(progress)
         with core.lock:  # the lexical indexes share the connection: never beside a reader
@@ -68,11 +72,23 @@ class SQLiteWrites:
         with core.transaction():
             return core.writer.edge(edge, records, matrix)
 
-    def add_alias(self, namespace: str, name: str, alias: str) -> Entity:
+    def add_alias(self, namespace: str, name: str, alias: str, *, merge: bool = True) -> Entity:
         if not normalize_name(alias):
             raise InvalidInput(f"alias {alias!r} has no letters or digits")
         with self._core.transaction():
-            return self._core.writer.alias(namespace, name, alias)
+            return self._core.writer.alias(namespace, name, alias, merge=merge)
+
+    def merge_entities(self, namespace: str, name: str, other: str) -> Entity:
+        with self._core.transaction():
+            return self._core.writer.merge(namespace, name, other)
+
+    def forget_traces(self, scope: Scope, feedback: Sequence[int]) -> None:
+        with self._core.transaction():
+            self._core.writer.forget_traces(scope, feedback)
+
+    def supersede(self, scope: Scope, old: int, new: int, reason: str) -> bool:
+        with self._core.transaction():
+            return self._core.writer.supersede(scope, old, new, reason)
 
     def _note_progress(self, progress: Progress) -> None:
         conn = self._core.conn
