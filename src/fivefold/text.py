@@ -10,10 +10,12 @@ term we compute in Python is the term the index holds.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import unicodedata
 from collections.abc import Iterable
 from functools import cache, lru_cache
+from importlib import resources
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
@@ -227,11 +229,24 @@ def normalize_name(name: str) -> str:
 
 
 def normalize_query(text: str) -> str:
-    """Cache key normalization: whitespace folded, nothing else. Not lowercased, punctuation
-    kept: the parser reads both ("2024-03-05" is a date, "2024 03 05" is not; "May" is a month,
-    "may" is not), and a key that erased them would serve one query the cached answer of
-    another."""
-    return _SPACE.sub(" ", text).strip()
+    """Cache key normalization: lowercased, punctuation stripped, whitespace folded; then what
+    that would erase and the parser reads: each word holding a digit as written ("2024-03-05"
+    is a date, "2024 03 05" is not) and each word capitalized after a sentence's first ("May"
+    is a month and "Mark" a name where "may" and "mark" are not). Queries that differ only in
+    case or punctuation share a key; a key never serves one query another's answer."""
+    folded = " ".join(_NOT_WORD.sub("", text.lower()).split())
+    kept = [
+        m.group(0)
+        for m in _SPACE_SEPARATED.finditer(text)
+        if any(c.isdigit() for c in m.group(0))
+        or (m.group(0)[0].isupper() and not _OPENS.search(text[: m.start()]))
+    ]
+    return f"{folded}\x1f{' '.join(kept)}"
+
+
+_NOT_WORD = re.compile(r"[^\w\s]|_")
+_SPACE_SEPARATED = re.compile(r"\S+")
+_OPENS = re.compile(r"(?:^|[.!?]\s*)\s*[\"“(]?$")
 
 
 def trigrams(text: str) -> frozenset[str]:
@@ -256,3 +271,25 @@ def repeat_key(content: str) -> str:
     folded and its case folded, hashed (an index key of fixed size)."""
     folded = " ".join(content.split()).casefold()
     return hashlib.sha256(folded.encode("utf-8")).hexdigest()[:32]
+
+
+@cache
+def dictionary_words() -> frozenset[str]:
+    """Whole lowercase words of the MiniLM WordPiece vocabulary (~22k common English words,
+    shipped with the package): a word found there ("set", "go", "times") is an ordinary word
+    unless its case or its place says it is a name; one not found there ("priya", "kestrel")
+    looks like a name in any case."""
+    raw = resources.files("fivefold.embed").joinpath("tokenizer.json").read_text("utf-8")
+    vocab = json.loads(raw)["model"]["vocab"]
+    return frozenset(w for w in vocab if w.isalpha() and w.islower())
+
+
+# Words that open a sentence without being part of the name after them ("Besides Italy").
+OPENERS = frozenset(
+    """
+    besides after before during since until unless although though because maybe perhaps
+    luckily hopefully unfortunately finally anyway still even just only also without within
+    about around across along among behind beyond despite except inside outside near unlike
+    via per thanks according apart instead like whenever wherever meanwhile otherwise
+    """.split()
+)

@@ -63,6 +63,11 @@ ENTITIES = [
     ("I asked Priya Patel", True, ["Priya Patel"]),
     ("we can meet in may", True, []),
     ("I met Tom at the tom yum place", True, ["Tom Baker"]),
+    # A sentence opener, a field label or a short ordinary word in capitals is no part of a name.
+    ("Besides Italy, we went to Spain with Priya.", False, ["Italy", "Spain", "Priya"]),
+    ("Luckily Marco fixed it.", False, ["Marco"]),
+    ("Name: Priya Patel", False, ["Priya Patel"]),
+    ("I play CS:GO with Marco every night.", False, ["Marco"]),
 ]
 
 

@@ -283,3 +283,12 @@ def test_editing_a_hits_nested_metadata_changes_no_later_recall(mem: fivefold.Me
         hit.memory.metadata["owner"]["name"] = "MALLORY"
         hit.memory.metadata["t"].append("pwned")
     assert mem.recall("Kestrel Postgres").cached
+
+
+def test_the_key_folds_case_and_punctuation_but_keeps_what_the_parser_reads() -> None:
+    from fivefold.text import normalize_query
+
+    assert normalize_query("What's my badge number?") == normalize_query("whats my  badge number")
+    assert normalize_query("What is on 2024-03-05?") != normalize_query("what is on 2024 03 05")
+    assert normalize_query("Where does Mark work?") != normalize_query("where does mark work")
+    assert normalize_query("May plans") == normalize_query("may plans")  # opening: says nothing

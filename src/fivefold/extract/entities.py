@@ -8,13 +8,18 @@ names must look like names (capitalized, not a common sentence opener, not a wee
 from __future__ import annotations
 
 import functools
-import json
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
-from importlib import resources
 
-from fivefold.text import COMMON_WORDS, STOP_WORDS, capital_chars, normalize_name
+from fivefold.text import (
+    COMMON_WORDS,
+    OPENERS,
+    STOP_WORDS,
+    capital_chars,
+    dictionary_words,
+    normalize_name,
+)
 from fivefold.text import words as word_spans
 from fivefold.validate import MAX_KEY_BYTES, MAX_NAME_BYTES, MAX_SCOPE_CHARS
 
@@ -136,21 +141,13 @@ def _capitalized_names(text: str) -> Iterable[str]:
 
 
 def _looks_named(word: str, following: str) -> bool:
+    if word.lower() in _FIELD_LABELS:  # "Name: ...", "Note: ..." label a field, not a speaker
+        return False
     if following.startswith(":") or _POSSESSIVE.search(word):
         return True
     if any(c.isdigit() for c in word) or any(c.isupper() for c in word[1:]):
         return True
-    return word.lower() not in _dictionary()
-
-
-@functools.cache
-def _dictionary() -> frozenset[str]:
-    """Whole lowercase words of the MiniLM WordPiece vocabulary (~22k common English words,
-    shipped with the package): a capitalized sentence opener found there ("Set", "Met") is
-    taken as an ordinary word; one not found there ("Priya", "Kestrel") as a name."""
-    raw = resources.files("fivefold.embed").joinpath("tokenizer.json").read_text("utf-8")
-    vocab = json.loads(raw)["model"]["vocab"]
-    return frozenset(w for w in vocab if w.isalpha() and w.islower())
+    return word.lower() not in dictionary_words()
 
 
 def _trim(words: list[str], at_start: bool) -> list[str]:
@@ -165,11 +162,17 @@ def _trim(words: list[str], at_start: bool) -> list[str]:
         word = words[0]
         if word.isupper() and word.lower() in _GENERIC_ACRONYMS:
             return []
+        # A short word in capitals that is an ordinary word ("GO" of "CS:GO", "ON") is no name.
+        if word.isupper() and len(word) <= 3 and word.lower() in dictionary_words():
+            return []
         if len(word) < 2:
             return []
     return words
 
 
+_FIELD_LABELS = frozenset(
+    "name note update reminder summary subject answer question todo tip warning error".split()
+)
 _CONNECTORS = frozenset(
     {"of", "de", "da", "del", "van", "von", "der", "la", "le", "the", "and", "&"}
 )
@@ -177,7 +180,7 @@ _CONNECTORS = frozenset(
 
 def _is_common(word: str, at_start: bool) -> bool:
     low = word.lower().replace("’", "'").split("'")[0]
-    if low in COMMON_WORDS:
+    if low in COMMON_WORDS or (at_start and low in OPENERS):
         return True
     # Mid-sentence, a capitalized stop word ("The Hague") is part of a name; at the start of a
     # sentence it is just capitalization.

@@ -8,6 +8,7 @@ typo never reaches the 0.85 the entity-centric plan requires).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from fivefold.store.records import CatalogEntry
 from fivefold.text import (
     COMMON_WORDS,
     STOP_WORDS,
+    dictionary_words,
     normalize_name,
     trigram_similarity,
     trigrams,
@@ -76,6 +78,7 @@ class _Word:
     capitalized: bool
     start: int
     end: int
+    opening: bool = False  # the query's or a sentence's first word: its capital says nothing
 
 
 class EntityResolver:
@@ -109,7 +112,7 @@ class EntityResolver:
         # Each word keyed as an entity's name is (``normalize_name``): folded, it may be two
         # words ("½" -> "1 2") or none (a lone mark).
         words = [
-            _Word(key, m.group(0)[0].isupper(), m.start(), m.end())
+            _Word(key, m.group(0)[0].isupper(), m.start(), m.end(), not _cased(query, m.start()))
             for m in word_spans(query)
             if (key := normalize_name(m.group(0)))
         ]
@@ -135,7 +138,7 @@ class EntityResolver:
         key = " ".join(w.key for w in span)
         text = query[span[0].start : span[-1].end]
         common = key in STOP_WORDS or key in COMMON_WORDS
-        if len(span) == 1 and common and not span[0].capitalized:
+        if len(span) == 1 and common and (not span[0].capitalized or span[0].opening):
             return []
         for table, confidence, how in (
             (self._exact, EXACT, Resolution.EXACT),
@@ -186,3 +189,47 @@ class EntityResolver:
             confidence=round(confidence, 4),
             resolution=how,
         )
+
+
+_OPENING = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“(]\s*)$")
+
+
+def _cased(query: str, start: int) -> bool:
+    """Whether a capital at ``start`` says anything: not where every word is capitalized (the
+    query's first word, a sentence's)."""
+    return not _OPENING.search(query[max(0, start - 8) : start])
+
+
+# A word used this many times more often than the entity it spells is mentioned (plus one) is
+# an ordinary word in the store's own text ("go", "will", "times"), not the name.
+ORDINARY_RATIO = 2
+
+
+def ordinary_words(
+    query: str,
+    refs: Sequence[EntityRef],
+    frequencies: Callable[[Sequence[str]], dict[str, int]],
+    mentions: Callable[[Sequence[int]], dict[int, int]],
+) -> list[EntityRef]:
+    """``refs`` without those a common word made, where neither its case nor the store says
+    it is a name: a single word, in lower case or opening the query, that the dictionary
+    knows and that the store's memories use far more often than they name the entity."""
+    suspects = [r for r in refs if _uncased_word(query, r.text)]
+    if not suspects:
+        return list(refs)
+    words = sorted({r.text.lower() for r in suspects})
+    counts = frequencies(words)
+    named = mentions(sorted({r.entity_id for r in suspects}))
+    dropped = {
+        r.entity_id
+        for r in suspects
+        if counts.get(r.text.lower(), 0) > ORDINARY_RATIO * named.get(r.entity_id, 0) + 1
+    }
+    return [r for r in refs if r.entity_id not in dropped or r not in suspects]
+
+
+def _uncased_word(query: str, text: str) -> bool:
+    if " " in text or text.lower() not in dictionary_words():
+        return False
+    at = query.find(text)
+    return text.islower() or (at >= 0 and not _cased(query, at))

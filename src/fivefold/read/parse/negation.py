@@ -9,11 +9,13 @@ import re
 from fivefold.text import STOP_WORDS, content_terms, with_marks
 
 _CUE = (
-    r"(?:\bnot\b|\bn't\b|n['’]t\b|\bnever\b|\bexcept(?:\s+for)?\b|\bexcluding\b|\bother\s+than\b|"
-    r"\bapart\s+from\b|\bwithout\b|\bbut\s+not\b)"
+    r"(?:\bnot\s+counting\b|\bnot\b|\bn't\b|n['’]t\b|\bnever\b|\bexcept(?:\s+for)?\b|"
+    r"\bexcluding\b|\bother\s+than\b|\bapart\s+from\b|\baside\s+from\b|"
+    r"\bwithout\b|\bbut\s+not\b)"
 )
 _LINK = r"(?:\s+(?:be|been|being|is|are|was|were|related|relating|connected|about|to|involve|"
-_LINK += r"involving|involved|with|in|on|for|any|anything|the|a|an|my|our|do|doing|done))*"
+_LINK += r"involving|involved|with|in|on|for|any|anything|the|a|an|my|our|do|doing|done|caused|"
+_LINK += r"by|due|written|made))*"
 _OBJECT = r"\s+(?P<object>[^\W\d_][\w\-]*(?:\s+[^\W\d_][\w\-]*){0,3})"
 _NEGATION = re.compile(_CUE + _LINK + _OBJECT, re.IGNORECASE)
 # The object of a negation ends at a conjunction, a relative word or the next clause's subject
@@ -75,7 +77,8 @@ def _is_bare_verb_negation(cue_to_object: str) -> bool:
     words = re.findall(r"[a-z']+", cue_to_object.replace("’", "'"))
     if not words:
         return False
-    strong = {"except", "excluding", "other", "apart", "without", "for", "than", "from"}
+    strong = {"except", "excluding", "other", "apart", "aside", "counting", "without"}
+    strong |= {"for", "than", "from", "caused", "by"}
     # A determiner starts a noun phrase: "but not the rescue from Spain" rules out a topic.
     if (strong | _DETERMINERS) & set(words):
         return False
