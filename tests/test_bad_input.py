@@ -823,7 +823,7 @@ def test_huge_and_tiny_vectors_are_normalised_not_zeroed(
 ) -> None:
     vector = [scale] * hashing_mem.embedder.dim
     record = hashing_mem.remember_many([{"content": "scaled", "vector": vector}])[0]
-    stored = hashing_mem.store.reads.vectors("default", [record.id])[record.id]
+    stored = hashing_mem.store.search.vectors("default", [record.id])[record.id]
     assert abs(float((stored**2).sum()) - 1.0) < 1e-5
     assert stored[0] > 0
 
@@ -1012,3 +1012,11 @@ def test_text_of_invisible_characters_alone_is_refused(mem: Memory, invisible: s
     assert mem.stats().memories == before
     assert mem.remember(f"zero\u200bwidth inside words {invisible} is kept").id
     assert_store_works(mem)
+
+
+@pytest.mark.parametrize("huge", [10**400, 10**5000], ids=["400 digits", "5000 digits"])
+def test_an_integer_past_a_floats_range_is_refused_as_any_out_of_range_number(huge: int) -> None:
+    with fivefold.Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as memory:
+        with pytest.raises(fivefold.InvalidInput, match=r"importance must be in \[0, 1\]"):
+            memory.remember("x", importance=huge)
+        assert memory.stats().memories == 0

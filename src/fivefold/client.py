@@ -98,7 +98,25 @@ class Client:
     def forget(self, memory_id: int, **scope: Any) -> None:
         self._call("DELETE", f"/v1/memories/{_id(memory_id)}", params=_body(scope))
 
+    def remember_messages(
+        self, messages: Sequence[Mapping[str, Any]], **fields: Any
+    ) -> list[MemoryRecord]:
+        body = _body({"messages": list(messages), **fields})
+        return [from_json(MemoryRecord, r) for r in self._call("POST", "/v1/messages", json=body)]
+
+    def supersede(self, old_id: int, new_id: int, **scope: Any) -> None:
+        body = _body({"old_id": _id(old_id), "new_id": _id(new_id), **scope})
+        self._call("POST", "/v1/supersede", json=body)
+
+    def forget_scope(self, namespace: str, **scope: Any) -> int:
+        body = _body({"namespace": namespace, **scope})
+        return _id(self._call("POST", "/v1/forget", json=body)["forgotten"])
+
     # -- reads -----------------------------------------------------------------------------------
+    def history(self, memory_id: int, **scope: Any) -> list[MemoryRecord]:
+        path = f"/v1/memories/{_id(memory_id)}/history"
+        return [from_json(MemoryRecord, r) for r in self._call("GET", path, params=_body(scope))]
+
     def get(self, memory_id: int, **scope: Any) -> MemoryRecord:
         data = self._call("GET", f"/v1/memories/{_id(memory_id)}", params=_body(scope))
         return from_json(MemoryRecord, data)

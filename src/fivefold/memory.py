@@ -18,8 +18,10 @@ from fivefold.errors import InvalidInput, NotFound, alone
 from fivefold.gate import Gate, gated
 from fivefold.learn.model import Example
 from fivefold.learn.train import questions, train
+from fivefold.read.args import RecallArgs
+from fivefold.read.history import chain
 from fivefold.read.metrics import MetricsSnapshot
-from fivefold.read.reader import Reader, RecallArgs
+from fivefold.read.reader import Reader
 from fivefold.store import Store, StoreSettings, open_store
 from fivefold.types import (
     Edge,
@@ -31,6 +33,7 @@ from fivefold.types import (
     StoreStats,
     TrainReport,
 )
+from fivefold.write.messages import message_items
 from fivefold.write.pipeline import Writer
 from fivefold.write.relations import alias_of, relation_of
 
@@ -113,9 +116,12 @@ class Memory:
         session_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         speaker: str | None = None,
+        supersedes: int | None = None,
     ) -> MemoryRecord:
         """Store one memory. ``speaker`` is who said or did it; when None it is read from a
-        leading "Name: text", as conversation transcripts write turns."""
+        leading "Name: text", as conversation transcripts write turns. ``supersedes``: the id of
+        an older memory of the same scope this one replaces. An exact repeat of a stored memory
+        writes nothing: the stored one comes back, counted as seen again (``created`` False)."""
         item = {
             "content": content,
             "type": type,
@@ -129,6 +135,7 @@ class Memory:
             "session_id": session_id,
             "metadata": metadata,
             "speaker": speaker,
+            "supersedes": supersedes,
         }
         try:
             return self.remember_many([{k: v for k, v in item.items() if v is not None}])[0]
@@ -141,6 +148,31 @@ class Memory:
     def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
         """Store many memories in one transaction with one batched embedding call. An item may
         carry a precomputed ``vector`` (same model and dimension as the store's)."""
+        return self._writer.remember_many(items)
+
+    @gated
+    def remember_messages(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        session_id: str | None = None,
+        namespace: str = "default",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        at: datetime | str | None = None,
+    ) -> list[MemoryRecord]:
+        """Store a chat in the OpenAI format (``[{"role", "content", "name"?}]``): each turn a
+        memory spoken by its name (else its role), in order, in one session (``session_id``,
+        else a new one), written ``at`` (default: now). A malformed message names its index;
+        nothing is written then."""
+        items = message_items(
+            messages,
+            session_id=session_id,
+            namespace=namespace,
+            user_id=user_id,
+            agent_id=agent_id,
+            at=at,
+        )
         return self._writer.remember_many(items)
 
     @gated
@@ -178,8 +210,46 @@ class Memory:
         return self._writer.relate(edge, item)
 
     @gated
+    def supersede(
+        self,
+        old_id: int,
+        new_id: int,
+        *,
+        namespace: str = "default",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        """Say outright that memory ``new_id`` replaces ``old_id`` (both of exactly this scope);
+        forgetting ``new_id`` later makes ``old_id`` current again."""
+        scope = validate.scope(namespace, user_id, agent_id, written=True)
+        old, new = validate.memory_id(old_id, "old_id"), validate.memory_id(new_id, "new_id")
+        if not self._writer.supersede(scope, old, new):
+            raise NotFound(f"no memories with ids {old} and {new} both{_in(scope)}")
+
+    @gated
+    def history(
+        self,
+        memory_id: int,
+        *,
+        namespace: str = "default",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> list[MemoryRecord]:
+        """The supersession chain of a memory, oldest first: what it replaced and what replaced
+        it (a memory that replaced nothing and was not replaced is its own history)."""
+        record = self.get(memory_id, namespace=namespace, user_id=user_id, agent_id=agent_id)
+        return chain(self._store.reads, record)
+
+    @gated
+    def merge_entities(self, name: str, other: str, *, namespace: str = "default") -> Entity:
+        """Fold the entity ``other`` names into the one ``name`` names (their mentions, edges and
+        aliases), in one transaction; ``other`` is an alias of it after."""
+        return self._writer.merge_entities(*alias_of(name, other, namespace=namespace))
+
+    @gated
     def alias(self, name: str, alias: str, *, namespace: str = "default") -> Entity:
-        """Make ``alias`` another name of the entity ``name`` (created if new)."""
+        """Make ``alias`` another name of the entity ``name`` (created if new); when the alias is
+        another entity's own name, that entity is folded into this one (``merge_entities``)."""
         return self._writer.alias(*alias_of(name, alias, namespace=namespace))
 
     @gated
@@ -197,6 +267,22 @@ class Memory:
         scope = validate.scope(namespace, user_id, agent_id)
         if not self._store.writes.delete_memory(validate.memory_id(memory_id), scope):
             raise NotFound(f"no memory with id {memory_id}{_in(scope)}")
+
+    @gated
+    def forget_scope(
+        self,
+        namespace: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+    ) -> int:
+        """Forget every trace of a scope: its memories (of one session, with ``session_id``)
+        with their index entries, the entities only they named, its edges and the feedback its
+        recalls were given. Returns how many memories were forgotten."""
+        scope = validate.scope(namespace, user_id, agent_id)
+        session = validate.optional_read_name(session_id, "session_id")
+        return self._writer.forget_scope(scope, session)
 
     @gated
     def get(
@@ -256,6 +342,7 @@ class Memory:
         budget: str = "mid",
         session_id: str | None = None,
         min_confidence: float | None = None,
+        include_superseded: bool = True,
     ) -> RecallResult:
         """The memories that answer ``query``, best first, with the plan that found them. With
         ``min_confidence``, hits whose calibrated confidence is below it are left out and
@@ -276,6 +363,7 @@ class Memory:
                 types=types,
                 budget=budget,
                 session_id=session_id,
+                include_superseded=include_superseded,
             )
         )
         if floor is None:

@@ -197,11 +197,23 @@ def edge_kind(value: object) -> EdgeKind:
 # callers' own arrays, were refused; bool (and numpy's) is no number here.
 def unit_interval(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidInput(f"{name} must be a number in [0, 1], got {value!r}")
-    number = float(value)
+        raise InvalidInput(f"{name} must be a number in [0, 1], got {_shown(value)}")
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past a float's range
+        raise InvalidInput(f"{name} must be in [0, 1], got an integer past 1e308") from None
     if math.isnan(number) or not 0.0 <= number <= 1.0:
-        raise InvalidInput(f"{name} must be in [0, 1], got {value!r}")
+        raise InvalidInput(f"{name} must be in [0, 1], got {_shown(value)}")
     return number + 0.0  # -0.0 -> 0.0: SQLite stores it as 0, a write must return what it reads
+
+
+def _shown(value: object) -> str:
+    """A value as an error message shows it: its repr, cut short."""
+    try:
+        shown = repr(value)
+    except ValueError:  # an integer of more digits than Python will print
+        return "an integer too long to print"
+    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def top_k(value: object, name: str = "k") -> int:
@@ -281,11 +293,20 @@ def _check_depth(value: object) -> int:
     return keys
 
 
-def memory_id(value: object) -> int:
+def flag(value: object, name: str) -> bool:
+    """True or False, nothing else ("no" would read as True)."""
+    if not isinstance(value, bool):
+        raise InvalidInput(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def memory_id(value: object, name: str | None = None) -> int:
+    """``name``: the argument's, when it is not the id a call is about."""
+    what = "a memory id" if name is None else f"{name} (a memory id)"
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidInput(f"a memory id is an integer, got {value!r}")
+        raise InvalidInput(f"{what} is an integer, got {value!r}")
     if not -(2**63) <= int(value) < 2**63:
-        raise InvalidInput(f"a memory id is a 64-bit integer, got {value}")
+        raise InvalidInput(f"{what} is a 64-bit integer, got {value}")
     return int(value)
 
 

@@ -565,10 +565,13 @@ def test_an_import_run_again_imports_only_what_is_new(tmp_path: Path) -> None:
         grown.write("".join(json.dumps({"content": f"entry {i}"}) + "\n" for i in range(30, 35)))
     assert "imported 5 memories" in run("--db", db, "import", str(path))[1]
     assert _contents(Path(db)) == [f"entry {i}" for i in range(35)]
-    # Into another namespace, or with --again, every record is imported.
+    # Into another namespace, or with --again, every record is imported: again, each one
+    # repeats a stored memory exactly, and is counted as seen, not stored twice.
     assert "imported 35 memories" in run("--db", db, "import", str(path), "-n", "other")[1]
-    assert "imported 35 memories" in run("--db", db, "import", str(path), "--again")[1]
-    assert count(Path(db)) == 105
+    again = run("--db", db, "import", str(path), "--again")[1]
+    assert "imported 35 memories from" in again
+    assert "(35 repeated stored ones: written once)" in again
+    assert count(Path(db)) == 70
     # A file whose first records differ is another import, whatever its name.
     path.write_text("".join(json.dumps({"content": f"other {i}"}) + "\n" for i in range(3)))
     assert "imported 3 memories" in run("--db", db, "import", str(path))[1]

@@ -177,3 +177,52 @@ def test_feedback_keeps_to_the_key_scope(keyed_server: Server) -> None:
             beta.train(namespace="alpha")
         with pytest.raises(InvalidInput, match="namespace 'beta' has feedback on 0 recalls"):
             beta.train()
+
+
+def test_history_repeats_chats_and_a_scope_forgotten_over_both(api: Any, ns: str) -> None:
+    old = api.remember("My badge number is 40417", namespace=ns, user_id="u1")
+    again = api.remember("my badge number is 40417", namespace=ns, user_id="u1")
+    assert (again.id, again.created, again.seen) == (old.id, False, 2)
+    new = api.remember("Badge reissued: 77120", namespace=ns, user_id="u1", supersedes=old.id)
+    assert api.get(old.id, namespace=ns).superseded_by == new.id
+    assert [r.id for r in api.history(old.id, namespace=ns, user_id="u1")] == [old.id, new.id]
+    kept = api.recall("badge number", namespace=ns, user_id="u1", include_superseded=False)
+    assert old.id not in [h.memory.id for h in kept.hits]
+    other = api.remember("Desk 12", namespace=ns, user_id="u1")
+    api.supersede(new.id, other.id, namespace=ns, user_id="u1")
+    with pytest.raises(InvalidInput):
+        api.supersede(other.id, new.id, namespace=ns, user_id="u1")
+    turns = api.remember_messages(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+        namespace=ns,
+        user_id="u2",
+        session_id="chat-1",
+    )
+    assert [(t.speaker, t.session_id) for t in turns] == [
+        ("user", "chat-1"),
+        ("assistant", "chat-1"),
+    ]
+    with pytest.raises(InvalidInput, match="message 0"):
+        api.remember_messages([{"content": "no role"}], namespace=ns)
+    assert api.forget_scope(ns, user_id="u1") == 3
+    assert [r.user_id for r in api.browse(namespace=ns)] == ["u2", "u2"]
+
+
+def test_a_key_forgets_only_inside_its_own_scope(keyed_server: Server) -> None:
+    tokens = keyed_server.tokens
+    with fivefold.Client(keyed_server.url, api_key=tokens["alpha"]) as alpha:
+        alpha.remember("alpha's own note", user_id="u1")
+        alpha.remember("another user's note", user_id="u2")
+    with fivefold.Client(keyed_server.url, api_key=tokens["alpha-u1"]) as bound:
+        assert bound.forget_scope("alpha") == 1  # the key's user only, whatever is asked
+        with pytest.raises(AccessDenied):
+            bound.forget_scope("alpha", user_id="u2")
+    with (
+        fivefold.Client(keyed_server.url, api_key=tokens["beta"]) as beta,
+        pytest.raises(AccessDenied),
+    ):
+        beta.forget_scope("alpha")
+    with fivefold.Client(keyed_server.url, api_key=tokens["alpha"]) as alpha:
+        left = [(r.user_id, r.content) for r in alpha.browse(limit=1000)]
+    assert ("u2", "another user's note") in left
+    assert all(user != "u1" for user, _ in left)

@@ -294,9 +294,8 @@ NOT_YET = [
 ]  # fmt: skip
 
 
-@pytest.mark.xfail(reason="not read yet", strict=False)
 @pytest.mark.parametrize(("kind", "old", "new"), NOT_YET)
-def test_changes_not_read_yet(kind: str, old: str, new: str) -> None:
+def test_changes_not_read_yet_are_known_misses(kind: str, old: str, new: str) -> None:
+    """The known misses: a rule that starts reading one moves it to the table above."""
     earlier, later = _pair(old, new)
-    assert _found_by_index(earlier, later)
-    assert supersedes(earlier, later) is not None
+    assert not (_found_by_index(earlier, later) and supersedes(earlier, later) is not None)

@@ -30,6 +30,7 @@ from fivefold import validate
 from fivefold.errors import InvalidInput
 from fivefold.memory import Memory
 from fivefold.store.protocol import Progress as JobProgress
+from fivefold.types import MemoryRecord
 from fivefold.write.prepare import check
 
 OnError = Literal["stop", "skip"]
@@ -49,6 +50,7 @@ class ImportReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     earlier: int = 0  # records an earlier import of the same records had done: not again
     records: int = 0  # records in the file
+    repeats: int = 0  # of the imported records, those that repeated a stored memory exactly
 
 
 class _Noted(Exception):
@@ -179,7 +181,9 @@ class _Opened:
         self._mem: Memory | None = None
         self._seen: str | None = None  # the note as this import last read or wrote it
 
-    def remember_many(self, items: list[dict[str, Any]], progress: tuple[str, str]) -> None:
+    def remember_many(
+        self, items: list[dict[str, Any]], progress: tuple[str, str]
+    ) -> list[MemoryRecord]:
         key, value = progress
         if self._mem is None:
             for position, item in enumerate(items):
@@ -192,8 +196,11 @@ class _Opened:
             if self._seen is not None and self._resume:
                 done, digest = _read_note(self._seen)
                 raise _Noted(done, digest)
-        self._mem.writer.remember_many(items, progress=JobProgress(key, value, self._seen))
+        written = self._mem.writer.remember_many(
+            items, progress=JobProgress(key, value, self._seen)
+        )
         self._seen = value
+        return written
 
 
 def _resumed(noted: _Noted, digests: _Digests, path: Path) -> int:
@@ -284,8 +291,9 @@ def _write_batch(
             if not pending:  # every record left out: nothing to write (nor a store to make)
                 return
             try:
-                mem.remember_many([r.fields or {} for r in pending], progress)
+                written = mem.remember_many([r.fields or {} for r in pending], progress)
                 report.imported += len(pending)
+                report.repeats += sum(not r.created for r in written)
                 return
             except InvalidInput as exc:
                 if exc.item is None:

@@ -324,7 +324,8 @@ def import_(
     count = len(report.skipped)
     skipped = f"; skipped {count} bad record{'s' * (count != 1)}" if count else ""
     memories = "memory" if report.imported == 1 else "memories"
-    click.echo(f"imported {report.imported} {memories} from {path}{skipped}")
+    repeats = f" ({report.repeats} repeated stored ones: written once)" if report.repeats else ""
+    click.echo(f"imported {report.imported} {memories} from {path}{repeats}{skipped}")
 
 
 def _said_earlier(path: Path, report: ImportReport) -> None:

@@ -125,7 +125,7 @@ def migrate(
         vectors: dict[int, Any] = {}
         for namespace, ids in _by_namespace(chunk).items():
             records.update(src.reads.get_memories(namespace, ids))
-            vectors.update(src.reads.vectors(namespace, ids))
+            vectors.update(src.search.vectors(namespace, ids))
         # A memory forgotten since the ids were listed (or a row the source cannot read) is
         # not copied: the counts below compare the stores as they end.
         kept = [i for i, _ in chunk if i in records and i in vectors]
@@ -154,7 +154,8 @@ def migrate(
             relations += 1
         for name, alias in src.admin.aliases(namespace):
             try:
-                dst.writes.add_alias(namespace, name, alias)
+                # As the source resolved it: an alias naming two entities there folds none.
+                dst.writes.add_alias(namespace, name, alias, merge=False)
             except InvalidInput as exc:  # an older store's alias naming two entities
                 left_out.append(f"namespace {namespace!r}: alias {alias!r} of {name!r}: {exc}")
                 continue

@@ -17,6 +17,7 @@ import numpy as np
 from fivefold.config import Config
 from fivefold.embed.base import Embedder, Vectors
 from fivefold.learn.model import Candidates, LearnedModel, candidate_features
+from fivefold.read import history
 from fivefold.read.fuse import Fused, apply_prior, boost, weighted_rrf
 from fivefold.read.rerank.cross_encoder import Reranker
 from fivefold.read.rerank.mmr import mmr_order
@@ -71,6 +72,8 @@ class Retrieval:
     timings: dict[str, float] = field(default_factory=dict)
     # The learned model ranked (its scores are probabilities: confidence reads them so).
     learned: bool = False
+    # Per superseded memory kept in the ranking, the current memory that replaced it.
+    replaced: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -96,6 +99,7 @@ class _State:
     forced: tuple[MemoryType, ...]
     clock: _Clock
     model: LearnedModel | None = None
+    include_superseded: bool = True
     learned: bool = False
     vectors: Vectors | None = None
     # The query's embedding while it is being computed (see ``_retrieve``).
@@ -129,14 +133,27 @@ class ReadPipeline:
         forced_types: Sequence[MemoryType] = (),
         budget: Budget = Budget.MID,
         model: LearnedModel | None = None,
+        include_superseded: bool = True,
     ) -> Retrieval:
         """``model``: learned fusion ranks the candidates instead of the plan's RRF."""
-        state = _State(query, plan, scope, stats, depth, now, tuple(forced_types), _Clock(), model)
+        state = _State(
+            query, plan, scope, stats, depth, now, tuple(forced_types), _Clock(), model,
+            include_superseded,
+        )  # fmt: skip
         self._retrieve(state)
         if plan.rewrites:
             self._rewrite(state)
         ranked, attributes = self._fuse(state)
         ranked = self._post_filter(state, ranked, attributes)
+        ranked, replaced = history.follow(
+            ranked,
+            attributes,
+            lambda ids: self._attributes(state, ids),
+            lambda ids: self._store.reads.replaced(state.scope.namespace, ids),
+            past=state.query.asks_past,
+            include_superseded=state.include_superseded,
+        )
+        attributes = state.attributes
         start = time.perf_counter()
         ranked, demoted = self._demote(state, ranked)
         state.clock.time("negation", start)
@@ -153,6 +170,7 @@ class ReadPipeline:
             tuple(state.notes),
             state.clock.timings,
             state.learned,
+            replaced,
         )
 
     # -- retrievers -----------------------------------------------------------------------------
@@ -465,6 +483,7 @@ class ReadPipeline:
         negations = state.query.negations
         if not negations or not ranked:
             return ranked, frozenset()
+        named = {r.name for r in state.query.negated_entities}
         ids = [f.id for f in ranked]
         threshold = self._config.retrieval.negation_threshold
         strikes: dict[int, int] = {}
@@ -479,6 +498,13 @@ class ReadPipeline:
                 weights=self._config.own_text_weights(),
             ).items():
                 if value > threshold:
+                    strikes[memory_id] = strikes.get(memory_id, 0) + 1
+        # A memory naming a ruled-out entity is about it, whatever its words; a threshold no
+        # squashed score reaches turns demotion off, this kind too.
+        if named and threshold < 1.0:
+            records = self._store.reads.get_memories(state.scope.namespace, ids)
+            for memory_id, record in records.items():
+                if named & set(record.entities):
                     strikes[memory_id] = strikes.get(memory_id, 0) + 1
         order = {f.id: position for position, f in enumerate(ranked)}
         result = sorted(ranked, key=lambda f: (strikes.get(f.id, 0), order[f.id]))
@@ -508,7 +534,7 @@ class ReadPipeline:
         start = time.perf_counter()
         config = self._config.mmr
         head, tail = ranked[: config.depth], ranked[config.depth :]
-        vectors = self._store.reads.vectors(state.scope.namespace, [f.id for f in head])
+        vectors = self._store.search.vectors(state.scope.namespace, [f.id for f in head])
         order = mmr_order(
             [f.id for f in head],
             [f.score for f in head],

@@ -3,30 +3,26 @@ from the result cache or run the pipeline, and record metrics."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import threading
 import time
 from collections.abc import Hashable, Sequence
 from copy import deepcopy
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 
-from fivefold import validate
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput
 from fivefold.learn.model import Example, LearnedModel
+from fivefold.read.args import RecallArgs
 from fivefold.read.cache import ResultCache
 from fivefold.read.calibrate import COEFFICIENTS, LEARNED_COEFFICIENTS, confidence, result_features
+from fivefold.read.history import SUPERSEDED_WEIGHT
 from fivefold.read.metrics import CACHE_PLAN, Metrics, MetricsSnapshot
-from fivefold.read.parse.entities import EntityResolver
+from fivefold.read.parse.entities import EntityResolver, ordinary_words
 from fivefold.read.parse.query import parse_query
 from fivefold.read.pipeline import ReadPipeline, Retrieval
 from fivefold.read.plan import Features, plan_query
@@ -35,13 +31,10 @@ from fivefold.read.retrieve.graph import specificity
 from fivefold.read.stats import RecallStats
 from fivefold.store.protocol import Store
 from fivefold.store.records import CatalogEntry, Feedback
-from fivefold.text import normalize_query
 from fivefold.types import (
-    Budget,
     ExplainedHit,
     Explanation,
     Hit,
-    MemoryType,
     OptimizerMode,
     ParsedQuery,
     Plan,
@@ -49,100 +42,6 @@ from fivefold.types import (
     RetrieverName,
     Scope,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class RecallArgs:
-    """One recall's arguments, validated."""
-
-    text: str
-    k: int
-    scope: Scope
-    now: datetime
-    now_given: bool
-    forced: tuple[MemoryType, ...]
-    budget: Budget
-    session: str | None
-
-    @classmethod
-    def of(cls, query: object, k: object, **kwargs: Any) -> RecallArgs:
-        given_now = validate.when(kwargs.pop("now", None), "now")
-        args = cls(
-            text=validate.text(query, "query"),
-            k=validate.top_k(k),
-            scope=validate.scope(
-                kwargs.pop("namespace", "default"),
-                kwargs.pop("user_id", None),
-                kwargs.pop("agent_id", None),
-            ),
-            now=given_now or datetime.now(UTC),
-            now_given=given_now is not None,
-            forced=validate.memory_types(kwargs.pop("types", None)),
-            budget=validate.budget(kwargs.pop("budget", "mid")),
-            session=validate.optional_read_name(kwargs.pop("session_id", None), "session_id"),
-        )
-        if kwargs:
-            raise InvalidInput(f"unknown argument(s) {sorted(kwargs)}")
-        return args
-
-    def to_token(self) -> str:
-        """The recall as a ``recall_id``: everything needed to ask it again (for feedback and
-        training), so any process of the store can take feedback on it, and nothing is kept."""
-        body = {
-            "q": self.text,
-            "k": self.k,
-            "ns": self.scope.namespace,
-            "user": self.scope.user_id,
-            "agent": self.scope.agent_id,
-            "now": self.now.isoformat(),
-            "types": [t.value for t in self.forced],
-            "budget": self.budget.value,
-            "session": self.session,
-        }
-        raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-        return TOKEN_PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-    @classmethod
-    def from_token(cls, token: object) -> RecallArgs:
-        """The recall a ``recall_id`` names, validated as a recall's arguments are."""
-        if not isinstance(token, str) or not token.startswith(TOKEN_PREFIX):
-            raise InvalidInput("recall_id must be the recall_id of a recall result")
-        body = token[len(TOKEN_PREFIX) :]
-        try:
-            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-            data = json.loads(raw)
-            if set(data) != _TOKEN_KEYS:  # a recall_id fivefold issued has these, and no other
-                raise ValueError(f"keys {sorted(data)}")
-            return cls.of(
-                data["q"],
-                data["k"],
-                namespace=data["ns"],
-                user_id=data["user"],
-                agent_id=data["agent"],
-                now=data["now"],
-                types=data["types"] or None,
-                budget=data["budget"],
-                session_id=data["session"],
-            )
-        # RecursionError: a body of 100,000 "[" (json nests each one on the stack).
-        except (binascii.Error, ValueError, KeyError, TypeError, RecursionError) as exc:
-            if isinstance(exc, InvalidInput):
-                raise
-            raise InvalidInput("recall_id is not a recall_id fivefold issued") from exc
-
-    def cache_key(self) -> str:
-        scope = self.scope
-        return ResultCache.key(
-            normalize_query(self.text),
-            scope.namespace,
-            scope.user_id,
-            scope.agent_id,
-            self.k,
-            [t.value for t in self.forced],
-            self.budget.value,
-            self.session,
-            self.now.isoformat() if self.now_given else None,
-        )
 
 
 def _detached(hits: tuple[Hit, ...]) -> tuple[Hit, ...]:
@@ -156,8 +55,6 @@ def _detached(hits: tuple[Hit, ...]) -> tuple[Hit, ...]:
     )
 
 
-TOKEN_PREFIX = "r1."
-_TOKEN_KEYS = frozenset({"q", "k", "ns", "user", "agent", "now", "types", "budget", "session"})
 # The packaged model learned fusion uses where a namespace has trained none (None: the rules).
 DEFAULT_MODEL = "learned_default.json"
 LEARNED_RANKS = "learned fusion ranks: "  # the plan's reason naming the model that ranks
@@ -354,10 +251,16 @@ class Reader:
             if scope.user_id is None and scope.agent_id is None
             else lambda ids: self._store.reads.visible_entities(scope, ids),
         )
+        named = [r.entity_id for r in parsed.entity_refs]
+        mentions = self._store.reads.entity_frequencies(scope.namespace, named)
+        refs = ordinary_words(
+            args.text, parsed.entity_refs, lambda w: stats.frequencies(w)[1], lambda _: mentions
+        )
+        if len(refs) != len(parsed.entity_refs):
+            parsed = replace(parsed, entity_refs=tuple(refs))
         parse_ms = (time.perf_counter() - start) * 1000.0
         total, frequencies = stats.frequencies(parsed.terms)
         entity_ids = [r.entity_id for r in parsed.entity_refs]
-        mentions = self._store.reads.entity_frequencies(scope.namespace, entity_ids)
         memories = stats.memories
         specific = {e: specificity(memories, mentions.get(e, 0)) for e in entity_ids}
         start = time.perf_counter()
@@ -395,6 +298,7 @@ class Reader:
             forced_types=args.forced,
             budget=args.budget,
             model=model,
+            include_superseded=args.include_superseded,
         )
 
     def _result(
@@ -404,12 +308,15 @@ class Reader:
         records = self._store.reads.get_memories(args.scope.namespace, [f.id for f in top])
         features = result_features([(f.terms, f.score) for f in top])
         coefficients = LEARNED_COEFFICIENTS if retrieval.learned else COEFFICIENTS
+        # A superseded memory answers a question about the present less surely.
+        stale = {} if retrieval.query.asks_past else retrieval.replaced
         hits = tuple(
             Hit(
                 memory=records[f.id],
                 score=f.score,
                 sources=MappingProxyType({t.retriever.value: t.rank for t in f.terms}),
-                confidence=confidence(x, coefficients),
+                confidence=confidence(x, coefficients)
+                * (SUPERSEDED_WEIGHT if f.id in stale else 1.0),
             )
             for f, x in zip(top, features, strict=True)
             if f.id in records

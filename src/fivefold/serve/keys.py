@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from fivefold import validate
 from fivefold.config.file import KEYS
 from fivefold.errors import AccessDenied, ConfigError, NotFound
-from fivefold.read.reader import RecallArgs
+from fivefold.read.args import RecallArgs
 from fivefold.serve.errors import Unauthenticated
 
 __all__ = [

@@ -85,18 +85,61 @@ def build_server(
         session_id: Annotated[
             str | None, Field(description="The conversation it came from")
         ] = None,
+        importance: Annotated[
+            float | None, Field(ge=0, le=1, description="How much it matters, 0 to 1")
+        ] = None,
+        supersedes: Annotated[
+            int | None,
+            Field(description="The id of an older memory this one replaces (a fact changed)"),
+        ] = None,
         namespace: Namespace = None,
         user_id: UserId = None,
         agent_id: AgentId = None,
     ) -> dict[str, Any]:
         """Store something worth remembering: a fact, a preference, an event. Call it when
         the user tells you something about themselves, their work or their plans that a later
-        conversation may need. Returns the new memory's id."""
+        conversation may need. Returns the memory's id (an exact repeat returns the stored one,
+        with created false) and the older memory it superseded, if any."""
         scope = resolve(namespace, user_id, agent_id)
-        given = {"type": type, "entities": entities, "event_at": event_at, "session_id": session_id}
+        given = {
+            "type": type,
+            "entities": entities,
+            "event_at": event_at,
+            "session_id": session_id,
+            "importance": importance,
+            "supersedes": supersedes,
+        }
         fields: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         record = call(lambda: memory().remember(content, **fields, **scope))
-        return {"id": record.id, "type": record.type.value, "entities": list(record.entities)}
+        return {
+            "id": record.id,
+            "created": record.created,
+            "type": record.type.value,
+            "entities": list(record.entities),
+        }
+
+    @tool
+    def remember_messages(
+        messages: Annotated[
+            list[dict[str, Any]],
+            Field(description='The chat: [{"role": "user", "content": "...", "name": "..."}]'),
+        ],
+        session_id: Annotated[
+            str | None, Field(description="The conversation's id (a new one if empty)")
+        ] = None,
+        namespace: Namespace = None,
+        user_id: UserId = None,
+        agent_id: AgentId = None,
+    ) -> dict[str, Any]:
+        """Store a conversation as it was said: each message a memory of its speaker, in
+        order, in one session. Call it with the turns of a conversation worth keeping whole.
+        Returns the memories' ids."""
+        scope = resolve(namespace, user_id, agent_id)
+        records = call(lambda: memory().remember_messages(messages, session_id=session_id, **scope))
+        return {
+            "ids": [r.id for r in records],
+            "session_id": records[0].session_id if records else session_id,
+        }
 
     @tool
     def recall(
@@ -118,6 +161,7 @@ def build_server(
                 "confidence": round(h.confidence, 3),
                 "type": h.memory.type.value,
                 "event_at": None if h.memory.event_at is None else h.memory.event_at.isoformat(),
+                "superseded_by": h.memory.superseded_by,
             }
             for h in result.hits
         ]

@@ -19,9 +19,12 @@ from fivefold.serve.schemas import (
     AliasBody,
     BatchBody,
     FeedbackBody,
+    ForgetScopeBody,
+    MessagesBody,
     RecallBody,
     RelateBody,
     RememberBody,
+    SupersedeBody,
     TrainBody,
 )
 from fivefold.serve.state import Served
@@ -99,6 +102,42 @@ def remember_many(body: BatchBody, key: Caller, served: Server) -> JSONResponse:
     return _json(_write(served, [_item(item, key, body.namespace) for item in body.items]), 201)
 
 
+@router.post("/messages", status_code=201, summary="Remember a chat, a memory per turn")
+def remember_messages(body: MessagesBody, key: Caller, served: Server) -> JSONResponse:
+    if len(body.messages) > served.settings.max_batch:
+        raise TooLarge(
+            f"{len(body.messages)} messages; this server takes at most "
+            f"{served.settings.max_batch} per request (serve.max_batch)"
+        )
+    scope = scope_for(key, body.namespace, body.user_id, body.agent_id)
+    records = served.memory.remember_messages(
+        body.messages, session_id=body.session_id, at=body.at, **scope
+    )
+    served.telemetry.writes.labels("memory").inc(len(records))
+    return _json(records, 201)
+
+
+@router.post("/supersede", status_code=204, summary="Say that one memory replaces another")
+def supersede(body: SupersedeBody, key: Caller, served: Server) -> Response:
+    scope = scope_for(key, body.namespace, body.user_id, body.agent_id)
+    served.memory.supersede(body.old_id, body.new_id, **scope)
+    served.telemetry.writes.labels("supersede").inc()
+    return Response(status_code=204)
+
+
+@router.post("/forget", summary="Forget every trace of a scope (a key's own scope at most)")
+def forget_scope(body: ForgetScopeBody, key: Caller, served: Server) -> JSONResponse:
+    scope = scope_for(key, body.namespace, body.user_id, body.agent_id)
+    forgotten = served.memory.forget_scope(
+        scope["namespace"],
+        user_id=scope["user_id"],
+        agent_id=scope["agent_id"],
+        session_id=body.session_id,
+    )
+    served.telemetry.writes.labels("forget").inc(forgotten)
+    return _json({"forgotten": forgotten})
+
+
 @router.get("/memories", summary="Browse the newest memories")
 def browse(
     key: Caller,
@@ -124,6 +163,19 @@ def get(
 ) -> JSONResponse:
     scope = scope_for(key, namespace, user_id, agent_id)
     return _json(served.memory.get(int(memory_id), **scope))
+
+
+@router.get("/memories/{memory_id}/history", summary="A memory's supersession chain")
+def history(
+    memory_id: MemoryId,
+    key: Caller,
+    served: Server,
+    namespace: NamespaceQ = None,
+    user_id: NamespaceQ = None,
+    agent_id: NamespaceQ = None,
+) -> JSONResponse:
+    scope = scope_for(key, namespace, user_id, agent_id)
+    return _json(served.memory.history(int(memory_id), **scope))
 
 
 @router.delete("/memories/{memory_id}", status_code=204, summary="Forget a memory")

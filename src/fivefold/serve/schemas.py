@@ -12,10 +12,13 @@ __all__ = [
     "AliasBody",
     "BatchBody",
     "FeedbackBody",
+    "ForgetScopeBody",
+    "MessagesBody",
     "RecallBody",
     "RelateBody",
     "RememberBody",
     "ScopeFields",
+    "SupersedeBody",
     "TrainBody",
 ]
 
@@ -46,6 +49,9 @@ class RememberBody(ScopeFields):
     metadata: dict[str, Any] | None = None
     speaker: str | None = None
     vector: list[float] | None = Field(default=None, description="precomputed embedding")
+    supersedes: int | None = Field(
+        default=None, description="the id of an older memory of the same scope this one replaces"
+    )
 
 
 class BatchBody(_Body):
@@ -62,6 +68,24 @@ class RecallBody(ScopeFields):
     budget: str = "mid"
     session_id: str | None = None
     min_confidence: float | None = None
+    include_superseded: bool = True
+
+
+class MessagesBody(ScopeFields):
+    messages: list[dict[str, Any]] = Field(
+        description='a chat in the OpenAI format: [{"role": ..., "content": ..., "name"?: ...}]'
+    )
+    session_id: str | None = None
+    at: str | None = Field(default=None, description="when the chat was held (ISO 8601)")
+
+
+class SupersedeBody(ScopeFields):
+    old_id: int
+    new_id: int
+
+
+class ForgetScopeBody(ScopeFields):
+    session_id: str | None = None
 
 
 class RelateBody(ScopeFields):

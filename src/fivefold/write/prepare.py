@@ -16,7 +16,8 @@ from fivefold.extract.entities import extract_entities
 from fivefold.extract.infer import infer_predicate, infer_type
 from fivefold.extract.speaker import infer_speaker
 from fivefold.read.parse.temporal import infer_event_at
-from fivefold.store.records import NewMemory
+from fivefold.store.records import NewMemory, Supersedes
+from fivefold.text import repeat_key
 from fivefold.types import MemoryType
 
 FIELDS = frozenset(
@@ -34,8 +35,10 @@ FIELDS = frozenset(
         "metadata",
         "created_at",
         "speaker",
+        "supersedes",
     }
 )
+OUTRIGHT = "said outright"  # the reason of a supersession the caller names
 MAX_PREDICATE_CHARS = 500
 VECTOR_FIELD = "vector"  # an item's precomputed embedding (``remember_many``)
 
@@ -66,6 +69,8 @@ def prepare(
             "(write.max_entities): split it, or name the ones that matter"
         )
     speaker = validate.optional_name(item.get("speaker"), "speaker")
+    replaced = item.get("supersedes")
+    superseded = () if replaced is None else (validate.memory_id(replaced, "supersedes"),)
 
     # A date in the text matters only to decide the type, or to date an event: a memory given
     # as a fact, say, is not scanned (a tenth of a bulk write's time).
@@ -101,6 +106,8 @@ def prepare(
         session_id=validate.optional_name(item.get("session_id"), "session_id"),
         metadata=validate.metadata(item.get("metadata")),
         speaker=speaker.strip() if speaker else infer_speaker(content),
+        repeat_key=None if item.get("session_id") is not None else repeat_key(content),
+        supersedes=tuple(Supersedes(i, OUTRIGHT, outright=True) for i in superseded),
     )
 
 

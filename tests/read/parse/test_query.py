@@ -187,3 +187,25 @@ def test_parsing_is_total(text: str) -> None:
     assert parsed.type_hints == ()
     window = parsed.temporal_window
     assert window is None or window.start <= window.end
+
+
+@pytest.mark.parametrize(
+    ("text", "past"),
+    [
+        ("What was my title when I joined?", True),
+        ("Where did we live before Utrecht?", True),
+        ("Who used to manage me?", True),
+        ("What is my title?", False),
+        ("Where do we live?", False),
+        ("What app do I use to book shifts?", False),
+        # A weekday names a recurring day here, not a time gone by.
+        ("How many covers do we do on a Saturday?", False),
+    ],
+)
+def test_a_question_about_the_past(text: str, past: bool) -> None:
+    assert parse(text).asks_past is past
+
+
+def test_more_recently_compares_and_opens_no_window() -> None:
+    parsed = parse("Which pet did Jolene adopt more recently, Susie or Seraphim?")
+    assert parsed.temporal_window is None

@@ -226,7 +226,8 @@ def test_co_mention_edges_are_built_at_write_time(hashing_mem: fivefold.Memory) 
     # One co-mention: confidence 0.5, semantic prior 0.9, one hop 0.6.
     assert found == {pair: (1.0, 0), ben: (pytest.approx(0.6 * 0.5 * 0.9), 1)}
     assert cleo not in found
-    note(hashing_mem, "Ana Silva", "Ben Okafor")  # a second co-mention: confidence 0.75
+    # A second co-mention (another memory: the same words again would be a repeat): 0.75.
+    note(hashing_mem, "Ana Silva", "Ben Okafor", metadata={"again": True})
     assert search(hashing_mem, refs(hashing_mem, "Ana Silva"))[ben][0] == pytest.approx(
         0.6 * 0.75 * 0.9
     )
@@ -272,7 +273,7 @@ def test_ties_prefer_memories_touching_more_query_entities(hashing_mem: fivefold
 
 def test_ties_prefer_rarer_query_entities(hashing_mem: fivefold.Memory) -> None:
     # The speaker is named in many memories: weak evidence; the rare name ranks first.
-    speaker = [note(hashing_mem, "Caroline") for _ in range(6)]
+    speaker = [note(hashing_mem, "Caroline", metadata={"n": n}) for n in range(6)]
     rare = note(hashing_mem, "Ben Okafor")
     for i in range(4):
         hashing_mem.remember(f"filler memory {i}", entities=[], type="fact")

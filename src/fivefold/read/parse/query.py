@@ -15,7 +15,7 @@ from fivefold.read.parse.entities import EntityResolver
 from fivefold.read.parse.negation import find_negations
 from fivefold.read.parse.temporal import find_window
 from fivefold.text import STOP_WORDS, content_terms, with_marks
-from fivefold.types import ParsedQuery, TimeWindow
+from fivefold.types import EntityRef, ParsedQuery, TimeWindow
 
 _POSSESSOR = r"(?:my|our|your|the user's|user's|his|her|their)"
 _HINT_AFTER_POSSESSOR = re.compile(
@@ -40,6 +40,20 @@ _COMPLETION = re.compile(
     re.IGNORECASE,
 )
 IMPLIED_PRECISION = 0.3
+# What asks for a value that held before, rather than the one that holds now: a cue, or a
+# question in the past tense ("what was my title?", "where did we live?").
+_PAST = re.compile(
+    r"\b(?:before|used\s+to|previous(?:ly)?|former(?:ly)?|old|originally|at\s+first|"
+    r"back\s+then|prior\s+to|no\s+longer|any\s*more|earlier|until|was|were|did|had)\b",
+    re.IGNORECASE,
+)
+# A weekday alone names a recurring day ("covers on a Saturday"), not a time gone by.
+_WEEKDAY = re.compile(r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?", re.IGNORECASE)
+# A negated clause's entity demotes the memories naming it when resolved this surely.
+NEGATED_ENTITY_MIN = 0.85
+_COMPARATIVE = re.compile(r"\b(?:more|most|less|least)\s+(?:recent(?:ly)?|lately)\b", re.IGNORECASE)
+# A window that ended this long before ``now`` is in the past.
+PAST_WINDOW_DAYS = 1
 
 
 def parse_query(
@@ -56,10 +70,17 @@ def parse_query(
     the entity refs the caller's scope may know of."""
     text = text[:MAX_QUERY_CHARS]
     negations, positive = find_negations(text)
-    window = find_window(text, now=now, config=temporal, last_session_end=last_session_end)
+    # "Which did I adopt more recently, Susie or Seraphim?" compares two dates; it selects no
+    # window (a 30-day one removed the answer, adopted two years ago).
+    windowed = _COMPARATIVE.sub(" ", text)
+    window = find_window(windowed, now=now, config=temporal, last_session_end=last_session_end)
     if window is None:
         window = implied_window(positive, now=now, config=temporal)
     refs = resolver.resolve(positive, visible)
+    negated: list[EntityRef] = []
+    if negations:  # what the whole text names and its kept part does not
+        kept = {r.entity_id for r in refs}
+        negated = [r for r in resolver.resolve(text, visible) if r.entity_id not in kept]
     hints = predicate_hints(positive)
     negated_terms = {t for phrase in negations for t in phrase.split()}
     # Time words ("last Tuesday") select a window; as BM25 terms they would only match
@@ -76,8 +97,22 @@ def parse_query(
         temporal_window=window,
         predicate_hints=tuple(hints),
         negations=tuple(negations),
+        negated_entities=tuple(r for r in negated if r.confidence >= NEGATED_ENTITY_MIN),
         multi_hop=bool(_MULTI_HOP.search(positive)),
+        asks_past=asks_past(text, window, now),
     )
+
+
+def asks_past(text: str, window: TimeWindow | None, now: datetime) -> bool:
+    """Whether a question asks what held before: a past cue, or a window that has ended."""
+    if _PAST.search(text):
+        return True
+    if window is None or _WEEKDAY.fullmatch(window.expression.strip()):
+        return False
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    end = window.end if window.end.tzinfo is not None else window.end.replace(tzinfo=UTC)
+    return now - end > timedelta(days=PAST_WINDOW_DAYS)  # no overflow at the calendar's ends
 
 
 def implied_window(text: str, *, now: datetime, config: TemporalConfig) -> TimeWindow | None:

@@ -1,0 +1,125 @@
+"""Recall with time in mind: a question about the present is answered by the current statement
+of a fact, a question about the past may be answered by what held then.
+
+For the present, a superseded candidate yields its place to the memory that superseded it (the
+newest of its chain: brought in when no leg found it, with the evidence that found the older
+one) and sinks below it. For the past, a candidate that replaced a memory brings that memory in
+just above itself ("where did I work before St Brigid's?" finds the statement St Brigid's
+replaced); nothing sinks. ``include_superseded=False`` leaves the superseded out entirely.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+from fivefold.read.fuse import Fused
+from fivefold.store.protocol import Reads
+from fivefold.store.records import MemoryAttributes
+from fivefold.types import MemoryRecord
+
+# A superseded memory keeps this share of its score for a question about the present: found
+# still, below what replaced it.
+SUPERSEDED_WEIGHT = 0.5
+# Chains are short; a longer walk is a store edited by hand into a loop.
+MAX_CHAIN = 16
+
+
+def follow(
+    ranked: Sequence[Fused],
+    attributes: Mapping[int, MemoryAttributes],
+    read: Callable[[Sequence[int]], Mapping[int, MemoryAttributes]],
+    replaced: Callable[[Sequence[int]], Mapping[int, Sequence[int]]],
+    *,
+    past: bool,
+    include_superseded: bool,
+) -> tuple[list[Fused], dict[int, int]]:
+    """The ranking after the history policy, and per superseded memory kept, the current
+    memory that replaced it. ``read``: attributes of memories not among the candidates;
+    ``replaced``: per memory, the ones it superseded."""
+    known = dict(attributes)
+    current = _current_of([f.id for f in ranked if _superseded(known.get(f.id))], known, read)
+    if past and include_superseded:
+        return _with_predecessors(ranked, replaced), current
+    out: dict[int, Fused] = {}
+    for fused in ranked:
+        newest = current.get(fused.id)
+        if newest is None:
+            if fused.id not in out or out[fused.id].score < fused.score:
+                out[fused.id] = fused
+            continue
+        standing = out.get(newest)
+        if standing is None or standing.score < fused.score:
+            # The current statement takes over the standing of the one it replaced.
+            out[newest] = Fused(newest, fused.score, fused.terms)
+        if include_superseded and not past:
+            kept = Fused(fused.id, fused.score * SUPERSEDED_WEIGHT, fused.terms)
+            out[fused.id] = kept
+    ranking = sorted(out.values(), key=lambda f: (-f.score, f.id))
+    if not include_superseded:
+        ranking = [f for f in ranking if f.id not in current]
+    return ranking, {i: c for i, c in current.items() if i in out}
+
+
+def _with_predecessors(
+    ranked: Sequence[Fused], replaced: Callable[[Sequence[int]], Mapping[int, Sequence[int]]]
+) -> list[Fused]:
+    """Each memory a candidate replaced, ranked just above that candidate (or where it stood,
+    when higher)."""
+    older = replaced([f.id for f in ranked])
+    if not older:
+        return list(ranked)
+    out = {f.id: f for f in ranked}
+    for fused in ranked:
+        for memory_id in older.get(fused.id, ()):
+            standing = out.get(memory_id)
+            above = math.nextafter(fused.score, math.inf)
+            if standing is None or standing.score < above:
+                out[memory_id] = Fused(memory_id, above, fused.terms)
+    return sorted(out.values(), key=lambda f: (-f.score, f.id))
+
+
+def _superseded(found: MemoryAttributes | None) -> bool:
+    return found is not None and found.superseded_by is not None
+
+
+def _current_of(
+    ids: Sequence[int],
+    known: dict[int, MemoryAttributes],
+    read: Callable[[Sequence[int]], Mapping[int, MemoryAttributes]],
+) -> dict[int, int]:
+    """Per superseded memory, the newest memory of its chain (a forgotten link ends it)."""
+    out: dict[int, int] = {}
+    for memory_id in ids:
+        at, steps = memory_id, 0
+        while (next_id := known[at].superseded_by) is not None and steps < MAX_CHAIN:
+            if next_id not in known:
+                known.update(read([next_id]))
+                if next_id not in known:
+                    break
+            at, steps = next_id, steps + 1
+        if at != memory_id:
+            out[memory_id] = at
+    return out
+
+
+def chain(reads: Reads, record: MemoryRecord) -> list[MemoryRecord]:
+    """A memory's supersession chain, oldest first: the memories it replaced (and theirs), it,
+    and the memories that replaced it in turn."""
+    namespace = record.namespace
+    found = {record.id: record}
+    frontier = [record.id]
+    while frontier and len(found) < MAX_CHAIN * 4:
+        replaced = reads.replaced(namespace, frontier)
+        older = [i for ids in replaced.values() for i in ids if i not in found]
+        found.update(reads.get_memories(namespace, older))
+        frontier = [i for i in older if i in found]
+    at = record
+    for _ in range(MAX_CHAIN):
+        if at.superseded_by is None or at.superseded_by in found:
+            break
+        newer = reads.get_memories(namespace, [at.superseded_by]).get(at.superseded_by)
+        if newer is None:
+            break
+        found[newer.id] = at = newer
+    return sorted(found.values(), key=lambda r: (r.event_at or r.created_at, r.id))
