@@ -18,6 +18,7 @@ def _open(store_url: str) -> Memory:
     return Memory.open(store_url, embedder=fivefold.HashingEmbedder(dim=16))
 
 
+@pytest.mark.slow
 def test_close_waits_for_a_write_it_met_after_the_commit(
     new_store: Callable[[], str],
 ) -> None:
@@ -93,6 +94,7 @@ def test_close_from_inside_a_call_does_not_wait_for_itself(store_url: str) -> No
         memory.recall("anything")
 
 
+@pytest.mark.slow
 def test_a_second_close_waits_for_the_first() -> None:
     """Two threads close at once while a call runs: neither returns before the store is
     closed (the second returned at once, with the store still open)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 import fivefold
 from fivefold.embed.base import Embedder
@@ -25,6 +26,7 @@ def test_minilm_embeds_meaning(minilm: fivefold.MiniLMEmbedder) -> None:
     assert related > 0.4 > unrelated
 
 
+@pytest.mark.slow
 def test_batching_and_order_do_not_change_vectors(minilm: fivefold.MiniLMEmbedder) -> None:
     texts = [f"memory number {i} " + "word " * (i % 17) for i in range(150)]
     together = minilm.embed(texts)
@@ -48,6 +50,7 @@ def test_hashing_embedder_shares_words() -> None:
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
 
 
+@pytest.mark.slow
 def test_concurrent_callers_and_one_worker_get_the_same_vectors(
     minilm: fivefold.MiniLMEmbedder,
 ) -> None:

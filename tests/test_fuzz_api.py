@@ -27,6 +27,8 @@ from fivefold.config import Config, OptimizerConfig, RetrievalConfig
 from fivefold.text import content_terms
 from fivefold.types import Budget, OptimizerMode
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = 400
 FUZZ = settings(
     max_examples=EXAMPLES,

@@ -140,6 +140,7 @@ def _check_scope(memory: Memory, namespace: str, user_id: str | None, seen: Coun
             assert ref.entity_id in {e.entity_id for e in memory.store.reads.catalog(namespace)}
 
 
+@pytest.mark.slow
 def test_no_retriever_crosses_a_namespace_or_user(new_store: Callable[[], str]) -> None:
     seen: Counter[str] = Counter()
 

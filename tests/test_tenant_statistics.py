@@ -12,8 +12,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 import fivefold
 from fivefold.wire import to_json
+
+pytestmark = pytest.mark.slow
 
 NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)
 WORDS = "budget kestrel launch review coffee design roadmap hiring vendor invoice".split()

@@ -144,6 +144,7 @@ def test_targets_are_judged_against_design(report: LatencyReport) -> None:
     assert unmeasured["recall p99 at 100,000"] is None
 
 
+@pytest.mark.slow
 def test_a_built_store_is_reused_and_a_half_built_one_rebuilt(tmp_path: Path) -> None:
     def run() -> LatencyReport:
         return run_latency(
@@ -165,6 +166,7 @@ def test_a_built_store_is_reused_and_a_half_built_one_rebuilt(tmp_path: Path) ->
     assert not run().results[0].reused
 
 
+@pytest.mark.slow
 def test_the_hnsw_index_is_built_saved_and_loaded(
     tmp_path: Path, minilm: fivefold.MiniLMEmbedder
 ) -> None:
@@ -203,6 +205,7 @@ def test_synthetic_vectors_do_not_depend_on_batching() -> None:
     assert np.all(best < 0.999)
 
 
+@pytest.mark.slow
 def test_a_tiny_run_with_the_real_embedder(minilm: fivefold.MiniLMEmbedder) -> None:
     run = run_latency([120], embedder=minilm, queries=12, warmup=2, repeats=2, sample=30)
     (result,) = run.results
@@ -214,6 +217,7 @@ def test_a_tiny_run_with_the_real_embedder(minilm: fivefold.MiniLMEmbedder) -> N
     assert result.build.pool_size == 120
 
 
+@pytest.mark.slow
 def test_the_cli_command_writes_its_report(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = CliRunner().invoke(
@@ -246,6 +250,7 @@ def test_the_cli_rejects_bad_options(option: str, value: str) -> None:
     assert option in result.output
 
 
+@pytest.mark.slow
 def test_plot_writes_a_png(report: LatencyReport, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     path = tmp_path / "latency.png"
@@ -269,6 +274,7 @@ def test_the_cli_times_every_optimizer_mode_by_default() -> None:
     assert option.default == "off,rule,cached"
 
 
+@pytest.mark.slow
 def test_a_store_named_by_a_url_is_built_and_timed_there(pg_url: str) -> None:
     result = run_latency(
         [200],

@@ -108,6 +108,7 @@ def test_a_configured_mode_is_kept_and_toggles_follow_the_config() -> None:
     assert {"mmr-off", "rewrites-off"} <= names
 
 
+@pytest.mark.slow
 def test_policies_recall_every_question_and_score_against_the_reference(
     store: tuple[fivefold.Memory, dict[int, Doc]],
 ) -> None:

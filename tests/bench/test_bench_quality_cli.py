@@ -42,6 +42,7 @@ def test_commands_for_the_bench_group() -> None:
         assert {"--data", "--limit", "--json", "--report", "--k-max"} <= options
 
 
+@pytest.mark.slow
 def test_locomo_prints_every_system_and_writes_json_and_report(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         locomo,
@@ -68,6 +69,7 @@ def test_locomo_prints_every_system_and_writes_json_and_report(tmp_path: Path) -
     assert (tmp_path / "report" / "report.md").is_file()
 
 
+@pytest.mark.slow
 def test_no_policies_runs_only_the_optimizer(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     result = CliRunner().invoke(
@@ -78,6 +80,7 @@ def test_no_policies_runs_only_the_optimizer(tmp_path: Path) -> None:
     assert "`balanced`" not in result.output
 
 
+@pytest.mark.slow
 def test_locomo_with_the_default_model_and_k_max(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         locomo, ["--data", LOCOMO_TINY, "--k-max", "5", "--resamples", "100"]
@@ -89,6 +92,7 @@ def test_locomo_with_the_default_model_and_k_max(tmp_path: Path) -> None:
     assert cells[2:8] == ["R@1", "R@5", "any@5", "nDCG@5", "MRR", "sR@5"]
 
 
+@pytest.mark.slow
 def test_locomo_reads_the_path_from_the_environment() -> None:
     result = CliRunner(env={LOCOMO_ENV: LOCOMO_TINY}).invoke(locomo, ["--limit", "1", *FAST])
     assert result.exit_code == 0, result.output
@@ -124,6 +128,7 @@ def test_default_locomo_path_walks_up_to_a_shared_folder(tmp_path: Path) -> None
     assert default_locomo_path(repo) == data
 
 
+@pytest.mark.slow
 def test_longmemeval_and_beir_commands(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(

@@ -155,6 +155,7 @@ def test_change_table_lists_ablations_and_challengers_only(result: BenchResult) 
     assert list(rows) == [s.name for s in result.systems if s.group in ("ablation", "challenger")]
 
 
+@pytest.mark.slow
 def test_single_category_datasets_get_no_category_table() -> None:
     beir = run_benchmark(
         load_beir(DATA / "beir_tiny"), embedder=fivefold.HashingEmbedder(), resamples=100
@@ -187,6 +188,7 @@ def test_json_from_another_tool_is_refused(result: BenchResult, tmp_path: Path) 
         read_json(garbage)
 
 
+@pytest.mark.slow
 def test_report_writes_markdown_and_png(result: BenchResult, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     target = write_report(result, tmp_path / "report")

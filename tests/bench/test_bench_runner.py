@@ -148,6 +148,7 @@ def test_ids_map_back_to_the_dataset_docs() -> None:
     assert result.system("dense").per_question["sR@10"] == (1.0,)
 
 
+@pytest.mark.slow
 def test_a_memory_from_another_namespace_stops_the_run() -> None:
     dataset = Dataset(
         name="two",
@@ -171,6 +172,7 @@ def test_systems_must_include_the_engine_and_questions_must_remain() -> None:
         run_benchmark(dataset, embedder=fivefold.HashingEmbedder(), k_max=0)
 
 
+@pytest.mark.slow
 def test_k_max_caps_every_list_and_the_cutoffs() -> None:
     assert [m.label for m in metric_specs(5)] == ["R@1", "R@5", "any@5", "nDCG@5", "MRR", "sR@5"]
     assert [m.label for m in metric_specs(7)][:3] == ["R@1", "R@5", "R@7"]
@@ -185,6 +187,7 @@ def test_k_max_caps_every_list_and_the_cutoffs() -> None:
     assert result.system("bm25").per_question["MRR"] == (0.0,)
 
 
+@pytest.mark.slow
 def test_longmemeval_session_only_questions_score_at_session_level() -> None:
     dataset = load_longmemeval(DATA / "longmemeval_tiny.json")
     result = run_benchmark(dataset, embedder=fivefold.HashingEmbedder(), resamples=100)
@@ -198,6 +201,7 @@ def test_longmemeval_session_only_questions_score_at_session_level() -> None:
     assert dense.comparison.n == len(result.question_ids) - 1
 
 
+@pytest.mark.slow
 def test_beir_has_no_session_metrics() -> None:
     result = run_benchmark(
         load_beir(DATA / "beir_tiny"), embedder=fivefold.HashingEmbedder(), resamples=100
@@ -231,6 +235,7 @@ def test_limit_keeps_whole_namespaces_or_the_first_questions() -> None:
         limit_dataset(beir, 0)
 
 
+@pytest.mark.slow
 def test_the_engine_ranks_the_same_on_postgres(locomo_result: BenchResult, pg_url: str) -> None:
     """``--db``: the same benchmark with the engine's memories on another backend."""
     on_postgres = run_benchmark(

@@ -24,6 +24,7 @@ def run(db: str, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+@pytest.mark.slow
 def test_remember_recall_json_round_trip(db: str) -> None:
     code, out, _ = run(db, "remember", "My badge ID is 47821", "--session", "s1")
     assert code == 0
@@ -38,6 +39,7 @@ def test_remember_recall_json_round_trip(db: str) -> None:
     assert "lexical" in payload["hits"][0]["sources"]
 
 
+@pytest.mark.slow
 def test_recall_explain_prints_tables(db: str) -> None:
     run(db, "remember", "Priya recommended Postgres for Project Kestrel")
     code, out, _ = run(db, "recall", "what did Priya recommend?", "--explain")
@@ -49,6 +51,7 @@ def test_recall_explain_prints_tables(db: str) -> None:
     assert set(json.loads(out)["retrievers"]) >= {"semantic", "lexical", "graph"}
 
 
+@pytest.mark.slow
 def test_relate_alias_forget_stats(db: str) -> None:
     code, out, _ = run(db, "relate", "Sarah Chen", "reports_to", "Priya Patel")
     assert code == 0
@@ -65,6 +68,7 @@ def test_relate_alias_forget_stats(db: str) -> None:
     assert json.loads(out)["memories"] == 0
 
 
+@pytest.mark.slow
 def test_import_jsonl_and_locomo(db: str, tmp_path: Path) -> None:
     path = tmp_path / "memories.jsonl"
     lines = [{"content": f"Note {i} about Kestrel", "namespace": "ns"} for i in range(5)]
@@ -86,6 +90,7 @@ def test_import_jsonl_and_locomo(db: str, tmp_path: Path) -> None:
     assert "\ufeff" not in run(db, "recall", "BOM note")[1]
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_an_exit_code(db: str, tmp_path: Path) -> None:
     assert run(db, "remember", "a memory to recall")[0] == 0
     code, _, err = run(db, "recall", "   ")
@@ -117,6 +122,7 @@ def test_db_from_environment(tmp_path: Path) -> None:
     assert path.exists()
 
 
+@pytest.mark.slow
 def test_demo_runs_and_shows_plans() -> None:
     result = CliRunner().invoke(cli, ["demo", "-k", "2"], catch_exceptions=False)
     assert result.exit_code == 0

@@ -91,6 +91,7 @@ def test_the_user_config_file_and_the_environment(tmp_path: Path, user_config: P
     assert "k = 9" in run("--config", str(flag_file), "config", "show", env=env)[1]
 
 
+@pytest.mark.slow
 def test_every_command_opens_the_store_with_the_config(
     tmp_path: Path, opened: list[Config]
 ) -> None:
@@ -176,6 +177,7 @@ def test_stats_shows_this_process_metrics(tmp_path: Path) -> None:
     assert set(payload["metrics"]) >= {"plans", "latency", "cache_hit_rate", "rerank"}
 
 
+@pytest.mark.slow
 def test_demo_prints_the_metrics_at_its_end(tmp_path: Path) -> None:
     path = write(tmp_path / "cached.toml", '[optimizer]\nmode = "cached"\n')
     code, out, _ = run("--config", str(path), "demo", "-k", "1")

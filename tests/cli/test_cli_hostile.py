@@ -125,6 +125,7 @@ def test_a_database_path_under_a_regular_file_is_a_store_error(tmp_path: Path) -
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_import_stops_at_the_first_bad_line_after_whole_batches(tmp_path: Path) -> None:
     lines = [json.dumps({"content": f"note {i}"}) for i in range(5)]
     lines[3] = '{"content": "bad", "importance": 7}'
@@ -199,6 +200,7 @@ def test_import_skip_reports_every_bad_line_and_keeps_the_good(tmp_path: Path) -
     assert "made a new store" not in err  # not for a store that was there
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_an_import_says_how_far_it_got(tmp_path: Path) -> None:
     """It printed "Aborted!" alone: the user could not tell which records to import again."""
     import signal
@@ -243,6 +245,7 @@ def test_ctrl_c_during_an_import_says_how_far_it_got(tmp_path: Path) -> None:
     assert "imported into this store by an earlier run, not again" in err
 
 
+@pytest.mark.slow
 def test_ctrl_c_between_two_batches_says_how_far_the_import_got(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -492,6 +495,7 @@ def test_an_error_of_several_lines_is_printed_on_one(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_of_two_processes_making_one_store_the_one_that_made_it_says_so(tmp_path: Path) -> None:
     """The notice was decided by a look before the open: two processes starting a new store at
     once both said they made it (4 runs of 5 in a hostile pass)."""
@@ -513,6 +517,7 @@ def test_of_two_processes_making_one_store_the_one_that_made_it_says_so(tmp_path
         assert count(db) == 2
 
 
+@pytest.mark.slow
 def test_a_new_postgres_store_is_said_too(pg_url: str) -> None:
     code, _, err = run("--db", pg_url, "remember", "hello")
     assert code == 0
@@ -529,6 +534,7 @@ def _contents(db: Path) -> list[str]:
         return [str(r[0]) for r in conn.execute("SELECT content FROM memories ORDER BY id")]
 
 
+@pytest.mark.slow
 def test_an_import_killed_and_run_again_writes_each_record_once(tmp_path: Path) -> None:
     """kill -9 at a random moment (in a commit or between two): the rerun starts after what
     the killed run committed, as its own transactions noted it (it wrote them all again)."""
@@ -552,6 +558,7 @@ def test_an_import_killed_and_run_again_writes_each_record_once(tmp_path: Path) 
     assert _contents(db) == [f"note {i} about the kestrel" for i in range(3_000)]
 
 
+@pytest.mark.slow
 def test_an_import_run_again_imports_only_what_is_new(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     db = str(tmp_path / "grown.db")

@@ -124,6 +124,7 @@ def _items_with_vectors(count: int) -> str:
     )
 
 
+@pytest.mark.slow
 def test_two_runs_of_one_import_at_once_write_each_record_once(tmp_path: Path) -> None:
     """Real processes started together: the run that finds the note moved stops with nothing
     of its batch written (a run read the note once, at its start: both wrote every record);

@@ -93,6 +93,7 @@ def _same(a: list[list[tuple[str, float]]], b: list[list[tuple[str, float]]]) ->
     ) and len(a) == len(b)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("direction", ["sqlite->postgres", "postgres->sqlite"])
 def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg_url: str) -> None:
     sqlite = str(tmp_path / "memory.db")
@@ -159,6 +160,7 @@ def test_the_destination_must_be_empty(tmp_path: Path, pg_url: str) -> None:
             migrate(src, dst)
 
 
+@pytest.mark.slow
 def test_the_command_copies_and_verifies(tmp_path: Path, pg_url: str) -> None:
     source = str(tmp_path / "cli.db")
     with Memory.open(source) as memory:  # the default model, as the command opens it
@@ -287,6 +289,7 @@ def test_a_postgres_store_copies_to_another_whatever_names_it_holds(
     assert report.namespaces[LONG].memories == (1, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_copy_that_did_not_finish_is_reported_and_refused(
     backend: str, tmp_path: Path, pg_url: str
@@ -335,6 +338,7 @@ def _fresh(pg_url: str) -> str:
     return f"{server}options=-csearch_path%3D{schema},public"
 
 
+@pytest.mark.slow
 def test_doctor_reports_a_copy_killed_half_way(tmp_path: Path) -> None:
     """kill -9 of a real migration: `doctor`'s check says the copy did not finish."""
     import signal
@@ -442,6 +446,7 @@ def test_ctrl_c_during_the_command_says_what_the_destination_holds(
     assert "Aborted" not in result.output
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_copy_is_verified_says_it_was_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -466,6 +471,7 @@ def _empty(backend: str, tmp_path: Path, pg_url: str) -> Memory:
     return _open(str(tmp_path / "dst.db") if backend == "sqlite" else pg_url)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_namespace_of_relations_alone_is_copied(
     backend: str, tmp_path: Path, pg_url: str
@@ -487,6 +493,7 @@ def test_a_namespace_of_relations_alone_is_copied(
     ] == [("Ann", "manages", "Ben")]
 
 
+@pytest.mark.slow
 def test_what_the_source_gains_or_loses_during_the_copy_is_counted(tmp_path: Path) -> None:
     """A memory forgotten from the source while the copy ran raised a KeyError traceback, and
     a namespace another writer began meanwhile was missed by a copy that said it verified (a

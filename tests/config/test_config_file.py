@@ -396,6 +396,7 @@ def configs(draw: Any) -> Config:
     )
 
 
+@pytest.mark.slow
 @given(configs())
 def test_round_trip_property(config: Config) -> None:
     assert config_from_toml(config_to_toml(config)) == config

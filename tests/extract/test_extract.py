@@ -172,6 +172,7 @@ def test_any_latin_capitalized_word_mid_sentence_is_a_name(capital: str, rest: s
     assert name in extract_entities(f"We met {capital}{rest} at noon.")
 
 
+@pytest.mark.slow
 @given(st.lists(st.text(st.characters(categories=("Ll", "Lo", "Lm")), min_size=1), max_size=8))
 def test_words_with_no_capital_are_never_names(words: list[str]) -> None:
     assert extract_entities(" ".join(words)) == []

@@ -70,6 +70,7 @@ def _give_feedback(mem: fivefold.Memory, answers: dict[int, int], namespace: str
         mem.feedback(result.recall_id, relevant=[answers[topic]])
 
 
+@pytest.mark.slow
 def test_training_learns_what_the_rules_miss(hashing_mem: fivefold.Memory) -> None:
     answers = _corpus(hashing_mem)
     learning = _learning(hashing_mem)
@@ -100,6 +101,7 @@ def test_training_learns_what_the_rules_miss(hashing_mem: fivefold.Memory) -> No
         assert hit.confidence == pytest.approx(confidence(x, LEARNED_COEFFICIENTS))
 
 
+@pytest.mark.slow
 def test_a_model_that_loses_to_the_rules_is_not_used(hashing_mem: fivefold.Memory) -> None:
     answers = _corpus(hashing_mem)
     learning = _learning(hashing_mem)
@@ -179,6 +181,7 @@ def test_training_below_one_held_out_recall_says_so(hashing_mem: fivefold.Memory
     assert (report.recalls, report.held_out) == (2, 1)
 
 
+@pytest.mark.slow
 def test_a_namespace_model_ranks_only_its_namespace(hashing_mem: fivefold.Memory) -> None:
     answers = _corpus(hashing_mem, "a")
     _corpus(hashing_mem, "b")
@@ -284,6 +287,7 @@ def test_ties_keep_the_rules_order() -> None:
     assert [i for i, _ in model.rank(candidates)] == [9, 3, 5]
 
 
+@pytest.mark.slow
 def test_the_cli_takes_feedback_and_trains(tmp_path: Path) -> None:
     db, settings = str(tmp_path / "cli.db"), tmp_path / "config.toml"
     settings.write_text('[optimizer]\nmode = "learned"\n\n[learned]\nmin_feedback = 5\n')
@@ -332,6 +336,7 @@ def test_the_packaged_model_ranks_conversation_turns_only(hashing_mem: fivefold.
     assert explained.plan.reasons == written.plan.reasons
 
 
+@pytest.mark.slow
 def test_one_question_counts_once_however_its_recall_id_is_written(
     hashing_mem: fivefold.Memory,
 ) -> None:
@@ -360,6 +365,7 @@ def test_one_question_counts_once_however_its_recall_id_is_written(
         learning.train()
 
 
+@pytest.mark.slow
 def test_a_model_that_only_ties_the_rules_is_not_used(hashing_mem: fivefold.Memory) -> None:
     """Feedback that called every memory relevant fit a model of a bias alone; it tied the
     rules, was accepted, and ranked every recall by memory id (a hostile pass's find)."""
@@ -392,6 +398,7 @@ def test_feedback_on_a_memory_forgotten_meanwhile_is_not_found(
     assert hashing_mem.store.models.feedback("default") == []
 
 
+@pytest.mark.slow
 def test_a_feedback_row_no_longer_readable_does_not_stop_training(
     hashing_mem: fivefold.Memory,
 ) -> None:

@@ -142,6 +142,7 @@ weight_maps = st.dictionaries(
 )
 
 
+@pytest.mark.slow
 @given(ranked_runs(), weight_maps)
 def test_scores_are_non_negative_and_order_is_deterministic(
     runs: list[RetrieverRun], weights: dict[RetrieverName, float]
@@ -155,6 +156,7 @@ def test_scores_are_non_negative_and_order_is_deterministic(
         assert f.score == sum(t.contribution for t in f.terms)
 
 
+@pytest.mark.slow
 @given(ranked_runs(), weight_maps)
 def test_order_does_not_depend_on_run_order(
     runs: list[RetrieverRun], weights: dict[RetrieverName, float]
@@ -164,6 +166,7 @@ def test_order_does_not_depend_on_run_order(
     assert forward == pytest.approx(backward)
 
 
+@pytest.mark.slow
 @given(ranked_runs(max_runs=4), ranked_runs(max_runs=1), weight_maps)
 def test_adding_a_list_never_lowers_a_score(
     runs: list[RetrieverRun], extra: list[RetrieverRun], weights: dict[RetrieverName, float]
@@ -201,6 +204,7 @@ def test_single_list_with_equal_confidences_keeps_its_order(
     assert [f.id for f in plain_rrf([single])] == ids
 
 
+@pytest.mark.slow
 @given(ranked_runs(), weight_maps)
 def test_convex_scores_are_within_unit_interval(
     runs: list[RetrieverRun], weights: dict[RetrieverName, float]

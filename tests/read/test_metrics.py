@@ -43,6 +43,7 @@ def mem(request: pytest.FixtureRequest) -> Iterator[fivefold.Memory]:
 
 
 # -- percentiles -----------------------------------------------------------------------------------
+@pytest.mark.slow
 @given(st.lists(st.floats(0.0, 1e4, allow_nan=False), min_size=1, max_size=200))
 def test_percentiles_are_numpys_nearest_rank(samples: list[float]) -> None:
     ordered = sorted(samples)

@@ -388,6 +388,7 @@ def test_a_request_without_a_host_is_no_browsers_and_is_answered(open_server: Se
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
 
 
+@pytest.mark.slow
 def test_an_internal_error_is_json_with_the_security_headers(tmp_path: Path) -> None:
     """Starlette's server-error middleware sits outside any added middleware: a 500 went out
     without the headers every other answer carries. A store that fails in a way nothing

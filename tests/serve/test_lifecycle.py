@@ -38,6 +38,7 @@ def _writer(server: Server, name: str, acknowledged: list[int], stop: threading.
             n += 1
 
 
+@pytest.mark.slow
 def test_sigterm_drains_and_loses_no_acknowledged_write(
     tmp_path: Path, minilm: fivefold.MiniLMEmbedder
 ) -> None:
@@ -65,6 +66,7 @@ def test_sigterm_drains_and_loses_no_acknowledged_write(
     assert set(acknowledged) <= stored
 
 
+@pytest.mark.slow
 def test_two_workers_share_the_store_and_the_metrics(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -129,6 +131,7 @@ def test_keys_add_list_revoke(tmp_path: Path) -> None:
     assert config.read_text() == before
 
 
+@pytest.mark.slow
 def test_without_keys_the_server_refuses_a_public_address(tmp_path: Path) -> None:
     command = [sys.executable, "-c", "from fivefold.cli.main import main; main()"]
     command += ["--db", str(tmp_path / "m.db"), "serve", "--host", "0.0.0.0"]
@@ -138,6 +141,7 @@ def test_without_keys_the_server_refuses_a_public_address(tmp_path: Path) -> Non
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_port_in_use_is_one_line_before_the_banner(tmp_path: Path) -> None:
     """uvicorn said it among its log lines after "fivefold serve: http://...", and exited 3."""
     with socket.socket() as taken:
@@ -167,6 +171,7 @@ def test_a_privileged_port_blames_the_port(monkeypatch: pytest.MonkeyPatch) -> N
         check_port("127.0.0.1", 80)
 
 
+@pytest.mark.slow
 def test_a_store_that_cannot_open_is_one_line_before_the_banner(tmp_path: Path) -> None:
     """It printed the banner, then a worker's 39-line traceback, and exited 3."""
     garbage = tmp_path / "garbage.db"
@@ -219,6 +224,7 @@ def _stored(server: Server) -> int:
     return count
 
 
+@pytest.mark.slow
 def test_sigterm_finishes_a_write_that_outlasts_uvicorns_graceful_timeout(
     tmp_path: Path,
 ) -> None:
@@ -240,6 +246,7 @@ def test_sigterm_finishes_a_write_that_outlasts_uvicorns_graceful_timeout(
     print(f"drained in {time.monotonic() - began:.1f} s")  # past 30 s: the old limit
 
 
+@pytest.mark.slow
 def test_a_second_ctrl_c_quits_and_answers_nothing(tmp_path: Path) -> None:
     """The batch is still embedding when Ctrl-C comes twice: the process ends at once, the
     client gets no answer (uvicorn's own handling answered 500, then let the write commit)."""
@@ -259,6 +266,7 @@ def test_a_second_ctrl_c_quits_and_answers_nothing(tmp_path: Path) -> None:
     assert _stored(server) == 0  # the write had not committed: it went with the process
 
 
+@pytest.mark.slow
 def test_a_repeated_sigterm_drains_as_the_first(tmp_path: Path) -> None:
     """A wrapper forwarding SIGTERM to its process group can deliver it twice: only a second
     Ctrl-C quits at once (as uvicorn escalates), so the write is finished and answered."""
@@ -305,6 +313,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads Linux's /proc")
 def test_workers_of_a_killed_server_stop_and_free_the_port(
     tmp_path: Path, minilm: fivefold.MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch

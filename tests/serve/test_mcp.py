@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import httpx2
+import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -96,6 +97,7 @@ async def _session(client: Client) -> dict[str, Any]:
     return {"made": made, "edge": edge}
 
 
+@pytest.mark.slow
 def test_stdio(tmp_path: Path, minilm: fivefold.MiniLMEmbedder) -> None:
     db = tmp_path / "mcp.db"
     params = StdioServerParameters(
@@ -140,6 +142,7 @@ async def _http(server: Server, key: str) -> AsyncIterator[Client]:
         yield client
 
 
+@pytest.mark.slow
 def test_http_behind_keys(keyed_server: Server) -> None:
     async def main() -> None:
         async with _http(keyed_server, "beta") as client:
@@ -152,6 +155,7 @@ def test_http_behind_keys(keyed_server: Server) -> None:
     asyncio.run(main())
 
 
+@pytest.mark.slow
 def test_http_tools_see_only_their_keys_tenant(keyed_server: Server) -> None:
     secret = "the Orion launch code is 5519"
     alpha = httpx.post(
@@ -207,6 +211,7 @@ def test_a_stdio_scope_past_the_write_bounds_is_refused_before_serving(tmp_path:
         assert "bytes" in result.output
 
 
+@pytest.mark.slow
 def test_stdio_answers_a_line_it_cannot_read_and_serves_on(tmp_path: Path) -> None:
     """JSON-RPC 2.0: a line that is not JSON is answered -32700, one that is not a request
     object -32600 (with its id where it has one), and the server goes on. The SDK's stdio
@@ -287,6 +292,7 @@ def test_stdio_answers_a_line_it_cannot_read_and_serves_on(tmp_path: Path) -> No
         assert child.wait(timeout=60) == 0
 
 
+@pytest.mark.slow
 def test_stdio_answers_what_it_was_asked_before_stdin_closed(
     tmp_path: Path, minilm: fivefold.MiniLMEmbedder
 ) -> None:

@@ -68,6 +68,7 @@ def test_the_key_fixes_the_namespace(keyed_server: Server) -> None:
     assert mine.json()["user_id"] == "u1"
 
 
+@pytest.mark.slow
 def test_no_endpoint_shows_or_touches_another_tenants_memory(keyed_server: Server) -> None:
     secret = f"The vault code of Orion is {uuid.uuid4().hex}"
     own = _call(keyed_server, "alpha", "POST", "/v1/memories", json={"content": secret}).json()
@@ -208,6 +209,7 @@ def test_a_keyed_servers_tenants_are_not_told_where_the_store_lives() -> None:
     assert _without_password("postgresql://h?password=p") == "postgresql://h"
 
 
+@pytest.mark.slow
 def test_a_keyed_server_serves_metrics_only_when_told(keyed_server: Server, tmp_path: Any) -> None:
     """/metrics are the whole server's (every tenant's writes and recalls over time, failed
     keys, the store's size): a keyed server served them to anyone, with or without a key."""

@@ -15,6 +15,8 @@ import httpx
 import pytest
 from tests.serve.conftest import Server
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # CI installs Chromium and sets this, so there the test can never be skipped.
 REQUIRED = os.environ.get("FIVEFOLD_REQUIRE_BROWSER") == "1"

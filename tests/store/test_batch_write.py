@@ -91,6 +91,7 @@ def _write(
         return _dump(mem)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_batch_boundaries_do_not_change_what_is_stored(
     new_store: Callable[[], str], seed: int
@@ -186,6 +187,7 @@ def test_a_batch_is_found_by_every_leg_as_written(store_url: str) -> None:
         assert set(hits) == {before.id, batch[0].id, batch[1].id}
 
 
+@pytest.mark.slow
 def test_a_writer_racing_into_the_same_session_waits_for_the_batch(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,6 +40,7 @@ def _wait_for(condition: object, seconds: float = 10.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_the_thread_moves_committed_pages_into_the_file_while_the_store_is_open(
     tmp_path: Path,
 ) -> None:
@@ -73,6 +74,7 @@ def test_a_store_in_memory_has_no_thread() -> None:
         assert _checkpoint_threads() == []
 
 
+@pytest.mark.slow
 def test_a_failed_checkpoint_is_tried_again_at_the_next_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -99,6 +101,7 @@ def test_a_failed_checkpoint_is_tried_again_at_the_next_commit(
         assert mem.stats().memories == 1500
 
 
+@pytest.mark.slow
 def test_a_store_never_closed_leaves_no_thread_once_collected(tmp_path: Path) -> None:
     mem = fivefold.Memory.open(tmp_path / "m.db", embedder=HASHING)
     mem.remember("Caroline: hello", session_id="s")
@@ -123,6 +126,7 @@ with fivefold.Memory.open(path, embedder=fivefold.HashingEmbedder()) as mem:
 """
 
 
+@pytest.mark.slow
 def test_sigkill_while_the_thread_checkpoints_loses_no_acknowledged_batch(
     tmp_path: Path,
 ) -> None:

@@ -44,6 +44,7 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_three_writers_and_three_readers_on_one_file(tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     Memory.open(db, embedder=fivefold.HashingEmbedder(dim=16)).close()
@@ -106,6 +107,7 @@ SHORT_WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_another_process_closing_the_store_leaves_the_log_of_an_open_one(tmp_path: Path) -> None:
     """A process that opens, writes and closes the store while this one has it open must not
     take itself for the last one open (it would checkpoint and delete the write-ahead log
@@ -127,6 +129,7 @@ def test_another_process_closing_the_store_leaves_the_log_of_an_open_one(tmp_pat
         assert reopened.get(int(other.stdout)).content == "from the short-lived process"
 
 
+@pytest.mark.slow
 def test_threads_sharing_one_memory(tmp_path: Path) -> None:
     errors: list[str] = []
     written: list[int] = []
@@ -164,6 +167,7 @@ def small_disk(tmp_path: Path) -> Path:
     subprocess.run(["umount", str(mount)], check=False)
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_a_store_error_and_loses_nothing_acknowledged(small_disk: Path) -> None:
     acknowledged: list[int] = []
 

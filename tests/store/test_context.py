@@ -141,6 +141,7 @@ _scopes = st.tuples(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(writes=st.lists(st.lists(_scopes, min_size=1, max_size=4), min_size=1, max_size=6))
 def test_context_never_crosses_a_scope_or_session(
@@ -481,6 +482,7 @@ def test_a_version_5_store_gets_mentions_keyed_by_type_on_open(tmp_path: Path) -
     assert before[1]
 
 
+@pytest.mark.slow
 def test_two_openers_of_an_old_store_migrate_it_once(tmp_path: Path) -> None:
     """Both read its version, then wait for the write lock (held here): the second must find
     it migrated, not migrate it again (schema 4's step then failed: a duplicate column)."""

@@ -81,6 +81,7 @@ def _other_process(db: Path, start: int, count: int, forget: Sequence[int] = ())
     return [int(line) for line in done.stdout.split()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", [Config(), HNSW], ids=["exact", "hnsw"])
 def test_another_process_writes_and_deletes_are_caught_up(tmp_path: Path, config: Config) -> None:
     db = tmp_path / "memory.db"
@@ -173,6 +174,7 @@ KILLED_WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_during_writes_loses_no_acknowledged_memory(tmp_path: Path) -> None:
     db = tmp_path / "memory.db"
     script = KILLED_WRITER.format(tests=str(Path(__file__).parent), db=str(db))

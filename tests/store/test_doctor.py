@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import tantivy
 from click.testing import CliRunner
 
@@ -101,6 +102,7 @@ def test_a_damaged_saved_graph_is_found_and_replaced(tmp_path: Path) -> None:
     assert all(f.ok for f in _check(path))
 
 
+@pytest.mark.slow
 def test_the_command_prints_one_line_per_part_and_exits_by_outcome(tmp_path: Path) -> None:
     path = tmp_path / "cli.db"
     with Memory.open(path) as memory:  # the default model, as the command opens it

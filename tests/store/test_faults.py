@@ -86,6 +86,7 @@ def _exercise(path: Path) -> int:
     return refused
 
 
+@pytest.mark.slow
 def test_damaged_copies_give_store_errors_never_sqlite_exceptions(tmp_path: Path) -> None:
     source = tmp_path / "good.db"
     _filled(source)
@@ -110,6 +111,7 @@ def _creator(
         out.put(f"error: {type(exc).__name__}: {exc}")
 
 
+@pytest.mark.slow
 def test_processes_creating_one_new_store_at_once_all_succeed(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     context = multiprocessing.get_context("spawn")
@@ -195,6 +197,7 @@ def _overwritten(source: Path, target: Path, page: int) -> None:
     target.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 def test_doctor_reports_damaged_pages_and_checks_no_index(tmp_path: Path) -> None:
     """The lexical check read the damaged rows and SQLite's error replaced every finding, and
     a store too damaged to open said "`fivefold doctor` checks it" to `doctor` itself (a
@@ -294,6 +297,7 @@ def test_a_store_opened_by_a_relative_path_takes_writes_after_a_chdir(
     assert not (elsewhere / "relative.db").exists()
 
 
+@pytest.mark.slow
 def test_doctor_does_not_wait_on_a_fifo(tmp_path: Path) -> None:
     """Its check of a store too damaged to open opened a FIFO to read it, and waited for a
     writer forever (the review's find)."""
@@ -316,6 +320,7 @@ def test_doctor_does_not_wait_on_a_fifo(tmp_path: Path) -> None:
     assert "not a regular file" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_write_that_waited_for_the_lock_is_not_taken_into_a_deleted_file(
     tmp_path: Path,
 ) -> None:

@@ -179,6 +179,7 @@ OTHER_WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_another_process_writes_are_adopted(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     with _open(db) as memory:
@@ -223,6 +224,7 @@ def test_a_damaged_folder_is_rebuilt(tmp_path: Path) -> None:
         assert all(f.ok for f in memory.store.admin.check())
 
 
+@pytest.mark.slow
 def test_an_index_behind_a_pruned_log_is_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -266,6 +268,7 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in status  # a zombie has exited
 
 
+@pytest.mark.slow
 def test_long_ingests_are_indexed_by_the_indexer_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -325,6 +328,7 @@ def test_an_embedding_program_is_never_run_as_the_indexer(
         assert _found(memory, 250) == [ids[250]]
 
 
+@pytest.mark.slow
 def test_a_fork_of_the_writer_never_keeps_the_indexer_alive(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -347,6 +351,7 @@ def test_a_fork_of_the_writer_never_keeps_the_indexer_alive(
     assert child._process.returncode == 0  # it stopped, it was not killed
 
 
+@pytest.mark.slow
 def test_a_read_adopts_an_index_another_process_built_while_it_waited(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -414,6 +419,7 @@ OTHER_READER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_an_unclosed_store_leaves_no_indexer_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -446,6 +452,7 @@ KILLED_WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_the_indexer_process_ends_with_a_killed_writer(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     script = KILLED_WRITER.format(tests=str(Path(__file__).parent), db=str(db))
@@ -480,6 +487,7 @@ KILLED_INGEST = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_during_a_100k_ingest_loses_nothing_from_the_lexical_leg(
     tmp_path: Path,
 ) -> None:

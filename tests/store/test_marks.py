@@ -72,6 +72,7 @@ def test_words_with_vowel_signs_are_terms_and_keys_of_their_own(
         assert mem.stats().entities == 2
 
 
+@pytest.mark.slow
 def test_a_query_s_words_are_the_terms_its_text_was_indexed_by() -> None:
     """The query side cuts its text into words in Python (``text.tokens``) and hands each to
     FTS5's tokenizer; the index hands FTS5 the whole text. Both must give the same terms, or a

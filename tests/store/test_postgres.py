@@ -61,6 +61,7 @@ def _seed(memory: Memory, namespace: str) -> None:
     memory.relate("Priya Patel", "leads", "Kestrel", namespace=namespace)
 
 
+@pytest.mark.slow
 def test_every_statement_of_a_recall_names_one_namespace(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -141,6 +142,7 @@ UPDATE fivefold_meta SET value = '1' WHERE key = 'schema_version';
 """
 
 
+@pytest.mark.slow
 def test_a_version_1_store_is_reindexed_on_open(url: str) -> None:
     """Schema 2 scores each column with tantivy's statistics: opening a schema 1 store derives
     its posting rows again from the memories, and it ranks as if written under schema 2."""
@@ -175,6 +177,7 @@ UPDATE fivefold_meta SET value = '8' WHERE key = 'schema_version';
 """
 
 
+@pytest.mark.slow
 def test_a_version_8_store_gets_packed_lists_on_open(url: str) -> None:
     """Schema 9 keeps each list packed, a row per part: opening a schema 8 store makes them
     from the memories, and it ranks as before."""
@@ -202,6 +205,7 @@ def test_a_version_8_store_gets_packed_lists_on_open(url: str) -> None:
         assert conn.execute("SELECT count(*) FROM postings").fetchone() != (0,)
 
 
+@pytest.mark.slow
 def test_a_version_3_store_gets_its_windows_on_open(url: str) -> None:
     """Schema 4 keeps a memory's window (own text and session context, one column) where
     schema 3 kept its context at distance 1 and 2: opening a schema 3 store derives the
@@ -236,6 +240,7 @@ UPDATE fivefold_meta SET value = '4' WHERE key = 'schema_version';
 """
 
 
+@pytest.mark.slow
 def test_a_version_4_store_gets_types_on_open(url: str) -> None:
     """Schema 5 keeps each memory's type on its postings and mentions: opening a schema 4 store
     (through 9's packed lists) adds them, and it ranks as before."""
@@ -326,6 +331,7 @@ def _with_path(url: str, path: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{quote(path)}"
 
 
+@pytest.mark.slow
 def test_stores_in_their_own_schemas_share_a_database_without_pgvector(
     postgres_server: str,
 ) -> None:
@@ -376,6 +382,7 @@ def test_stores_in_their_own_schemas_share_a_database_without_pgvector(
         _open(_with_path(fresh, "app_three,public"))
 
 
+@pytest.mark.slow
 def test_a_role_s_own_schema_it_cannot_use_is_skipped_as_postgres_skips_it(
     postgres_server: str,
 ) -> None:
@@ -417,6 +424,7 @@ def test_a_search_path_reads_as_postgres_reads_it() -> None:
     assert search_path('"' + "é" * 40 + '"') == ["é" * 31]  # 62 bytes: not half a character
 
 
+@pytest.mark.slow
 def test_hnsw_applies_the_scope_filter_and_finds_what_exact_search_finds(url: str) -> None:
     config = Config(
         optimizer=OptimizerConfig(mode=OptimizerMode.OFF), index=IndexConfig(hnsw_threshold=100)
@@ -562,6 +570,7 @@ def test_a_failed_index_build_leaves_searches_working_and_is_tried_again_later(
         assert _has_searched_index(url)
 
 
+@pytest.mark.slow
 def test_first_searches_in_several_processes_build_one_index_while_a_writer_waits(
     url: str,
 ) -> None:
@@ -608,6 +617,7 @@ def test_first_searches_in_several_processes_build_one_index_while_a_writer_wait
             s.close()
 
 
+@pytest.mark.slow
 def test_an_empty_store_of_schema_5_drops_its_derived_indexes_and_a_full_one_keeps_them(
     url: str,
 ) -> None:
@@ -634,6 +644,7 @@ def test_an_empty_store_of_schema_5_drops_its_derived_indexes_and_a_full_one_kee
         assert not _has_index(url, "postings_impact")  # its table is gone at schema 9
 
 
+@pytest.mark.slow
 def test_a_store_that_indexed_tokens_past_255_characters_is_reindexed_at_schema_7(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -678,6 +689,7 @@ def _retype_postings(conn: psycopg.Connection, memory_id: int, mtype: str) -> No
         )
 
 
+@pytest.mark.slow
 def test_a_mention_or_posting_of_another_type_is_found_and_retyped(url: str) -> None:
     """A type-filtered read finds a memory's mentions (``mentions_type``) and postings by the
     type they carry: one that is not its memory's is missed (the embedded store's check, now
@@ -714,6 +726,7 @@ def test_a_mention_or_posting_of_another_type_is_found_and_retyped(url: str) -> 
         assert reads(memory) == ([made.id], [made.id])
 
 
+@pytest.mark.slow
 def test_the_statistics_check_finds_and_repairs_drift(url: str) -> None:
     with _open(url) as memory:
         _seed(memory, "default")
@@ -754,6 +767,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_several_processes_and_threads_write_and_read_at_once(
     url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -894,6 +908,7 @@ def test_a_vacuum_step_alone_refreshes_no_statistics(
         assert "the upkeep after a write failed" in caplog.text
 
 
+@pytest.mark.slow
 def test_a_write_does_not_wait_for_the_upkeep_its_growth_asks_for(
     url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -945,6 +960,7 @@ def test_a_write_does_not_wait_for_the_upkeep_its_growth_asks_for(
         assert "cancelled" in caplog.text
 
 
+@pytest.mark.slow
 def test_the_upkeep_outlives_its_failures_and_an_interrupted_close(
     url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -1008,6 +1024,7 @@ def test_a_namespace_copy_would_read_as_separators_is_written_as_it_is(url: str)
     assert namespaces == {odd, "plain"}
 
 
+@pytest.mark.slow
 def test_two_writers_starting_one_session_at_once_link_their_turns(url: str) -> None:
     """Neither writer could read the other's uncommitted turns: each linked its own as if the
     session were new, and the two runs of turns stayed strangers for good (a helper's
@@ -1081,6 +1098,7 @@ def test_a_write_that_lost_a_neighbour_is_retried_whole(
         assert all(f.ok for f in memory.store.admin.check())
 
 
+@pytest.mark.slow
 def test_a_neighbour_forgotten_while_a_batch_writes_waits_for_it(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1123,6 +1141,7 @@ def test_a_neighbour_forgotten_while_a_batch_writes_waits_for_it(
     assert context == ("", "")
 
 
+@pytest.mark.slow
 def test_two_writers_adding_turns_to_one_session_keep_postings_and_statistics_right(
     url: str,
 ) -> None:
@@ -1154,6 +1173,7 @@ def test_two_writers_adding_turns_to_one_session_keep_postings_and_statistics_ri
             s.close()
 
 
+@pytest.mark.slow
 def test_a_write_that_keeps_losing_neighbours_fails_clearly_and_writes_nothing(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1202,6 +1222,7 @@ KILLED_WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_sigkill_during_writes_loses_no_acknowledged_memory(url: str) -> None:
     """A writer killed mid-transaction: Postgres rolls the open batch back; every batch it
     acknowledged is there, found by the lexical and the dense leg, with its session context."""
@@ -1242,6 +1263,7 @@ def test_sigkill_during_writes_loses_no_acknowledged_memory(url: str) -> None:
         assert set(acknowledged) <= {i for i, _ in everyone}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threaded_from", [1, 10**9], ids=["threaded", "inline"])
 def test_a_failing_copy_fails_the_whole_write(
     url: str, monkeypatch: pytest.MonkeyPatch, threaded_from: int
@@ -1289,6 +1311,7 @@ LATE_WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_bulk_write_from_a_thread_outliving_the_main_one_is_written(url: str) -> None:
     """Whether or not a thread can start once the interpreter shuts down, the write is done."""
     from fivefold.store.postgres.beside import THREADED_FROM
@@ -1346,6 +1369,7 @@ INTERRUPTED_WRITE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_bulk_write_interrupted_while_its_postings_go_leaves_no_postings(url: str) -> None:
     """Ctrl-C as a bulk write waits for its COPYs: the write is rolled back whole, and no
     posting of it is committed after the rollback (a hostile pass found 2,401)."""
@@ -1472,6 +1496,7 @@ def test_two_aliases_of_one_name_at_once_name_one_entity(url: str) -> None:
             assert sorted(outcomes) == ["made", "refused"]
 
 
+@pytest.mark.slow
 def test_an_alias_and_a_write_of_the_same_name_at_once_name_one_entity(url: str) -> None:
     """The write made the name an entity while the alias made it another's alias (each
     passed its check before the other committed: 14 of 80 in a hostile pass)."""
@@ -1502,6 +1527,7 @@ def test_an_alias_and_a_write_of_the_same_name_at_once_name_one_entity(url: str)
     assert both == []
 
 
+@pytest.mark.slow
 def test_a_stores_migration_holds_back_only_that_store(postgres_server: str) -> None:
     """One lock for the whole database held every store back while one migrated (a reindex
     can take minutes: a hostile pass's find); the lock is per schema now."""
@@ -1530,6 +1556,7 @@ def test_a_stores_migration_holds_back_only_that_store(postgres_server: str) -> 
     assert opened == [other, held]
 
 
+@pytest.mark.slow
 def test_reads_after_the_servers_connections_were_cut_succeed(url: str) -> None:
     """After a restart (here: the store's connections terminated, as a restart ends them),
     each idle pooled connection failed its next call: 8 calls in a row (a hostile pass's
@@ -1575,6 +1602,7 @@ def _cut_idle(url: str, began: Any) -> int:
     return int(cut[0])
 
 
+@pytest.mark.slow
 def test_writes_after_the_servers_connections_were_cut_succeed(url: str) -> None:
     """A write that did not read first (forget, alias) met the dead pooled connections one
     after the other: 7 forgets failed after a restart (a hostile pass). A write whose BEGIN
@@ -1592,6 +1620,7 @@ def test_writes_after_the_servers_connections_were_cut_succeed(url: str) -> None
         assert memory.stats().memories == 0
 
 
+@pytest.mark.slow
 def test_calls_after_an_idle_spell_succeed_under_an_idle_session_timeout(url: str) -> None:
     """With ``idle_session_timeout`` (managed servers, proxies), every call after a pause met a
     connection the server had ended while it idled: reads, writes, all of them. (The ended
@@ -1610,6 +1639,7 @@ def test_calls_after_an_idle_spell_succeed_under_an_idle_session_timeout(url: st
             assert memory.get(made.id).content == "Priya leads Kestrel"
 
 
+@pytest.mark.slow
 def test_a_write_that_times_out_on_a_lock_starts_again(url: str) -> None:
     """``lock_timeout`` rolls a write back as a deadlock does: it is tried again (it was a
     ``StoreError``: 78 of 120 writes of one session with a 5 ms timeout)."""
@@ -1624,6 +1654,7 @@ def test_a_write_that_times_out_on_a_lock_starts_again(url: str) -> None:
         assert memory.get(made.id).content == "written once the row is free"
 
 
+@pytest.mark.slow
 def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
     url: str, minilm: fivefold.MiniLMEmbedder
 ) -> None:
@@ -1663,6 +1694,7 @@ def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
     assert "--repair" not in result.output
 
 
+@pytest.mark.slow
 def test_given_ids_wait_for_a_writer_that_took_ids(url: str) -> None:
     """A copy's given ids were checked against the sequence while another writer, between its
     ``nextval`` and its commit, held one of them: two memories of one id (in two namespaces,
@@ -1718,6 +1750,7 @@ def test_given_ids_wait_for_a_writer_that_took_ids(url: str) -> None:
         assert memory.remember("after both").id > taken
 
 
+@pytest.mark.slow
 def test_a_writer_waits_while_ids_are_given(url: str) -> None:
     """The other side of the ids lock: a write that takes ids from the sequence waits while a
     copy's batch holds it (its ids checked and the sequence moved past them), then takes ids
@@ -1740,6 +1773,7 @@ def test_a_writer_waits_while_ids_are_given(url: str) -> None:
         assert made == [500]
 
 
+@pytest.mark.slow
 def test_doctor_checks_the_tables_with_pgvector_elsewhere_and_no_right_to_make_schemas(
     postgres_server: str,
 ) -> None:

@@ -90,6 +90,7 @@ def _part_rows(url: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+@pytest.mark.slow
 def test_lists_after_writes_rewrites_and_forgets_are_the_rows_lists(pg_url: str) -> None:
     rng = random.Random(5)
     with _open(pg_url) as memory:
@@ -108,6 +109,7 @@ def test_lists_after_writes_rewrites_and_forgets_are_the_rows_lists(pg_url: str)
         assert _searches(memory) == before
 
 
+@pytest.mark.slow
 def test_two_writers_of_one_namespace_merging_the_same_lists_lose_nothing(pg_url: str) -> None:
     """Writers of different sessions rewrite windows with the same common terms, in the same
     chunks: a merge waits for the other's on the terms' rows and reads what it wrote."""
@@ -144,6 +146,7 @@ def test_two_writers_of_one_namespace_merging_the_same_lists_lose_nothing(pg_url
         assert _searches(memory) == before
 
 
+@pytest.mark.slow
 def test_small_writes_split_chunks_that_compact_merges(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,6 +167,7 @@ def test_small_writes_split_chunks_that_compact_merges(
         assert all(f.ok for f in memory.store.admin.check())
 
 
+@pytest.mark.slow
 def test_a_namespace_crossing_a_growth_step_has_its_lists_compacted(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -177,6 +181,7 @@ def test_a_namespace_crossing_a_growth_step_has_its_lists_compacted(
     assert _part_rows(pg_url)[1] <= pg_admin.COMPACT_PARTS  # closing waited for the upkeep
 
 
+@pytest.mark.slow
 def test_a_compaction_stops_when_told_and_a_writer_beside_it_loses_nothing(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -212,6 +217,7 @@ def test_a_compaction_stops_when_told_and_a_writer_beside_it_loses_nothing(
         assert _searches(memory) == before
 
 
+@pytest.mark.slow
 def test_the_check_finds_a_posting_of_no_memory_and_a_posting_twice(pg_url: str) -> None:
     with _open(pg_url) as memory:
         made = memory.remember("the kestrel budget review")
@@ -261,6 +267,7 @@ def test_parts_pack_each_term_and_chunk_once_in_id_order() -> None:
     assert first["a"]["type"].tolist() == [2, 1]
 
 
+@pytest.mark.slow
 def test_a_repair_makes_a_lost_namespace_row_again(pg_url: str) -> None:
     """The repair makes the namespace's lists and statistics from its rows: its row in
     ``namespaces`` too, when that was lost (it was then made with 0 memories)."""

@@ -457,6 +457,7 @@ def test_hnsw_applies_scope_and_type_filters(
         assert {h.memory.id for h in hits} <= set(allowed)
 
 
+@pytest.mark.slow
 def test_a_selective_filter_widens_the_hnsw_search(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -800,6 +801,7 @@ def test_naive_datetimes_are_taken_as_utc(hashing_mem: Memory) -> None:
     assert window == [(record.id, naive.replace(tzinfo=UTC))]
 
 
+@pytest.mark.slow
 def test_building_an_hnsw_index_before_the_model_loads_does_not_crash(tmp_path: Path) -> None:
     # usearch imported before onnxruntime segfaults the process; the dense index orders them.
     script = (
@@ -820,6 +822,7 @@ def test_building_an_hnsw_index_before_the_model_loads_does_not_crash(tmp_path: 
     assert done.stdout.strip() == "ok"
 
 
+@pytest.mark.slow
 def test_a_memory_naming_thousands_is_bounded_work(hashing_mem: Memory) -> None:
     names = [f"Person{i:04d} Zed" for i in range(2_000)]
     with pytest.raises(InvalidInput, match=r"write\.max_entities"):

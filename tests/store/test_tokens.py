@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -35,6 +36,7 @@ def _columns(bags: Bags, documents: list[tuple[str, str]]) -> list[tuple[Counter
     )
 
 
+@pytest.mark.slow
 @given(
     st.lists(st.tuples(TEXT, TEXT, TEXT), max_size=8),
     st.integers(min_value=0, max_value=20_000),

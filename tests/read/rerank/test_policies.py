@@ -197,6 +197,7 @@ def fake_llm() -> Iterator[str]:
     server.server_close()
 
 
+@pytest.mark.slow
 def test_llm_rewrites_from_an_openai_compatible_endpoint(fake_llm: str) -> None:
     config = RewriteConfig(endpoint=fake_llm, model="tiny", api_key="secret")
     assert llm_rewrites("which dog do I have", config) == ("what pet do I own", "my dog's breed")
@@ -206,6 +207,7 @@ def test_llm_rewrites_from_an_openai_compatible_endpoint(fake_llm: str) -> None:
     assert request["auth"] == "Bearer secret"
 
 
+@pytest.mark.slow
 def test_llm_rewrites_feed_the_semantic_leg(fake_llm: str) -> None:
     config = Config(
         optimizer=OptimizerConfig(mode=OptimizerMode.RULE, rewrites=True),
