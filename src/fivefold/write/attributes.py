@@ -140,8 +140,16 @@ def noun_attribute(words: tuple[str, ...]) -> tuple[Attribute, int] | None:
     for size in range(min(_LONGEST, len(words)), 0, -1):
         found = _NOUNS.get(" ".join(words[-size:]))
         if found is not None:
+            if words[-size:] == ("number",) and words[:-1] and words[-2] not in _PHONE_WORDS:
+                return None  # "my IMSS number", "the policy number": a number of its own kind
             return found, size
     return None
+
+
+# What may stand before a bare "number" that is still a phone number.
+_PHONE_WORDS = frozenset(
+    "phone mobile cell home work office contact landline direct new old".split()
+)
 
 
 _CANONICAL = {a.name: a for a in _NOUNS.values()}
