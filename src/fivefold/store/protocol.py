@@ -112,9 +112,9 @@ class Reads(Protocol):
         """Per repeat key, the memories of exactly ``scope`` (no session) that have it."""
         ...
 
-    def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> list[int]:
-        """The current (not superseded) memories of exactly ``scope`` stating a value of any
-        of ``slots``, newest first, at most ``limit``."""
+    def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> dict[str, list[int]]:
+        """Per slot of ``slots``, the current (not superseded) memories of exactly ``scope``
+        stating a value of it, newest first, at most ``limit`` each."""
         ...
 
     def replaced(self, namespace: str, ids: Sequence[int]) -> dict[int, list[int]]:

@@ -9,6 +9,7 @@ one (likes, speaks, leads), only when the text says it switched ("instead of", "
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ _SWITCHING = frozenset(
 )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=4096)  # asked of one new text once per older one it is weighed against
 def update_cue(text: str) -> str | None:
     """The update cue the text carries ("now", "moved", "instead of", "no longer", ...), or
     None. The first in the text wins, the longer of two at one place ("instead of")."""

@@ -117,26 +117,31 @@ def _superseding(reads: Reads, fresh: list[NewMemory]) -> list[NewMemory]:
     slots = {i: slot_keys(s.frames) for i, s in said.items()}
     stored = _slot_holders(reads, fresh, slots)
     current: dict[int, Statement] = {}  # batch positions not superseded within the batch
+    # Earlier positions per (scope, slot), so a memory weighs only those sharing a slot.
+    by_slot: dict[tuple[Scope, str], list[int]] = {}
     out = list(fresh)
     for i, memory in enumerate(fresh):
         if i not in said:
             continue
         new = said[i]
+        told = {s.target for s in memory.supersedes}
         found = [
             Supersedes(old.id, decision.reason)
             for old in stored.get(i, ())
-            if old.id not in {s.target for s in memory.supersedes}
+            if old.id not in told
             and old.said_at_ts <= new.said_at.timestamp()
             and (decision := supersedes(old.statement, new)) is not None
         ]
         earlier = []
-        for j, old_statement in list(current.items()):
-            if fresh[j].scope != memory.scope or not set(slots[j]) & set(slots[i]):
-                continue
-            if (decision := supersedes(old_statement, new)) is not None:
+        keys = [(memory.scope, key) for key in slots[i]]
+        for j in sorted({j for key in keys for j in by_slot.get(key, ())}):
+            old_statement = current.get(j)
+            if old_statement is not None and (decision := supersedes(old_statement, new)):
                 earlier.append(Supersedes(j, decision.reason))
                 del current[j]
         current[i] = new
+        for key in keys:
+            by_slot.setdefault(key, []).append(i)
         out[i] = replace(
             memory,
             slots=slots[i],
@@ -156,17 +161,31 @@ class _Held:
 def _slot_holders(
     reads: Reads, fresh: Sequence[NewMemory], slots: Mapping[int, tuple[str, ...]]
 ) -> dict[int, list[_Held]]:
-    """Per new memory, the current stored memories of its scope sharing a slot with it."""
-    out: dict[int, list[_Held]] = {}
+    """Per new memory, the newest current stored memories of its scope sharing a slot with
+    it: one read of the holders per scope, each holder read and parsed once per batch."""
+    keys_by_scope: dict[Scope, set[str]] = {}
     for i, keys in slots.items():
-        if not keys:
-            continue
-        memory = fresh[i]
-        ids = reads.slot_holders(memory.scope, keys, SLOT_CANDIDATES)
-        records = reads.get_memories(memory.scope.namespace, ids)
-        out[i] = [
-            _Held(r.id, statement(r.content, r.event_at or r.created_at),
-                  (r.event_at or r.created_at).timestamp())
-            for r in (records[j] for j in ids if j in records)
-        ]  # fmt: skip
+        keys_by_scope.setdefault(fresh[i].scope, set()).update(keys)
+    by_slot = {
+        scope: reads.slot_holders(scope, sorted(keys), SLOT_CANDIDATES)
+        for scope, keys in keys_by_scope.items()
+        if keys
+    }
+    wanted: dict[int, list[int]] = {}
+    for i, keys in slots.items():
+        holders = by_slot.get(fresh[i].scope, {})
+        found = {j for key in keys for j in holders.get(key, ())}
+        wanted[i] = sorted(found, reverse=True)[:SLOT_CANDIDATES]
+    ids_by_namespace: dict[str, set[int]] = {}
+    for i, ids in wanted.items():
+        ids_by_namespace.setdefault(fresh[i].scope.namespace, set()).update(ids)
+    held: dict[tuple[str, int], _Held] = {}
+    for namespace, held_ids in ids_by_namespace.items():
+        for r in reads.get_memories(namespace, sorted(held_ids)).values():
+            at = r.event_at or r.created_at
+            held[namespace, r.id] = _Held(r.id, statement(r.content, at), at.timestamp())
+    out: dict[int, list[_Held]] = {}
+    for i, ids in wanted.items():
+        namespace = fresh[i].scope.namespace
+        out[i] = [held[namespace, j] for j in ids if (namespace, j) in held]
     return out

@@ -12,7 +12,7 @@ from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.postgres.lists import Version
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
-from fivefold.store.shared.rows import memory_record
+from fivefold.store.shared.rows import holders_by_slot, memory_record
 from fivefold.store.shared.timeconv import from_ts
 from fivefold.store.shared.translate import translating_reads
 from fivefold.types import MemoryRecord, MemoryType, Scope
@@ -160,13 +160,13 @@ class PostgresReads:
             out.setdefault(str(key), []).append(int(memory_id))
         return out
 
-    def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> list[int]:
+    def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> dict[str, list[int]]:
         if not slots or limit <= 0:
-            return []
+            return {}
         where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
         with self._core.read() as conn:
             rows = conn.execute(schema.SLOT_HOLDERS, (*where, list(slots), limit)).fetchall()
-        return [int(r[0]) for r in rows]
+        return holders_by_slot(rows)
 
     def replaced(self, namespace: str, ids: Sequence[int]) -> dict[int, list[int]]:
         if not ids:

@@ -349,11 +349,13 @@ WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id IS NULL
 ORDER BY id
 """
 SLOT_HOLDERS = """
-SELECT DISTINCT s.memory_id FROM slots s
-JOIN memories m ON m.namespace = s.namespace AND m.id = s.memory_id
-WHERE s.namespace = %s AND s.user_id = %s AND s.agent_id = %s AND m.superseded_by IS NULL
-  AND s.slot = ANY(%s::text[])
-ORDER BY s.memory_id DESC LIMIT %s
+SELECT slot, memory_id FROM (
+  SELECT s.slot, s.memory_id,
+         row_number() OVER (PARTITION BY s.slot ORDER BY s.memory_id DESC) AS place
+  FROM slots s JOIN memories m ON m.namespace = s.namespace AND m.id = s.memory_id
+  WHERE s.namespace = %s AND s.user_id = %s AND s.agent_id = %s AND m.superseded_by IS NULL
+    AND s.slot = ANY(%s::text[])
+) held WHERE place <= %s ORDER BY slot, memory_id DESC
 """
 REPLACED = """
 SELECT superseded_by, id FROM memories

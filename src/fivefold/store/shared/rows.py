@@ -170,6 +170,14 @@ def new_keys(rows: Sequence[Sequence[Any]]) -> list[tuple[str, Any, str]]:
     return out
 
 
+def holders_by_slot(rows: Sequence[Sequence[Any]]) -> dict[str, list[int]]:
+    """(slot, memory id) rows, each slot's newest first, as slot -> memory ids."""
+    out: dict[str, list[int]] = {}
+    for slot, memory_id in rows:
+        out.setdefault(str(slot), []).append(int(memory_id))
+    return out
+
+
 def feedback_entries(rows: Sequence[Sequence[Any]]) -> list[Feedback]:
     """Feedback from (id, query, args, created_at, memory_id, label) rows ordered by id: one
     entry per id (a memory id of None: every label of it has been forgotten)."""

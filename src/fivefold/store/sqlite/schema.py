@@ -255,10 +255,13 @@ WHERE namespace = ? AND user_id = ? AND agent_id = ? AND session_id IS NULL
 ORDER BY id
 """
 SLOT_HOLDERS = """
-SELECT DISTINCT s.memory_id FROM slots s JOIN memories m ON m.id = s.memory_id
-WHERE s.namespace = ? AND s.user_id = ? AND s.agent_id = ? AND m.superseded_by IS NULL
-  AND s.slot IN (SELECT value FROM json_each(?))
-ORDER BY s.memory_id DESC LIMIT ?
+SELECT slot, memory_id FROM (
+  SELECT s.slot, s.memory_id,
+         row_number() OVER (PARTITION BY s.slot ORDER BY s.memory_id DESC) AS place
+  FROM slots s JOIN memories m ON m.id = s.memory_id
+  WHERE s.namespace = ? AND s.user_id = ? AND s.agent_id = ? AND m.superseded_by IS NULL
+    AND s.slot IN (SELECT value FROM json_each(?))
+) WHERE place <= ? ORDER BY slot, memory_id DESC
 """
 REPLACED = """
 SELECT superseded_by, id FROM memories
