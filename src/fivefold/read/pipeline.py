@@ -18,6 +18,7 @@ from fivefold.config import Config
 from fivefold.embed.base import Embedder, Vectors
 from fivefold.learn.model import Candidates, LearnedModel, candidate_features
 from fivefold.read import history
+from fivefold.read.demote import demote
 from fivefold.read.fuse import Fused, apply_prior, boost, weighted_rrf
 from fivefold.read.rerank.cross_encoder import Reranker
 from fivefold.read.rerank.mmr import mmr_order
@@ -478,37 +479,16 @@ class ReadPipeline:
         return ranked
 
     def _demote(self, state: _State, ranked: list[Fused]) -> tuple[list[Fused], frozenset[int]]:
-        """Move memories that match a negated phrase (squashed BM25 above the threshold) to the
-        bottom, keeping their order; a memory matching several negations sinks further."""
-        negations = state.query.negations
-        if not negations or not ranked:
-            return ranked, frozenset()
-        named = {r.name for r in state.query.negated_entities}
-        ids = [f.id for f in ranked]
-        threshold = self._config.retrieval.negation_threshold
-        strikes: dict[int, int] = {}
-        for phrase in negations:
-            for memory_id, value in match_confidence(
-                self._store.search,
-                state.stats,
-                state.scope,
-                phrase.split(),
-                ids,
-                max_term_share=self._config.lexical.max_term_share,
-                weights=self._config.own_text_weights(),
-            ).items():
-                if value > threshold:
-                    strikes[memory_id] = strikes.get(memory_id, 0) + 1
-        # A memory naming a ruled-out entity is about it, whatever its words; a threshold no
-        # squashed score reaches turns demotion off, this kind too.
-        if named and threshold < 1.0:
-            records = self._store.reads.get_memories(state.scope.namespace, ids)
-            for memory_id, record in records.items():
-                if named & set(record.entities):
-                    strikes[memory_id] = strikes.get(memory_id, 0) + 1
-        order = {f.id: position for position, f in enumerate(ranked)}
-        result = sorted(ranked, key=lambda f: (strikes.get(f.id, 0), order[f.id]))
-        return result, frozenset(strikes)
+        return demote(
+            self._store,
+            state.stats,
+            state.scope,
+            state.query,
+            ranked,
+            threshold=self._config.retrieval.negation_threshold,
+            max_term_share=self._config.lexical.max_term_share,
+            weights=self._config.own_text_weights(),
+        )
 
     def _rerank(self, state: _State, ranked: list[Fused], *, asked: bool) -> list[Fused]:
         """``asked``: the caller's budget asked for it; an exploratory plan's rerank is opt-in
