@@ -22,6 +22,8 @@ from fivefold.errors import (
     NotAFivefoldStore,
     NotFound,
     StoreError,
+    TooLarge,
+    Unauthenticated,
     UnsupportedBackend,
 )
 from fivefold.memory import Memory
@@ -48,16 +50,21 @@ from fivefold.version import __version__
 
 
 def __getattr__(name: str) -> object:
-    # The HTTP client is imported on first use: embedded users never load httpx.
+    # The HTTP clients are imported on first use: embedded users never load httpx.
     if name == "Client":
         from fivefold.client import Client
 
         return Client
+    if name == "AsyncClient":
+        from fivefold.async_client import AsyncClient
+
+        return AsyncClient
     raise AttributeError(f"module 'fivefold' has no attribute {name!r}")
 
 
 __all__ = [
     "AccessDenied",
+    "AsyncClient",
     "Budget",
     "Client",
     "Config",
@@ -88,7 +95,9 @@ __all__ = [
     "Scope",
     "StoreError",
     "TimeWindow",
+    "TooLarge",
     "TrainReport",
+    "Unauthenticated",
     "UnsupportedBackend",
     "__version__",
 ]
