@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
 import pytest
 from click.testing import CliRunner
 
+import fivefold
 from fivefold.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,3 +154,50 @@ def test_the_readme_shows_the_value_migrate_takes_and_the_venv_python() -> None:
     scripts = re.findall(r"(\S*)python3? scripts/", readme)
     assert scripts
     assert all(before.endswith(".venv/bin/") for before in scripts), scripts
+
+
+# What a recall never needs: the server, the clients, benchmarks, plotting, async machinery.
+EDGES = (
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "pydantic",
+    "mcp",
+    "httpx",
+    "anyio",
+    "asyncio",
+    "prometheus_client",
+    "matplotlib",
+    "ir_measures",
+    "psycopg",
+    "fivefold.bench",
+    "fivefold.serve",
+    "fivefold.client",
+    "fivefold.async_client",
+    "fivefold.remote",
+    "fivefold.demo",
+)
+
+
+def test_a_cold_recall_imports_none_of_the_edges(
+    tmp_path: Path, minilm: fivefold.MiniLMEmbedder
+) -> None:
+    """A cold ``fivefold recall`` is an import and a model load: each of these modules
+    imported on its path is time every command-line recall pays for nothing."""
+    store = tmp_path / "m.db"
+    with fivefold.Memory.open(store, embedder=minilm) as memory:
+        memory.remember("Priya recommended Postgres for Project Kestrel")
+    report = tmp_path / "modules.txt"
+    code = (
+        "import atexit, sys; "
+        f"atexit.register(lambda: open({str(report)!r}, 'w').write('\\n'.join(sys.modules))); "
+        "from fivefold.cli.main import main; main()"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FIVEFOLD_")}
+    command = [sys.executable, "-c", code, "--db", str(store), "recall", "Postgres", "-k", "1"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Postgres" in done.stdout
+    loaded = report.read_text().split("\n")
+    assert len(loaded) > 100  # the report is real: numpy and the engine are in it
+    assert [m for m in loaded if m.split(".")[0] in EDGES or m.startswith(EDGES)] == []
