@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 
 import fivefold
 
@@ -78,6 +80,15 @@ def test_the_async_client_has_the_methods_of_the_client() -> None:
     # The same options; only the transport's type differs (httpx's async one).
     opened = inspect.signature(asynchronous.__init__).parameters
     assert list(opened) == list(inspect.signature(sync.__init__).parameters)
+
+
+def test_the_clients_load_httpx_only_when_first_used() -> None:
+    code = (
+        "import sys, fivefold; assert 'httpx' not in sys.modules; "
+        "assert fivefold.AsyncClient.__name__ == 'AsyncClient'; assert 'httpx' in sys.modules"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 def test_retriever_and_plan_names_match_the_design() -> None:

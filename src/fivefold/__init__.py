@@ -10,6 +10,8 @@ the question. The embedded default is one SQLite file::
         res = mem.recall("what database did Priya recommend for Kestrel?")
 """
 
+from typing import TYPE_CHECKING
+
 from fivefold.config import Config
 from fivefold.embed import Embedder, HashingEmbedder, MiniLMEmbedder
 from fivefold.errors import (
@@ -47,6 +49,10 @@ from fivefold.types import (
     TrainReport,
 )
 from fivefold.version import __version__
+
+if TYPE_CHECKING:  # the real classes to type checkers; at run time they load on first use
+    from fivefold.async_client import AsyncClient
+    from fivefold.client import Client
 
 
 def __getattr__(name: str) -> object:
