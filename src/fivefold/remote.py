@@ -29,7 +29,27 @@ from fivefold.types import (
 from fivefold.validate import json_number
 from fivefold.wire import from_json
 
-__all__ = ["Call", "answer", "unreachable"]
+__all__ = [
+    "Call",
+    "alias",
+    "answer",
+    "browse",
+    "explain",
+    "feedback",
+    "forget",
+    "forget_scope",
+    "get",
+    "history",
+    "recall",
+    "relate",
+    "remember",
+    "remember_many",
+    "remember_messages",
+    "stats",
+    "supersede",
+    "train",
+    "unreachable",
+]
 
 T = TypeVar("T")
 JSON_HEADERS = {"content-type": "application/json"}
@@ -100,7 +120,7 @@ def alias(name: str, alias: str, namespace: str | None) -> Call[Entity]:
 
 
 def forget(memory_id: int, scope: Mapping[str, Any]) -> Call[None]:
-    return _get(f"/v1/memories/{_id(memory_id)}", scope, _nothing, method="DELETE")
+    return _query("DELETE", f"/v1/memories/{_id(memory_id)}", scope, _nothing)
 
 
 def remember_messages(
@@ -118,15 +138,16 @@ def forget_scope(namespace: str, scope: Mapping[str, Any]) -> Call[int]:
 
 
 def history(memory_id: int, scope: Mapping[str, Any]) -> Call[list[MemoryRecord]]:
-    return _get(f"/v1/memories/{_id(memory_id)}/history", scope, _many(MemoryRecord))
+    return _query("GET", f"/v1/memories/{_id(memory_id)}/history", scope, _many(MemoryRecord))
 
 
 def get(memory_id: int, scope: Mapping[str, Any]) -> Call[MemoryRecord]:
-    return _get(f"/v1/memories/{_id(memory_id)}", scope, _one(MemoryRecord))
+    return _query("GET", f"/v1/memories/{_id(memory_id)}", scope, _one(MemoryRecord))
 
 
 def browse(limit: int, before: int | None, scope: Mapping[str, Any]) -> Call[list[MemoryRecord]]:
-    return _get("/v1/memories", {"limit": limit, "before": before, **scope}, _many(MemoryRecord))
+    fields = {"limit": limit, "before": before, **scope}
+    return _query("GET", "/v1/memories", fields, _many(MemoryRecord))
 
 
 def recall(query: str, k: int, fields: Mapping[str, Any]) -> Call[RecallResult]:
@@ -147,7 +168,7 @@ def train(namespace: str | None) -> Call[TrainReport]:
 
 
 def stats(namespace: str | None) -> Call[StoreStats]:
-    return _get("/v1/stats", {"namespace": namespace}, _one(StoreStats))
+    return _query("GET", "/v1/stats", {"namespace": namespace}, _one(StoreStats))
 
 
 # -- building blocks -----------------------------------------------------------------------------
@@ -155,9 +176,10 @@ def _post(path: str, fields: Mapping[str, Any], decode: Callable[[Any], T]) -> C
     return Call("POST", path, decode, content=_json(_body(fields)))
 
 
-def _get(
-    path: str, fields: Mapping[str, Any], decode: Callable[[Any], T], *, method: str = "GET"
+def _query(
+    method: str, path: str, fields: Mapping[str, Any], decode: Callable[[Any], T]
 ) -> Call[T]:
+    """A call whose arguments go in the query string (GET, DELETE)."""
     return Call(method, path, decode, params=_body(fields))
 
 

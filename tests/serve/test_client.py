@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 from tests.serve.conftest import Server
@@ -289,3 +290,43 @@ def test_the_async_client_sends_calls_concurrently(open_server: Server, ns: str)
     ids, result = asyncio.run(main())
     assert len(set(ids)) == 8
     assert sorted(h.memory.id for h in result.hits) == sorted(ids)
+
+
+def _answering(status: int, body: bytes) -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, content=body, headers={"content-type": "application/json"})
+
+    return httpx.MockTransport(handle)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "raised", "said"),
+    [
+        (401, b'{"error": {"code": "unauthorized", "message": "none"}}', "Unauthenticated", "none"),
+        (413, b'{"error": {"code": "too_large", "message": "big"}}', "TooLarge", "big"),
+        (403, b'{"error": {"code": "forbidden", "message": "scope"}}', "AccessDenied", "scope"),
+        (418, b'{"error": {"code": "teapot"}}', "FivefoldError", "answered 418"),
+        (200, b"<html>a proxy's page</html>", "StoreError", "is this a fivefold server"),
+    ],
+)
+def test_both_clients_read_an_answer_the_same_way(
+    status: int, body: bytes, raised: str, said: str
+) -> None:
+    """The server's error codes become the same public classes in both clients, and a page
+    that is no fivefold server's is a StoreError (httpx's test transport, no server)."""
+    kind = getattr(fivefold, raised)
+    with (
+        fivefold.Client("http://fivefold.test", transport=_answering(status, body)) as client,
+        pytest.raises(kind, match=said) as sync_error,
+    ):
+        client.stats()
+
+    async def main() -> None:
+        transport = _answering(status, body)
+        async with fivefold.AsyncClient("http://fivefold.test", transport=transport) as client:
+            await client.stats()
+
+    with pytest.raises(kind, match=said) as async_error:
+        asyncio.run(main())
+    assert type(sync_error.value) is type(async_error.value) is kind
+    assert str(sync_error.value) == str(async_error.value)
