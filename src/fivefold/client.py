@@ -7,7 +7,8 @@ Code moves from embedded to served by changing the line that opens the memory::
     mem.recall("what did Priya recommend?").hits[0].memory.content
 
 Errors come back as the same ``FivefoldError`` classes the engine raises (an unreachable
-server is a ``StoreError``; a refused key an ``AccessDenied``).
+server is a ``StoreError``; a refused key an ``AccessDenied``). Asyncio code has
+``fivefold.AsyncClient``, the same calls awaited.
 """
 
 from __future__ import annotations
