@@ -44,10 +44,12 @@ class AsyncClient:
         timeout: float = 30.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self._url = url.rstrip("/")
         self._http = httpx.AsyncClient(
-            base_url=self._url, headers=headers, timeout=timeout, transport=transport
+            base_url=self._url,
+            headers=remote.headers(api_key),
+            timeout=timeout,
+            transport=transport,
         )
 
     async def __aenter__(self) -> AsyncClient:

@@ -46,10 +46,12 @@ class Client:
         timeout: float = 30.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         self._url = url.rstrip("/")
         self._http = httpx.Client(
-            base_url=self._url, headers=headers, timeout=timeout, transport=transport
+            base_url=self._url,
+            headers=remote.headers(api_key),
+            timeout=timeout,
+            transport=transport,
         )
 
     def __enter__(self) -> Client:

@@ -39,6 +39,7 @@ __all__ = [
     "forget",
     "forget_scope",
     "get",
+    "headers",
     "history",
     "recall",
     "relate",
@@ -69,6 +70,11 @@ class Call(Generic[T]):
     @property
     def headers(self) -> dict[str, str] | None:
         return JSON_HEADERS if self.content is not None else None
+
+
+def headers(api_key: str | None) -> dict[str, str]:
+    """What every request of a client carries: its key, when it has one."""
+    return {"authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 def answer(call: Call[T], response: httpx.Response, url: str) -> T:
