@@ -30,12 +30,12 @@ def open_memory(ctx: click.Context, *, existing: bool = False) -> Iterator[Memor
         yield mem
 
 
-def default_dim() -> int:
-    """The embedding dimension of the stores ``open_memory`` opens (``Memory.open``'s default
-    model; its weights are not loaded for this)."""
-    from fivefold.embed.minilm import MiniLMEmbedder
+def default_dim(ctx: click.Context) -> int:
+    """The embedding dimension of the stores ``open_memory`` opens (the configured model's;
+    the packaged one's weights are not loaded for this)."""
+    from fivefold.embed.providers import build_embedder
 
-    return MiniLMEmbedder().dim
+    return build_embedder(settings_of(ctx).embed).dim
 
 
 def require_store(location: str | None) -> None:
