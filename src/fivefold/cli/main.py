@@ -56,6 +56,7 @@ class _Cli(click.Group):
         "serve": ("fivefold.cli.serve", "serve"),
         "mcp": ("fivefold.cli.serve", "mcp"),
         "keys": ("fivefold.cli.serve", "keys"),
+        "reembed": ("fivefold.cli.reembed", "reembed_command"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
