@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -201,3 +202,13 @@ def test_the_cli_remembers_and_recalls_through_the_endpoint(
     assert done.returncode == 4
     assert "fivefold reembed" in done.stderr
     assert f"openai:{MODEL}" in done.stderr
+
+
+def test_the_readme_example_is_a_valid_file() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    found = re.search(r"### Choosing the embedding model.*?```toml\n(.*?)```", readme, re.DOTALL)
+    assert found is not None
+    embed = config_from_toml(found.group(1), source="README.md").embed
+    assert embed.provider is EmbedProvider.OPENAI
+    assert embed.url == "http://localhost:11434/v1"
+    assert embed.dim == 768
