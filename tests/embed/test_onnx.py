@@ -15,7 +15,7 @@ import fivefold
 from fivefold.config import Config, EmbedConfig, EmbedProvider, Pooling
 from fivefold.config.file import load_config
 from fivefold.embed.onnx import OnnxEmbedder
-from fivefold.errors import EmbedderError
+from fivefold.errors import ConfigError, EmbedderError
 
 
 @pytest.fixture(scope="module")
@@ -73,9 +73,12 @@ def test_the_store_keeps_the_local_model(minilm_folder: Path, tmp_path: Path) ->
     # A relative path is the config file's folder's.
     local = tmp_path / "models" / "mine"
     shutil.copytree(minilm_folder, local, symlinks=True)
-    config_file.write_text('[embed]\nprovider = "onnx"\npath = "models/mine"\ndim = 384\n')
+    config_file.write_text('[embed]\nprovider = "onnx"\npath = "models/mine"\n')
     config = load_config(config_file)
     assert config.embed.path == str(local)
+    config_file.write_text(config_file.read_text() + "dim = 768\n")
+    with pytest.raises(ConfigError, match=r'embed\.dim: not a setting of the "onnx" provider'):
+        load_config(config_file)
     with fivefold.Memory.open(tmp_path / "m.db", config=config) as mem:
         mem.remember("Tane adopted a grey cat named Miso")
     with pytest.raises(fivefold.EmbeddingModelMismatch, match="fivefold reembed"):
@@ -85,12 +88,6 @@ def test_the_store_keeps_the_local_model(minilm_folder: Path, tmp_path: Path) ->
     )
     with pytest.raises(fivefold.EmbeddingModelMismatch, match=":cls"):
         fivefold.Memory.open(tmp_path / "m.db", config=cls)
-
-
-def test_a_wrong_dimension_in_the_config_is_said(minilm_folder: Path) -> None:
-    embedder = OnnxEmbedder(minilm_folder, dim=768)
-    with pytest.raises(EmbedderError, match=r"embed\.dim is 768 but the model .* gives 384-d"):
-        embedder.embed(["hello"])
 
 
 def test_a_folder_without_a_usable_model_is_said(minilm_folder: Path, tmp_path: Path) -> None:

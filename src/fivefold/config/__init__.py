@@ -342,7 +342,7 @@ class EmbedConfig:
     max_tokens: int = 256
     url: str | None = None
     model: str | None = None
-    # 0: read from the model (onnx); the openai provider needs it, to check every answer.
+    # The openai provider's, to check every answer by; an onnx model's is read from it.
     dim: int = 0
     api_key_env: str | None = None
     batch_size: int = 64

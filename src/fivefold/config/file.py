@@ -442,7 +442,7 @@ def _check_embed(embed: EmbedConfig, source: str) -> None:
     }
     takes: dict[EmbedProvider, tuple[str, ...]] = {
         EmbedProvider.MINILM: (),
-        EmbedProvider.ONNX: ("path", "pooling", "max_tokens", "dim", "batch_size"),
+        EmbedProvider.ONNX: ("path", "pooling", "max_tokens", "batch_size"),
         EmbedProvider.OPENAI: (
             "url",
             "model",

@@ -25,8 +25,8 @@ _CHUNK = 1 << 20
 
 
 class OnnxEmbedder:
-    """Batched and thread-safe; the session loads on the first embedding, or at once when the
-    dimension is not given (it is read from the model)."""
+    """Batched and thread-safe. The session loads at once: the dimension is read from the
+    model, and a store must not be made with a dimension the model does not give."""
 
     def __init__(
         self,
@@ -35,7 +35,6 @@ class OnnxEmbedder:
         pooling: Pooling = Pooling.MEAN,
         max_tokens: int = 256,
         batch_size: int = 64,
-        dim: int = 0,
         threads: int | None = None,
     ) -> None:
         self._model = model_file(folder)
@@ -51,9 +50,8 @@ class OnnxEmbedder:
         self._tokenizer: Any = None
         self._inputs: frozenset[str] = frozenset()
         self._name = f"onnx:{folder.name}@sha256:{_digest(self._model)}:{pooling.value}"
-        self._dim = dim
-        if not dim:
-            self._ensure_loaded()
+        self._dim = 0
+        self._ensure_loaded()
 
     @property
     def name(self) -> str:
@@ -114,10 +112,6 @@ class OnnxEmbedder:
         width = session.get_outputs()[0].shape[-1]
         if not isinstance(width, int) or width < 2:
             raise EmbedderError(f"{self._model}: its output has no fixed width ({width!r})")
-        if self._dim and self._dim != width:
-            raise EmbedderError(
-                f"embed.dim is {self._dim} but the model at {self._model} gives {width}-d vectors"
-            )
         self._dim = width
         self._tokenizer, self._session = tokenizer, session
 

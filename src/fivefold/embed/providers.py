@@ -40,7 +40,6 @@ def _onnx(config: EmbedConfig, threads: int | None, environ: Mapping[str, str]) 
         pooling=config.pooling,
         max_tokens=config.max_tokens,
         batch_size=config.batch_size,
-        dim=config.dim,
         threads=threads,
     )
 
