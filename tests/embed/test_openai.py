@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -212,3 +213,10 @@ def test_the_readme_example_is_a_valid_file() -> None:
     assert embed.provider is EmbedProvider.OPENAI
     assert embed.url == "http://localhost:11434/v1"
     assert embed.dim == 768
+
+
+def test_a_url_that_is_not_the_apis_base_is_said(endpoint: FakeEndpoint) -> None:
+    config = settings(endpoint).embed
+    wrong = replace(config, url=f"{endpoint.url}/embeddings")
+    with pytest.raises(EmbedderError, match=r"answered 404 \(embed\.url is the API's base"):
+        build_embedder(wrong).embed(["hello"])

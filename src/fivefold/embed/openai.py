@@ -98,8 +98,12 @@ class OpenAIEmbedder:
                 self._sleep(attempt, response.headers.get("retry-after"))
                 continue
             if response.is_error:
+                # embed.url is the API's base: a URL that ends in /embeddings is asked twice.
+                hint = " (embed.url is the API's base, as http://host:port/v1)" * (
+                    response.status_code == 404
+                )
                 raise EmbedderError(
-                    f"{self._endpoint} answered {response.status_code}: {_excerpt(response)}"
+                    f"{self._endpoint} answered {response.status_code}{hint}: {_excerpt(response)}"
                 )
             try:
                 return response.json()
