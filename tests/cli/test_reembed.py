@@ -195,3 +195,23 @@ def test_the_command_moves_a_store_and_goes_on_after_a_kill(
     done = cli("--config", str(config), "reembed", str(source), str(destination))
     assert done.returncode == 2
     assert "already holds data" in done.stderr
+
+
+def test_the_unfinished_copy_of_another_source_is_not_gone_on_with(tmp_path: Path) -> None:
+    first, second, destination = (str(tmp_path / n) for n in ("a.db", "b.db", "c.db"))
+    fill(first)
+    fill(second)
+    with (
+        Memory.open(first, embedder=HashingEmbedder(32)) as src,
+        Memory.open(destination, embedder=Counting(fail_after=4)) as dst,
+        pytest.raises(RuntimeError, match="killed"),
+    ):
+        reembed(src, dst, batch=4)
+    with (
+        Memory.open(second, embedder=HashingEmbedder(32)) as src,
+        Memory.open(destination, embedder=Counting()) as dst,
+        pytest.raises(InvalidInput, match="holds another copy that did not finish"),
+    ):
+        reembed(src, dst, batch=4)
+    with Memory.open(destination, embedder=Counting()) as dst:
+        assert dst.stats().memories == 4
