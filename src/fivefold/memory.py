@@ -58,12 +58,13 @@ class Memory:
         config: Config | None = None,
     ) -> Memory:
         """Open (or create) a store: a file path, ``":memory:"``, ``sqlite:///path``; ``None``
-        for the default file in the user data directory."""
-        if embedder is None:
-            from fivefold.embed.minilm import MiniLMEmbedder
-
-            embedder = MiniLMEmbedder()
+        for the default file in the user data directory. The embedder is the one
+        ``config.embed`` names unless one is given."""
         config = config or Config()
+        if embedder is None:
+            from fivefold.embed.providers import build_embedder
+
+            embedder = build_embedder(config.embed)
         settings = StoreSettings(context=config.context, index=config.index, write=config.write)
         store = open_store(
             target, embedding_model=embedder.name, dim=embedder.dim, settings=settings
