@@ -61,6 +61,16 @@ def test_memories_are_embedded_in_batches_and_recalled(
         assert hits[0].memory.content == TEXTS[1]
     assert endpoint.batches[-1] == 1  # the query
     assert endpoint.authorization == [None] * endpoint.requests  # no key variable: no key sent
+    assert mem.embedder._client is None  # type: ignore[attr-defined]  # closed with the memory
+
+
+def test_a_given_embedder_stays_open_after_the_memory(endpoint: FakeEndpoint) -> None:
+    from fivefold.embed.providers import build_embedder
+
+    embedder = build_embedder(settings(endpoint).embed)
+    with fivefold.Memory.open(":memory:", embedder=embedder) as mem:
+        mem.remember(TEXTS[0])
+    assert embedder.embed([TEXTS[1]]).shape == (1, DIM)  # the caller's to close
 
 
 def test_vectors_are_the_endpoints_in_input_order(endpoint: FakeEndpoint) -> None:
