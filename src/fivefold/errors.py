@@ -43,7 +43,15 @@ class TooLarge(InvalidInput):
 
 
 class EmbeddingModelMismatch(StoreError):
-    """The store was built with one embedding model and is being opened with another."""
+    """The store was built with one embedding model and is being opened with another;
+    ``stored_model`` and ``stored_dim`` are the store's (``fivefold reembed`` reads them)."""
+
+    def __init__(
+        self, message: str, *, stored_model: str | None = None, stored_dim: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.stored_model = stored_model
+        self.stored_dim = stored_dim
 
 
 class UnsupportedBackend(StoreError):

@@ -48,6 +48,8 @@ class Memory:
         self._reader = Reader(store, embedder, config)
         self._gate = Gate(store.location)
         self._writer = Writer(store, embedder, config, self._gate)
+        # An embedder built from the config is this memory's to close (an endpoint's connections).
+        self._owns_embedder = False
 
     @classmethod
     def open(
@@ -58,17 +60,26 @@ class Memory:
         config: Config | None = None,
     ) -> Memory:
         """Open (or create) a store: a file path, ``":memory:"``, ``sqlite:///path``; ``None``
-        for the default file in the user data directory."""
-        if embedder is None:
-            from fivefold.embed.minilm import MiniLMEmbedder
-
-            embedder = MiniLMEmbedder()
+        for the default file in the user data directory. The embedder is the one
+        ``config.embed`` names unless one is given."""
         config = config or Config()
+        owned = embedder is None
+        if embedder is None:
+            from fivefold.embed.providers import build_embedder
+
+            embedder = build_embedder(config.embed)
         settings = StoreSettings(context=config.context, index=config.index, write=config.write)
-        store = open_store(
-            target, embedding_model=embedder.name, dim=embedder.dim, settings=settings
-        )
-        return cls(store, embedder, config)
+        try:
+            store = open_store(
+                target, embedding_model=embedder.name, dim=embedder.dim, settings=settings
+            )
+        except BaseException:
+            if owned:
+                _close_embedder(embedder)
+            raise
+        memory = cls(store, embedder, config)
+        memory._owns_embedder = owned
+        return memory
 
     def __enter__(self) -> Memory:
         return self
@@ -80,7 +91,12 @@ class Memory:
 
     def close(self) -> None:
         """Close the store once the calls in flight are done; later calls are refused."""
-        self._gate.close(self._store.close)
+        self._gate.close(self._close)
+
+    def _close(self) -> None:
+        self._store.close()
+        if self._owns_embedder:
+            _close_embedder(self._embedder)
 
     @property
     def store(self) -> Store:
@@ -440,3 +456,9 @@ def _in(scope: Scope) -> str:
     if scope.agent_id is not None:
         where += f" for agent {scope.agent_id!r}"
     return where
+
+
+def _close_embedder(embedder: Embedder) -> None:
+    close = getattr(embedder, "close", None)
+    if callable(close):
+        close()

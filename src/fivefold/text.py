@@ -293,3 +293,22 @@ OPENERS = frozenset(
     via per thanks according apart instead like whenever wherever meanwhile otherwise
     """.split()
 )
+
+
+# Words that say a statement replaces an earlier one ("we moved", "now", "instead of").
+UPDATE_CUES = re.compile(
+    r"\b(no longer|not any ?more|any ?more|from now on|instead of|instead|switched|switch(?:ed)? "
+    r"to|swapped|replaced|changed to|changed|slipped|reissued|rescheduled|rebooked|renamed|"
+    r"rebranded|transferred|relocated|traded in|traded|upgraded|promoted|pushed back|pushed|"
+    r"postponed|brought forward|extended|took over|taken over|moved|back to|again|these days|"
+    r"now|new|stopped|dropped|gave up|left|retired|remortgaged|raised|cut)\b",
+    re.IGNORECASE,
+)
+
+
+@lru_cache(maxsize=4096)  # asked of one new text once per older one it is weighed against
+def update_cue(text: str) -> str | None:
+    """The update cue the text carries ("now", "moved", "instead of", "no longer", ...), or
+    None. The first in the text wins, the longer of two at one place ("instead of")."""
+    m = UPDATE_CUES.search(text)
+    return m.group(1).lower() if m else None

@@ -143,14 +143,17 @@ def test_every_command_is_documented_in_the_readme() -> None:
     assert set(cli.commands) <= documented, set(cli.commands) - documented
 
 
-def test_the_readme_shows_the_value_migrate_takes_and_the_venv_python() -> None:
+def test_the_readme_shows_the_values_copies_take_and_the_venv_python() -> None:
     # "--sample" alone read as a flag; the script imports the dev dependencies of the venv.
     readme = (ROOT / "README.md").read_text()
-    usage = re.search(r"`fivefold migrate ([^`]*)`", readme)
-    assert usage is not None
-    for option in cli.commands["migrate"].params:
-        if isinstance(option, click.Option) and not option.is_flag:
-            assert f"{option.opts[0]} N" in usage.group(1), option.opts[0]
+    for name in ("migrate", "reembed"):
+        usage = re.search(rf"`fivefold {name} ([^`]*)`", readme)
+        assert usage is not None, name
+        command = cli.get_command(click.Context(cli), name)
+        assert command is not None, name
+        for option in command.params:
+            if isinstance(option, click.Option) and not option.is_flag:
+                assert f"{option.opts[0]} N" in usage.group(1), (name, option.opts[0])
     scripts = re.findall(r"(\S*)python3? scripts/", readme)
     assert scripts
     assert all(before.endswith(".venv/bin/") for before in scripts), scripts

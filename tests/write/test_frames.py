@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from fivefold.text import update_cue
 from fivefold.write.frames import (
     Frame,
     Statement,
     frames,
     slot_keys,
     supersedes,
-    update_cue,
 )
 from fivefold.write.values import same_value
 

@@ -10,6 +10,7 @@ import click
 
 from fivefold.config import Config
 from fivefold.config.file import settings_in_effect
+from fivefold.embed.base import Embedder
 from fivefold.errors import NotFound
 from fivefold.memory import Memory
 from fivefold.store import local_file, store_exists
@@ -22,7 +23,7 @@ def open_memory(ctx: click.Context, *, existing: bool = False) -> Iterator[Memor
     config = settings_of(ctx)  # a broken config file is said first
     if existing:
         require_store(ctx.obj["db"])
-    with Memory.open(ctx.obj["db"], config=config) as mem:
+    with Memory.open(ctx.obj["db"], config=config, embedder=embedder_of(ctx)) as mem:
         if mem.store.created:
             # A write, a server or an MCP host given a mistyped path starts an empty memory:
             # said on stderr, by the process that made it, so the mistake shows.
@@ -30,12 +31,22 @@ def open_memory(ctx: click.Context, *, existing: bool = False) -> Iterator[Memor
         yield mem
 
 
-def default_dim() -> int:
-    """The embedding dimension of the stores ``open_memory`` opens (``Memory.open``'s default
-    model; its weights are not loaded for this)."""
-    from fivefold.embed.minilm import MiniLMEmbedder
+def default_dim(ctx: click.Context) -> int:
+    """The embedding dimension of the stores ``open_memory`` opens (the configured model's;
+    the packaged one's weights are not loaded for this)."""
+    return embedder_of(ctx).dim
 
-    return MiniLMEmbedder().dim
+
+def embedder_of(ctx: click.Context) -> Embedder:
+    """The config's embedder, built once per invocation: a local model given no ``dim`` is
+    loaded to read it, and a command that checks a vector before it opens the store (the
+    dimension) must not load it twice."""
+    if "embedder" not in ctx.obj:
+        from fivefold.embed.providers import build_embedder
+
+        ctx.obj["embedder"] = build_embedder(settings_of(ctx).embed)
+    built: Embedder = ctx.obj["embedder"]
+    return built
 
 
 def require_store(location: str | None) -> None:

@@ -56,6 +56,7 @@ class _Cli(click.Group):
         "serve": ("fivefold.cli.serve", "serve"),
         "mcp": ("fivefold.cli.serve", "mcp"),
         "keys": ("fivefold.cli.serve", "keys"),
+        "reembed": ("fivefold.cli.reembed", "reembed_command"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -127,7 +128,7 @@ def remember(ctx: click.Context, /, content: str, mtype: str | None, **opts: Any
     check(
         {k: v for k, v in given.items() if v is not None},
         max_entities=settings_of(ctx).write.max_entities,
-        dim=default_dim(),
+        dim=default_dim(ctx),
     )
     with open_memory(ctx) as mem:
         rec = mem.remember(content, type=mtype, metadata=metadata, entities=entities, **opts)
@@ -273,7 +274,7 @@ def import_(
 
     report = ImportReport()  # filled as batches commit: read after an interrupt too
     checked = functools.partial(
-        check, max_entities=settings_of(ctx).write.max_entities, dim=default_dim()
+        check, max_entities=settings_of(ctx).write.max_entities, dim=default_dim(ctx)
     )  # the settings first: a broken config file is said before any record is read
     try:
         with ExitStack() as opened:
@@ -414,13 +415,13 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
 
     from fivefold.cli.migrate import check_source
     from fivefold.cli.migrate import migrate as copy_store
-    from fivefold.embed.minilm import MiniLMEmbedder
+    from fivefold.embed.providers import build_embedder
     from fivefold.memory import Memory
     from fivefold.store import keyed_names
 
     require_store(source)  # a mistyped source would be an empty store, "copied" as verified
     config = settings_of(ctx)
-    embedder = MiniLMEmbedder()  # one model for both stores
+    embedder = build_embedder(config.embed)  # one model for both stores
     with ExitStack() as stack:
         src = stack.enter_context(Memory.open(source, embedder=embedder, config=config))
         check_source(src, keyed_names=keyed_names(destination))  # before a destination is made

@@ -117,8 +117,6 @@ def migrate(
     # from. Claimed at once with the emptiness: of two copies into one store, one goes on.
     dst.admin.mark_copy(f"from {src.location}, begun {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC")
     total, done = src.admin.stats().memories, 0
-    relations = aliases = feedback = models = 0
-    left_out: list[str] = []
     copied: set[int] = set()
     for chunk in _chunks(listed, batch):
         records: dict[int, MemoryRecord] = {}
@@ -147,6 +145,31 @@ def migrate(
             on_progress(done, total)
     # The source's next id too: one it gave a memory forgotten since is not given anew here.
     dst.admin.next_memory_id(at_least=src.admin.next_memory_id())
+    relations, aliases, feedback, models, left_out = copy_beside(src, dst, namespaces, copied)
+    # Every namespace the source holds now: one another process began meanwhile (or memories
+    # it added to one already copied) shows as a mismatch, not as a verified copy.
+    counts = {
+        ns: _counts(src, dst, ns) for ns in sorted({*namespaces, *src.admin.held_namespaces()})
+    }
+    dst.admin.mark_copy(None)
+    # Scores compare only when both stores' statistics count the current rows alone (the
+    # embedded store's lexical index keeps counting a replaced or forgotten text until merged).
+    src.admin.compact()
+    dst.admin.compact()
+    sampled, same = _compare_recalls(source, target, namespaces, sample)
+    return MigrationReport(
+        counts, relations, aliases, sampled, same, feedback, models, tuple(left_out)
+    )
+
+
+def copy_beside(
+    src: Store, dst: Store, namespaces: Sequence[str], copied: set[int]
+) -> tuple[int, int, int, int, list[str]]:
+    """What a copy takes beside the memories, per namespace: the explicit edges, the
+    declared aliases, the feedback and the namespace's ranking model. Their counts (relations,
+    aliases, feedback, models) and the aliases left out."""
+    relations = aliases = feedback = models = 0
+    left_out: list[str] = []
     for namespace in namespaces:
         for edge in src.admin.relations(namespace):
             memory_id = edge.memory_id if edge.memory_id in copied else None
@@ -170,20 +193,7 @@ def migrate(
         if saved is not None:
             dst.models.save_model(namespace, saved[1], accepted=True)
             models += 1
-    # Every namespace the source holds now: one another process began meanwhile (or memories
-    # it added to one already copied) shows as a mismatch, not as a verified copy.
-    counts = {
-        ns: _counts(src, dst, ns) for ns in sorted({*namespaces, *src.admin.held_namespaces()})
-    }
-    dst.admin.mark_copy(None)
-    # Scores compare only when both stores' statistics count the current rows alone (the
-    # embedded store's lexical index keeps counting a replaced or forgotten text until merged).
-    src.admin.compact()
-    dst.admin.compact()
-    sampled, same = _compare_recalls(source, target, namespaces, sample)
-    return MigrationReport(
-        counts, relations, aliases, sampled, same, feedback, models, tuple(left_out)
-    )
+    return relations, aliases, feedback, models, left_out
 
 
 def _check_names(store: Store, namespaces: Sequence[str]) -> None:
@@ -314,4 +324,4 @@ def _compare_recalls(
     return len(chosen), same
 
 
-__all__ = ["MigrationReport", "NamespaceCounts", "check_source", "migrate"]
+__all__ = ["MigrationReport", "NamespaceCounts", "check_source", "copy_beside", "migrate"]

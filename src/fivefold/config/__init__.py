@@ -309,6 +309,48 @@ class ServeConfig:
     metrics: MetricsAccess = MetricsAccess.AUTO
 
 
+class EmbedProvider(StrEnum):
+    """Where embeddings come from: the packaged model, a local ONNX folder, or an
+    OpenAI-compatible ``/embeddings`` endpoint (vLLM, Ollama, LM Studio, OpenAI)."""
+
+    MINILM = "minilm"
+    ONNX = "onnx"
+    OPENAI = "openai"
+
+
+class Pooling(StrEnum):
+    """How a local ONNX model's token vectors become one: their mean over real tokens (the
+    sentence-transformers recipe of most models) or the first token's (BGE, E5 with CLS)."""
+
+    MEAN = "mean"
+    CLS = "cls"
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedConfig:
+    """The embedding model. A store records the model it was built with and refuses another
+    (``fivefold reembed`` moves it). ``minilm`` is the packaged int8 MiniLM, offline.
+    ``onnx``: ``path`` names a folder with a ``*.onnx`` model and its ``tokenizer.json``
+    (``dim`` is read from the model). ``openai``: ``POST {url}/embeddings`` with ``model``,
+    vectors of ``dim`` numbers; the API key is read from the environment variable named by
+    ``api_key_env`` (none: no key is sent, as a local server needs none)."""
+
+    provider: EmbedProvider = EmbedProvider.MINILM
+    path: str | None = None
+    pooling: Pooling = Pooling.MEAN
+    # The packaged model's limit; a model trained on longer texts can take more.
+    max_tokens: int = 256
+    url: str | None = None
+    model: str | None = None
+    # The openai provider's, to check every answer by; an onnx model's is read from it.
+    dim: int = 0
+    api_key_env: str | None = None
+    batch_size: int = 64
+    timeout_s: float = 30.0
+    # Retries of a request answered 429 or 5xx, or not answered in time, with backoff.
+    retries: int = 3
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     temporal: TemporalConfig = field(default_factory=TemporalConfig)
@@ -329,6 +371,7 @@ class Config:
     mmr: MMRConfig = field(default_factory=MMRConfig)
     rewrite: RewriteConfig = field(default_factory=RewriteConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    embed: EmbedConfig = field(default_factory=EmbedConfig)
     default_importance: float = 0.5
 
     def temporal_for(self, namespace: str) -> TemporalConfig:

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fivefold.config import Config, TemporalConfig
+from fivefold.config import Config, EmbedConfig, EmbedProvider, TemporalConfig
 from fivefold.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -53,7 +53,11 @@ NAMESPACES = "namespaces"
 _NAMESPACE_FIELD = "namespace_temporal"
 # Secrets never live in a file that gets copied, committed and printed by `config show`.
 _SECRETS: Mapping[str, str] = MappingProxyType(
-    {"rewrite.api_key": f"an API key never goes in this file; set {API_KEY_ENV} instead"}
+    {
+        "rewrite.api_key": f"an API key never goes in this file; set {API_KEY_ENV} instead",
+        "embed.api_key": "an API key never goes in this file; name the environment variable "
+        "that holds it with embed.api_key_env",
+    }
 )
 # Keys of the YAML read_pipeline layout that this file spells differently: say where they went.
 _MOVED: Mapping[str, str] = MappingProxyType(
@@ -165,6 +169,11 @@ _RANGES: Mapping[str, _Range] = MappingProxyType(
         "serve.max_body_bytes": _Range(1024.0),
         "serve.max_k": _ONE_UP,
         "serve.max_batch": _ONE_UP,
+        "embed.max_tokens": _ONE_UP,
+        "embed.dim": _NON_NEGATIVE,
+        "embed.batch_size": _ONE_UP,
+        "embed.timeout_s": _POSITIVE,
+        "embed.retries": _Range(0.0, 10.0),
     }
 )
 _ANY = _Range()
@@ -192,6 +201,10 @@ _COMMENTS: Mapping[str, str] = MappingProxyType(
         f"The API key comes from the environment variable {API_KEY_ENV}, never from this file.",
         "serve": "fivefold serve: address, worker processes, per-request limits.\n"
         "API keys are [[keys]] tables, managed with `fivefold keys` (never printed here).",
+        "embed": 'provider: "minilm" (packaged, offline), "onnx" (path = a folder with a model'
+        ' and tokenizer.json),\n"openai" (url, model, dim: POST {url}/embeddings; the key comes'
+        " from the variable named by api_key_env).\nA store keeps the model it was built with;"
+        " `fivefold reembed` moves it to another.",
     }
 )
 
@@ -249,6 +262,10 @@ def load_config(path: Path) -> Config:
     if model is not None and not Path(model).expanduser().is_absolute():
         model = str(path.parent.absolute() / model)
         config = replace(config, rerank=replace(config.rerank, model_path=model))
+    folder = config.embed.path
+    if folder is not None and not Path(folder).expanduser().is_absolute():
+        folder = str(path.parent.absolute() / folder)
+        config = replace(config, embed=replace(config.embed, path=folder))
     return config
 
 
@@ -413,6 +430,51 @@ def check_config(config: Config, *, source: str = "config") -> None:
     endpoint = config.rewrite.endpoint
     if endpoint is not None and not re.match(r"https?://", endpoint):
         raise _error(source, "rewrite.endpoint", f"{endpoint!r} is not an http:// or https:// URL")
+    _check_embed(config.embed, source)
+
+
+def _check_embed(embed: EmbedConfig, source: str) -> None:
+    """What each provider needs; a setting of another provider's is refused, not ignored."""
+    needs: dict[EmbedProvider, tuple[str, ...]] = {
+        EmbedProvider.MINILM: (),
+        EmbedProvider.ONNX: ("path",),
+        EmbedProvider.OPENAI: ("url", "model", "dim"),
+    }
+    takes: dict[EmbedProvider, tuple[str, ...]] = {
+        EmbedProvider.MINILM: (),
+        EmbedProvider.ONNX: ("path", "pooling", "max_tokens", "batch_size"),
+        EmbedProvider.OPENAI: (
+            "url",
+            "model",
+            "dim",
+            "api_key_env",
+            "batch_size",
+            "timeout_s",
+            "retries",
+        ),
+    }
+    provider = embed.provider
+    for name in needs[provider]:
+        if not getattr(embed, name):
+            raise _error(source, f"embed.{name}", f'the "{provider}" provider needs it')
+    default = EmbedConfig()
+    for field in fields(EmbedConfig):
+        if field.name == "provider" or field.name in takes[provider]:
+            continue
+        if getattr(embed, field.name) != getattr(default, field.name):
+            raise _error(
+                source, f"embed.{field.name}", f'not a setting of the "{provider}" provider'
+            )
+    if embed.url is not None and not re.match(r"https?://", embed.url):
+        raise _error(source, "embed.url", f"{embed.url!r} is not an http:// or https:// URL")
+    variable = embed.api_key_env
+    if variable is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
+        raise _error(
+            source,
+            "embed.api_key_env",
+            f"{variable!r} is not the name of an environment variable (the key itself never "
+            "goes in this file)",
+        )
 
 
 # -- writing ---------------------------------------------------------------------------------------

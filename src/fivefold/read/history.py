@@ -12,17 +12,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+
+import numpy as np
 
 from fivefold.read.fuse import Fused
-from fivefold.store.protocol import Reads
+from fivefold.store.protocol import Reads, Store
 from fivefold.store.records import MemoryAttributes
-from fivefold.types import MemoryRecord
+from fivefold.text import update_cue
+from fivefold.types import MemoryRecord, Scope
+from fivefold.write.frames import frames
 
 # A superseded memory keeps this share of its score for a question about the present: found
 # still, below what replaced it.
 SUPERSEDED_WEIGHT = 0.5
 # Chains are short; a longer walk is a store edited by hand into a loop.
 MAX_CHAIN = 16
+# A statement that says it changed is weighed against the ones ranked above it among this many,
+# and moves above one it is at least this similar to: two facts that coexist ("Pieter's
+# extension", "Noor's extension") are as similar as a fact and its change, and rarely say
+# "now" or "moved".
+SIBLING_DEPTH = 10
+SIBLING_SIMILARITY = 0.6
 
 
 def follow(
@@ -123,3 +134,59 @@ def chain(reads: Reads, record: MemoryRecord) -> list[MemoryRecord]:
             break
         found[newer.id] = at = newer
     return sorted(found.values(), key=lambda r: (r.event_at or r.created_at, r.id))
+
+
+def newer_first(
+    ranked: Sequence[Fused],
+    attributes: Mapping[int, MemoryAttributes],
+    store: Store,
+    scope: Scope,
+) -> tuple[list[Fused], int]:
+    """For a question about the present: a newer statement that says it changed ("we moved",
+    "now", "instead") goes just above an older statement on the same topic that the write path
+    did not link to it, when the write path could not read one of the two. The ranking, and
+    how many moved. Conversation turns (they have a speaker) and superseded memories take no
+    part: a turn is no statement of a fact, and a superseded memory has its successor already.
+    """
+    head = [
+        f
+        for f in ranked[:SIBLING_DEPTH]
+        if (a := attributes.get(f.id)) is not None and a.speaker is None and a.superseded_by is None
+    ]
+    if len(head) < 2:
+        return list(ranked), 0
+    said = store.reads.get_memories(scope.namespace, [f.id for f in head])
+    cued = {f.id for f in head[1:] if f.id in said and update_cue(said[f.id].content)}
+    if not cued:
+        return list(ranked), 0
+    vector = store.search.vectors(scope.namespace, [f.id for f in head])
+    scores = {f.id: f.score for f in ranked}
+    moved = 0
+    for position, newer in enumerate(head):
+        if newer.id not in cued or newer.id not in vector:
+            continue
+        when = _when(attributes[newer.id])
+        for older in head[:position]:
+            if (
+                older.id in vector
+                and not (_read(said[older.id].content) and _read(said[newer.id].content))
+                and _when(attributes[older.id]) < when
+                and float(np.dot(vector[older.id], vector[newer.id])) >= SIBLING_SIMILARITY
+            ):
+                scores[newer.id] = math.nextafter(scores[older.id], math.inf)
+                moved += 1
+                break
+    if not moved:
+        return list(ranked), 0
+    out = [Fused(f.id, scores[f.id], f.terms) for f in ranked]
+    return sorted(out, key=lambda f: (-f.score, f.id)), moved
+
+
+def _read(text: str) -> bool:
+    """Whether the write path reads what the text states: of two statements it reads, it has
+    judged already whether one replaces the other."""
+    return bool(frames(text))
+
+
+def _when(attributes: MemoryAttributes) -> datetime:
+    return attributes.event_at or attributes.created_at

@@ -44,6 +44,7 @@ from fivefold.types import (
     RetrieverRun,
     Scope,
     Scored,
+    Supersession,
     TypeFilterMode,
 )
 
@@ -154,6 +155,10 @@ class ReadPipeline:
             past=state.query.asks_past,
             include_superseded=state.include_superseded,
         )
+        if not state.query.asks_past and self._config.write.supersede is Supersession.AUTO:
+            ranked, moved = history.newer_first(ranked, state.attributes, self._store, state.scope)
+            if moved:
+                state.notes.append(f"{moved} newer statement(s) of a change ranked above the older")
         attributes = state.attributes
         start = time.perf_counter()
         ranked, demoted = self._demote(state, ranked)

@@ -56,7 +56,7 @@ def app_from_env() -> Any:
         config = replace(config, serve=replace(config.serve, host=host))
     db = os.environ.get(DB_ENV) or None
     return create_app(
-        lambda: Memory.open(db, config=config, embedder=_embedder()),
+        lambda: Memory.open(db, config=config, embedder=_embedder(config)),
         settings=config.serve,
         keys=KeyRing(load_keys(path)),
     )
@@ -84,13 +84,14 @@ def _one_blas_thread() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
-def _embedder() -> Any:
-    """One ONNX thread per worker: requests run side by side on the worker's threads and the
-    workers side by side on the cores, so an intra-op pool per call only adds threads that
-    spin-wait for each other (bench serve: see BENCHMARKS.md)."""
-    from fivefold.embed.minilm import MiniLMEmbedder
+def _embedder(config: Config) -> Any:
+    """The configured model, a local one with one ONNX thread per worker: requests run side
+    by side on the worker's threads and the workers side by side on the cores, so an intra-op
+    pool per call only adds threads that spin-wait for each other (bench serve: see
+    BENCHMARKS.md)."""
+    from fivefold.embed.providers import build_embedder
 
-    return MiniLMEmbedder(threads=1)
+    return build_embedder(config.embed, threads=1)
 
 
 def check_binding(host: str, keys: KeyRing) -> str:

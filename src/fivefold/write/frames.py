@@ -9,17 +9,17 @@ one (likes, speaks, leads), only when the text says it switched ("instead of", "
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from fivefold.text import UPDATE_CUES, update_cue
 from fivefold.write.attributes import KIN, singular
 from fivefold.write.frame_table import extract
 from fivefold.write.values import same_value
 
-__all__ = ["Frame", "Statement", "Supersession", "frames", "slot_keys", "supersedes", "update_cue"]
+__all__ = ["Frame", "Statement", "Supersession", "frames", "slot_keys", "supersedes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +44,6 @@ class Supersession:
     reason: str  # "same subject and attribute (user, residence), new value utrecht (was lisbon)"
 
 
-_CUES = re.compile(
-    r"\b(no longer|not any ?more|any ?more|from now on|instead of|instead|switched|switch(?:ed)? "
-    r"to|swapped|replaced|changed to|changed|slipped|reissued|rescheduled|rebooked|renamed|"
-    r"rebranded|transferred|relocated|traded in|traded|upgraded|promoted|pushed back|pushed|"
-    r"postponed|brought forward|extended|took over|taken over|moved|back to|again|these days|"
-    r"now|new|stopped|dropped|gave up|left|retired|remortgaged|raised|cut)\b",
-    re.IGNORECASE,
-)
 # The cues that say an additive fact stopped being true ("I switched from tea to coffee").
 _SWITCHING = frozenset(
     "no longer,not anymore,not any more,anymore,any more,instead of,instead,switched,switch to,"
@@ -60,16 +52,8 @@ _SWITCHING = frozenset(
 )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=4096)  # asked of one new text once per older one it is weighed against
-def update_cue(text: str) -> str | None:
-    """The update cue the text carries ("now", "moved", "instead of", "no longer", ...), or
-    None. The first in the text wins, the longer of two at one place ("instead of")."""
-    m = _CUES.search(text)
-    return m.group(1).lower() if m else None
-
-
 def _switching_cue(text: str) -> str:
-    for m in _CUES.finditer(text):
+    for m in UPDATE_CUES.finditer(text):
         if m.group(1).lower() in _SWITCHING:
             return m.group(1).lower()
     return ""

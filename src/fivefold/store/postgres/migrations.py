@@ -86,8 +86,10 @@ def _check_model(core: Core, meta: dict[str, str]) -> None:
         raise EmbeddingModelMismatch(
             f"{core.location} was built with embedding model {stored!r} "
             f"({meta.get('embedding_dim')}-d) but is being opened with {core.model!r} "
-            f"({core.dim}-d); open it with the model it was built with, or migrate into a "
-            "new store"
+            f"({core.dim}-d): set [embed] in the config to the model it was built with, or "
+            "move it to this one with `fivefold reembed`",
+            stored_model=stored,
+            stored_dim=int(dim) if (dim := meta.get("embedding_dim", "")).isdigit() else None,
         )
 
 

@@ -1,0 +1,75 @@
+"""The embedder a config names (``[embed]``), built the same way by every entry point:
+``Memory.open``, the CLI and ``fivefold serve``. A registry keyed by the provider."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from fivefold.config import EmbedConfig, EmbedProvider
+from fivefold.embed.base import Embedder
+from fivefold.errors import ConfigError
+
+__all__ = ["build_embedder"]
+
+
+def build_embedder(
+    config: EmbedConfig, *, threads: int | None = None, environ: Mapping[str, str] | None = None
+) -> Embedder:
+    """The configured embedder; ``threads`` bounds a local model's intra-op threads. The API
+    key is read now from the variable ``api_key_env`` names (``environ``, else the process's):
+    the library reads no other setting from the environment."""
+    return _BUILDERS[config.provider](config, threads, os.environ if environ is None else environ)
+
+
+def _minilm(config: EmbedConfig, threads: int | None, environ: Mapping[str, str]) -> Embedder:
+    from fivefold.embed.minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder(threads=threads)
+
+
+def _onnx(config: EmbedConfig, threads: int | None, environ: Mapping[str, str]) -> Embedder:
+    from fivefold.embed.onnx import OnnxEmbedder
+
+    if config.path is None:
+        raise ConfigError('embed.path: the "onnx" provider needs the model\'s folder')
+    return OnnxEmbedder(
+        Path(config.path).expanduser(),
+        pooling=config.pooling,
+        max_tokens=config.max_tokens,
+        batch_size=config.batch_size,
+        threads=threads,
+    )
+
+
+def _openai(config: EmbedConfig, threads: int | None, environ: Mapping[str, str]) -> Embedder:
+    from fivefold.embed.openai import OpenAIEmbedder
+
+    if config.url is None or config.model is None or config.dim < 2:
+        raise ConfigError('embed: the "openai" provider needs url, model and dim')
+    key = None
+    if config.api_key_env is not None:
+        key = environ.get(config.api_key_env)
+        if not key:
+            raise ConfigError(
+                f"embed.api_key_env: the environment variable {config.api_key_env} is not set "
+                "(it holds the endpoint's API key)"
+            )
+    return OpenAIEmbedder(
+        url=config.url,
+        model=config.model,
+        dim=config.dim,
+        api_key=key,
+        batch_size=config.batch_size,
+        timeout_s=config.timeout_s,
+        retries=config.retries,
+    )
+
+
+_BUILDERS: Mapping[
+    EmbedProvider, Callable[[EmbedConfig, int | None, Mapping[str, str]], Embedder]
+] = MappingProxyType(
+    {EmbedProvider.MINILM: _minilm, EmbedProvider.ONNX: _onnx, EmbedProvider.OPENAI: _openai}
+)
