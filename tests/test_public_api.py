@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
+import subprocess
+import sys
+
 import fivefold
 
 PUBLIC = {
     "AccessDenied",
+    "AsyncClient",
     "Budget",
     "Client",
     "Config",
@@ -36,7 +41,9 @@ PUBLIC = {
     "Scope",
     "StoreError",
     "TimeWindow",
+    "TooLarge",
     "TrainReport",
+    "Unauthenticated",
     "UnsupportedBackend",
     "__version__",
 }
@@ -53,6 +60,35 @@ def test_every_error_is_a_fivefold_error() -> None:
         value = getattr(fivefold, name)
         if isinstance(value, type) and issubclass(value, Exception):
             assert issubclass(value, fivefold.FivefoldError)
+
+
+def test_every_error_a_client_raises_is_public() -> None:
+    from fivefold.serve.errors import ERRORS
+
+    for kind in {*ERRORS.values()}:
+        assert getattr(fivefold, kind.__name__) is kind
+
+
+def test_the_async_client_has_the_methods_of_the_client() -> None:
+    sync, asynchronous = fivefold.Client, fivefold.AsyncClient
+    names = {n for n in vars(sync) if not n.startswith("_")} - {"close"}
+    assert names == {n for n in vars(asynchronous) if not n.startswith("_")} - {"aclose"}
+    for name in names:
+        method = getattr(asynchronous, name)
+        assert inspect.iscoroutinefunction(method), name
+        assert inspect.signature(method) == inspect.signature(getattr(sync, name)), name
+    # The same options; only the transport's type differs (httpx's async one).
+    opened = inspect.signature(asynchronous.__init__).parameters
+    assert list(opened) == list(inspect.signature(sync.__init__).parameters)
+
+
+def test_the_clients_load_httpx_only_when_first_used() -> None:
+    code = (
+        "import sys, fivefold; assert 'httpx' not in sys.modules; "
+        "assert fivefold.AsyncClient.__name__ == 'AsyncClient'; assert 'httpx' in sys.modules"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 def test_retriever_and_plan_names_match_the_design() -> None:

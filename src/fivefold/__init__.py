@@ -10,6 +10,8 @@ the question. The embedded default is one SQLite file::
         res = mem.recall("what database did Priya recommend for Kestrel?")
 """
 
+from typing import TYPE_CHECKING
+
 from fivefold.config import Config
 from fivefold.embed import Embedder, HashingEmbedder, MiniLMEmbedder
 from fivefold.errors import (
@@ -22,6 +24,8 @@ from fivefold.errors import (
     NotAFivefoldStore,
     NotFound,
     StoreError,
+    TooLarge,
+    Unauthenticated,
     UnsupportedBackend,
 )
 from fivefold.memory import Memory
@@ -46,18 +50,27 @@ from fivefold.types import (
 )
 from fivefold.version import __version__
 
+if TYPE_CHECKING:  # the real classes to type checkers; at run time they load on first use
+    from fivefold.async_client import AsyncClient
+    from fivefold.client import Client
+
 
 def __getattr__(name: str) -> object:
-    # The HTTP client is imported on first use: embedded users never load httpx.
+    # The HTTP clients are imported on first use: embedded users never load httpx.
     if name == "Client":
         from fivefold.client import Client
 
         return Client
+    if name == "AsyncClient":
+        from fivefold.async_client import AsyncClient
+
+        return AsyncClient
     raise AttributeError(f"module 'fivefold' has no attribute {name!r}")
 
 
 __all__ = [
     "AccessDenied",
+    "AsyncClient",
     "Budget",
     "Client",
     "Config",
@@ -88,7 +101,9 @@ __all__ = [
     "Scope",
     "StoreError",
     "TimeWindow",
+    "TooLarge",
     "TrainReport",
+    "Unauthenticated",
     "UnsupportedBackend",
     "__version__",
 ]

@@ -38,6 +38,10 @@ class NotAFivefoldStore(StoreError):
     """The file exists but is not a fivefold store (another SQLite database, or not SQLite)."""
 
 
+class TooLarge(InvalidInput):
+    """A request body or batch over a server's limits (HTTP 413)."""
+
+
 class EmbeddingModelMismatch(StoreError):
     """The store was built with one embedding model and is being opened with another;
     ``stored_model`` and ``stored_dim`` are the store's (``fivefold reembed`` reads them)."""
@@ -67,6 +71,11 @@ class AccessDenied(FivefoldError, PermissionError):
     (namespace, user, agent) the key is not bound to."""
 
 
+class Unauthenticated(AccessDenied):
+    """No API key, or a key the server does not know (HTTP 401, as opposed to 403 for a known
+    key asking outside its scope)."""
+
+
 __all__ = [
     "AccessDenied",
     "ConfigError",
@@ -77,5 +86,7 @@ __all__ = [
     "NotAFivefoldStore",
     "NotFound",
     "StoreError",
+    "TooLarge",
+    "Unauthenticated",
     "UnsupportedBackend",
 ]

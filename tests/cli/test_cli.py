@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
+import fivefold
 from fivefold.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,3 +141,66 @@ def test_every_command_is_documented_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text()
     documented = set(re.findall(r"`fivefold (\w+)", readme))
     assert set(cli.commands) <= documented, set(cli.commands) - documented
+
+
+def test_the_readme_shows_the_values_copies_take_and_the_venv_python() -> None:
+    # "--sample" alone read as a flag; the script imports the dev dependencies of the venv.
+    readme = (ROOT / "README.md").read_text()
+    for name in ("migrate", "reembed"):
+        usage = re.search(rf"`fivefold {name} ([^`]*)`", readme)
+        assert usage is not None, name
+        command = cli.get_command(click.Context(cli), name)
+        assert command is not None, name
+        for option in command.params:
+            if isinstance(option, click.Option) and not option.is_flag:
+                assert f"{option.opts[0]} N" in usage.group(1), (name, option.opts[0])
+    scripts = re.findall(r"(\S*)python3? scripts/", readme)
+    assert scripts
+    assert all(before.endswith(".venv/bin/") for before in scripts), scripts
+
+
+# What a recall never needs: the server, the clients, benchmarks, plotting, async machinery.
+EDGES = (
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "pydantic",
+    "mcp",
+    "httpx",
+    "anyio",
+    "asyncio",
+    "prometheus_client",
+    "matplotlib",
+    "ir_measures",
+    "psycopg",
+    "fivefold.bench",
+    "fivefold.serve",
+    "fivefold.client",
+    "fivefold.async_client",
+    "fivefold.remote",
+    "fivefold.demo",
+)
+
+
+def test_a_cold_recall_imports_none_of_the_edges(
+    tmp_path: Path, minilm: fivefold.MiniLMEmbedder
+) -> None:
+    """A cold ``fivefold recall`` is an import and a model load: each of these modules
+    imported on its path is time every command-line recall pays for nothing."""
+    store = tmp_path / "m.db"
+    with fivefold.Memory.open(store, embedder=minilm) as memory:
+        memory.remember("Priya recommended Postgres for Project Kestrel")
+    report = tmp_path / "modules.txt"
+    code = (
+        "import atexit, sys; "
+        f"atexit.register(lambda: open({str(report)!r}, 'w').write('\\n'.join(sys.modules))); "
+        "from fivefold.cli.main import main; main()"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FIVEFOLD_")}
+    command = [sys.executable, "-c", code, "--db", str(store), "recall", "Postgres", "-k", "1"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Postgres" in done.stdout
+    loaded = report.read_text().split("\n")
+    assert len(loaded) > 100  # the report is real: numpy and the engine are in it
+    assert [m for m in loaded if m.split(".")[0] in EDGES or m.startswith(EDGES)] == []

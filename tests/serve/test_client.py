@@ -1,14 +1,18 @@
 """``fivefold.Client`` is ``fivefold.Memory`` over HTTP: the same calls pass against both, with
 the same result types and the same exceptions, and a served recall equals the embedded recall
-of the same store."""
+of the same store. Every served test runs against ``fivefold.AsyncClient`` too."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 from tests.serve.conftest import Server
@@ -18,7 +22,43 @@ from fivefold import AccessDenied, InvalidInput, NotFound, StoreError
 from fivefold.types import Edge, Entity, Explanation, MemoryRecord, MemoryType, RecallResult
 
 
-@pytest.fixture(params=["embedded", "served"])
+class Blocking:
+    """An ``AsyncClient`` driven from a test's own event loop, call by call, so the tests of
+    ``Client`` run unchanged against it (each awaited method gives its result or raises)."""
+
+    def __init__(self, url: str, **options: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._client = fivefold.AsyncClient(url, **options)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._client, name)
+        assert inspect.iscoroutinefunction(method), name
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            return self._loop.run_until_complete(method(*args, **kwargs))
+
+        return run
+
+    def __enter__(self) -> Blocking:
+        self._loop.run_until_complete(self._client.__aenter__())
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            self._loop.run_until_complete(self._client.__aexit__(kind, exc, tb))
+        finally:
+            self._loop.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def connect(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Opens a client of the server at a URL: ``fivefold.Client`` or ``fivefold.AsyncClient``."""
+    return fivefold.Client if request.param == "sync" else Blocking
+
+
+@pytest.fixture(params=["embedded", "served", "served-async"])
 def api(
     request: pytest.FixtureRequest, minilm: fivefold.MiniLMEmbedder, open_server: Server
 ) -> Iterator[Any]:
@@ -26,7 +66,8 @@ def api(
         with fivefold.Memory.open(":memory:", embedder=minilm) as memory:
             yield memory
     else:
-        with fivefold.Client(open_server.url) as client:
+        opened = fivefold.Client if request.param == "served" else Blocking
+        with opened(open_server.url) as client:
             yield client
 
 
@@ -110,9 +151,9 @@ def test_forget_and_the_same_errors(api: Any, ns: str) -> None:
 
 
 def test_a_served_recall_equals_the_embedded_recall_of_the_same_store(
-    open_server: Server, minilm: fivefold.MiniLMEmbedder, ns: str
+    open_server: Server, minilm: fivefold.MiniLMEmbedder, ns: str, connect: Callable[..., Any]
 ) -> None:
-    with fivefold.Client(open_server.url) as client:
+    with connect(open_server.url) as client:
         client.remember_many(
             [
                 {"content": f"Entry {i}: the {c} team ships on day {i}", "namespace": ns}
@@ -127,18 +168,20 @@ def test_a_served_recall_equals_the_embedded_recall_of_the_same_store(
     assert served.query == embedded.query
 
 
-def test_client_errors_for_the_network_and_keys(keyed_server: Server) -> None:
+def test_client_errors_for_the_network_and_keys(
+    keyed_server: Server, connect: Callable[..., Any]
+) -> None:
     with (
-        fivefold.Client("http://127.0.0.1:9", timeout=2) as client,
+        connect("http://127.0.0.1:9", timeout=2) as client,
         pytest.raises(StoreError, match="cannot reach"),
     ):
         client.recall("x")
     with (
-        fivefold.Client(keyed_server.url, api_key="ff_bad_bad") as client,
-        pytest.raises(AccessDenied),
+        connect(keyed_server.url, api_key="ff_bad_bad") as client,
+        pytest.raises(fivefold.Unauthenticated),  # an AccessDenied, told apart from a scope's
     ):
         client.recall("x")
-    with fivefold.Client(keyed_server.url, api_key=keyed_server.tokens["beta"]) as client:
+    with connect(keyed_server.url, api_key=keyed_server.tokens["beta"]) as client:
         with pytest.raises(AccessDenied, match="namespace"):
             client.recall("x", namespace="alpha")
         assert client.remember("beta's own").namespace == "beta"
@@ -158,9 +201,9 @@ def test_feedback_and_train_over_both(api: Any, ns: str) -> None:
         api.train(namespace=ns)
 
 
-def test_feedback_keeps_to_the_key_scope(keyed_server: Server) -> None:
+def test_feedback_keeps_to_the_key_scope(keyed_server: Server, connect: Callable[..., Any]) -> None:
     tokens = keyed_server.tokens
-    with fivefold.Client(keyed_server.url, api_key=tokens["alpha"]) as alpha:
+    with connect(keyed_server.url, api_key=tokens["alpha"]) as alpha:
         mine = alpha.remember("alpha's Kestrel budget is approved")
         result = alpha.recall("Kestrel budget")
         assert alpha.feedback(result.recall_id, relevant=[mine.id]) > 0
@@ -168,11 +211,11 @@ def test_feedback_keeps_to_the_key_scope(keyed_server: Server) -> None:
     # key bound to one user of alpha may not on a recall of the whole namespace.
     for other in ("beta", "alpha-u1"):
         with (
-            fivefold.Client(keyed_server.url, api_key=tokens[other]) as client,
+            connect(keyed_server.url, api_key=tokens[other]) as client,
             pytest.raises(AccessDenied),
         ):
             client.feedback(result.recall_id, relevant=[mine.id])
-    with fivefold.Client(keyed_server.url, api_key=tokens["beta"]) as beta:
+    with connect(keyed_server.url, api_key=tokens["beta"]) as beta:
         with pytest.raises(AccessDenied):
             beta.train(namespace="alpha")
         with pytest.raises(InvalidInput, match="namespace 'beta' has feedback on 0 recalls"):
@@ -208,21 +251,82 @@ def test_history_repeats_chats_and_a_scope_forgotten_over_both(api: Any, ns: str
     assert [r.user_id for r in api.browse(namespace=ns)] == ["u2", "u2"]
 
 
-def test_a_key_forgets_only_inside_its_own_scope(keyed_server: Server) -> None:
+def test_a_key_forgets_only_inside_its_own_scope(
+    keyed_server: Server, connect: Callable[..., Any]
+) -> None:
     tokens = keyed_server.tokens
-    with fivefold.Client(keyed_server.url, api_key=tokens["alpha"]) as alpha:
+    with connect(keyed_server.url, api_key=tokens["alpha"]) as alpha:
         alpha.remember("alpha's own note", user_id="u1")
         alpha.remember("another user's note", user_id="u2")
-    with fivefold.Client(keyed_server.url, api_key=tokens["alpha-u1"]) as bound:
+    with connect(keyed_server.url, api_key=tokens["alpha-u1"]) as bound:
         assert bound.forget_scope("alpha") == 1  # the key's user only, whatever is asked
         with pytest.raises(AccessDenied):
             bound.forget_scope("alpha", user_id="u2")
     with (
-        fivefold.Client(keyed_server.url, api_key=tokens["beta"]) as beta,
+        connect(keyed_server.url, api_key=tokens["beta"]) as beta,
         pytest.raises(AccessDenied),
     ):
         beta.forget_scope("alpha")
-    with fivefold.Client(keyed_server.url, api_key=tokens["alpha"]) as alpha:
+    with connect(keyed_server.url, api_key=tokens["alpha"]) as alpha:
         left = [(r.user_id, r.content) for r in alpha.browse(limit=1000)]
     assert ("u2", "another user's note") in left
     assert all(user != "u1" for user, _ in left)
+
+
+def test_the_async_client_sends_calls_concurrently(open_server: Server, ns: str) -> None:
+    async def main() -> tuple[list[int], RecallResult]:
+        async with fivefold.AsyncClient(open_server.url) as client:
+            made = await asyncio.gather(
+                *(
+                    client.remember(f"Async note {n} about the harbour", namespace=ns)
+                    for n in range(8)
+                )
+            )
+            assert await client.remember_many([]) == []
+            with pytest.raises(NotFound):
+                await client.get(10**12, namespace=ns)
+            return [m.id for m in made], await client.recall("harbour", k=8, namespace=ns)
+
+    ids, result = asyncio.run(main())
+    assert len(set(ids)) == 8
+    assert sorted(h.memory.id for h in result.hits) == sorted(ids)
+
+
+def _answering(status: int, body: bytes) -> httpx.MockTransport:
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, content=body, headers={"content-type": "application/json"})
+
+    return httpx.MockTransport(handle)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "raised", "said"),
+    [
+        (401, b'{"error": {"code": "unauthorized", "message": "none"}}', "Unauthenticated", "none"),
+        (413, b'{"error": {"code": "too_large", "message": "big"}}', "TooLarge", "big"),
+        (403, b'{"error": {"code": "forbidden", "message": "scope"}}', "AccessDenied", "scope"),
+        (418, b'{"error": {"code": "teapot"}}', "FivefoldError", "answered 418"),
+        (200, b"<html>a proxy's page</html>", "StoreError", "is this a fivefold server"),
+    ],
+)
+def test_both_clients_read_an_answer_the_same_way(
+    status: int, body: bytes, raised: str, said: str
+) -> None:
+    """The server's error codes become the same public classes in both clients, and a page
+    that is no fivefold server's is a StoreError (httpx's test transport, no server)."""
+    kind = getattr(fivefold, raised)
+    with (
+        fivefold.Client("http://fivefold.test", transport=_answering(status, body)) as client,
+        pytest.raises(kind, match=said) as sync_error,
+    ):
+        client.stats()
+
+    async def main() -> None:
+        transport = _answering(status, body)
+        async with fivefold.AsyncClient("http://fivefold.test", transport=transport) as client:
+            await client.stats()
+
+    with pytest.raises(kind, match=said) as async_error:
+        asyncio.run(main())
+    assert type(sync_error.value) is type(async_error.value) is kind
+    assert str(sync_error.value) == str(async_error.value)

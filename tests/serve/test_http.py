@@ -389,10 +389,10 @@ def test_a_request_without_a_host_is_no_browsers_and_is_answered(open_server: Se
 
 
 @pytest.mark.slow
-def test_an_internal_error_is_json_with_the_security_headers(tmp_path: Path) -> None:
-    """Starlette's server-error middleware sits outside any added middleware: a 500 went out
-    without the headers every other answer carries. A store that fails in a way nothing
-    expects, served over a real socket."""
+@contextlib.contextmanager
+def _in_thread(open_memory: Any) -> Iterator[str]:
+    """``create_app`` served by uvicorn in a thread of this process, on a real socket: a warning
+    it raises is an error here (pytest's filter is the process's), a 500 to the caller."""
     import threading
 
     import uvicorn
@@ -401,15 +401,8 @@ def test_an_internal_error_is_json_with_the_security_headers(tmp_path: Path) -> 
     from fivefold.serve.app import create_app
     from fivefold.serve.keys import KeyRing
 
-    class Broken(fivefold.Memory):
-        def stats(self, *args: Any, **kwargs: Any) -> Any:
-            raise RuntimeError("a failure nothing expects")
-
-    def broken() -> fivefold.Memory:
-        return Broken.open(tmp_path / "m.db", embedder=fivefold.HashingEmbedder())
-
     port = free_port()
-    app = create_app(broken, settings=ServeConfig(port=port), keys=KeyRing([]), mcp=False)
+    app = create_app(open_memory, settings=ServeConfig(port=port), keys=KeyRing([]), mcp=False)
     server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="critical"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -417,13 +410,46 @@ def test_an_internal_error_is_json_with_the_security_headers(tmp_path: Path) -> 
         deadline = time.monotonic() + 30
         while not server.started and time.monotonic() < deadline:
             time.sleep(0.05)
-        answer = httpx.get(f"http://127.0.0.1:{port}/v1/stats", timeout=30)
-        assert answer.status_code == 500
-        assert answer.json()["error"]["code"] == "internal"
-        assert "failure nothing expects" not in answer.text
-        assert answer.headers["x-frame-options"] == "DENY"
-        assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
-        assert answer.headers["x-content-type-options"] == "nosniff"
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def test_an_internal_error_is_json_with_the_security_headers(tmp_path: Path) -> None:
+    """Starlette's server-error middleware sits outside any added middleware: a 500 went out
+    without the headers every other answer carries. A store that fails in a way nothing
+    expects, served over a real socket."""
+
+    class Broken(fivefold.Memory):
+        def stats(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("a failure nothing expects")
+
+    def broken() -> fivefold.Memory:
+        return Broken.open(tmp_path / "m.db", embedder=fivefold.HashingEmbedder())
+
+    with _in_thread(broken) as url:
+        answer = httpx.get(f"{url}/v1/stats", timeout=30)
+    assert answer.status_code == 500
+    assert answer.json()["error"]["code"] == "internal"
+    assert "failure nothing expects" not in answer.text
+    assert answer.headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+    assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+def test_the_schema_is_built_without_warnings_and_its_ids_are_unique(tmp_path: Path) -> None:
+    # GET and HEAD of /healthz and /readyz, one route each, gave the same operation id twice
+    # (FastAPI warned on every build of /openapi.json).
+    def memory() -> fivefold.Memory:
+        return fivefold.Memory.open(tmp_path / "m.db", embedder=fivefold.HashingEmbedder())
+
+    with _in_thread(memory) as url:
+        answer = httpx.get(f"{url}/openapi.json", timeout=30)
+        assert httpx.head(f"{url}/healthz", timeout=30).status_code == 200
+        assert httpx.head(f"{url}/readyz", timeout=30).status_code == 200
+    assert answer.status_code == 200, answer.text
+    operations = [op for path in answer.json()["paths"].values() for op in path.values()]
+    ids = [op["operationId"] for op in operations]
+    assert len(ids) == len(set(ids))
+    assert {"healthz_get", "healthz_head", "readyz_get", "readyz_head"} <= set(ids)

@@ -340,3 +340,44 @@ def test_stdio_answers_what_it_was_asked_before_stdin_closed(
     with fivefold.Memory.open(db, embedder=minilm) as memory:
         contents = sorted(memory.get(i).content for i in written)
     assert contents == [f"piped write {n}" for n in range(3)]
+
+
+def test_remember_takes_what_the_http_api_takes(keyed_server: Server) -> None:
+    """MCP's remember and ``POST /v1/memories`` store the same memory from the same fields;
+    only a precomputed ``vector`` is the HTTP API's alone (an agent has no embedding model)."""
+    from fivefold.serve.schemas import RememberBody
+
+    fields = {
+        "type": "preference",
+        "importance": 0.9,
+        "predicate": "prefers",
+        "speaker": "Noor",
+        "metadata": {"source": "chat", "turn": 3},
+        "entities": ["Noor"],
+        "session_id": "s-9",
+    }
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with _http(keyed_server, "beta") as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            taken = set(tools["remember"].input_schema["properties"])
+            assert taken == set(RememberBody.model_fields) - {"vector"}
+            whole = {"content": "Noor prefers window seats", **fields, "importance": 1}
+            assert not (await client.call_tool("remember", whole)).is_error  # 1 is a number
+            made = _data(await client.call_tool("remember", {"content": "Noor: aisle", **fields}))
+            too_much = await client.call_tool("remember", {"content": "x", "importance": 2})
+            assert too_much.is_error
+            return made, dict(fields)
+
+    made, sent = asyncio.run(main())
+    headers = keyed_server.headers("beta")
+    over_mcp = httpx.get(f"{keyed_server.url}/v1/memories/{made['id']}", headers=headers).json()
+    posted = httpx.post(
+        f"{keyed_server.url}/v1/memories",
+        json={"content": "Noor: aisle, over HTTP", **sent},
+        headers=headers,
+    ).json()
+    for name in sent:
+        assert over_mcp[name] == posted[name], name
+    assert (over_mcp["importance"], over_mcp["predicate"]) == (0.9, "prefers")
+    assert over_mcp["metadata"] == {"source": "chat", "turn": 3}

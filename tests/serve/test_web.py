@@ -78,8 +78,28 @@ def test_a_query_renders_plan_scores_ranks_and_fusion_terms(
     legs = first.locator(".leg").all_inner_texts()
     assert legs
     assert all("#" in leg for leg in legs)
+    # Each hit's calibrated confidence, the one recall gives it.
+    recalled = httpx.post(
+        keyed_server.url + "/v1/recall",
+        json={"query": "what database did Priya recommend for Kestrel?"},
+        headers=keyed_server.headers("beta"),
+    ).json()
+    sure = {hit["memory"]["id"]: hit["confidence"] for hit in recalled["hits"]}
+    shown = first.locator(".confidence").inner_text()
+    assert shown == f"confidence {sure[int(first.get_attribute('data-id'))]:.2f}"
+    assert page.locator("#results li .confidence").count() == page.locator("#results li").count()
     assert page.locator("#plan-name").inner_text()
     assert page.locator("#reasons li").count() >= 1
+    # Every feature code of the plan's reasons is explained, in the legend and its tooltip.
+    reason = page.locator("#reasons li", has_text="features ")
+    codes = [part.split("=")[0] for part in reason.inner_text().split()[1:]]
+    assert codes
+    legend = page.locator("#features .feature")
+    assert sorted(legend.evaluate_all("nodes => nodes.map(n => n.dataset.code)")) == sorted(codes)
+    tooltip = reason.get_attribute("title")
+    assert tooltip
+    assert "entity density" in tooltip
+    assert all(f"{code} " in tooltip for code in codes)
     first.locator("summary").click()
     assert first.locator("table tr").count() == 1 + len(legs)  # one fusion term per retriever
     assert "memories in" in page.locator("#status").inner_text()
@@ -164,3 +184,30 @@ def test_the_page_works_where_the_browser_refuses_it_storage(
     page.fill("#query", "anything at all")
     page.click("#search button")
     page.locator("#status", has_text="memories in").wait_for()
+
+
+def test_the_key_field_and_a_stale_key_error(
+    page: Any, keyed_server: Server, open_server: Server
+) -> None:
+    """On a server with keys the page said a key was "none on loopback", and the "API key
+    required" of the page's first request stayed up after the key was typed and worked."""
+    page.goto(keyed_server.url + "/")
+    page.wait_for_selector("#status.error")
+    assert "API key" in page.locator("#status").inner_text()
+    placeholder = page.get_attribute("#key", "placeholder")
+    assert placeholder == "required by this server"
+    content = f"A note seen once the key is in {uuid.uuid4().hex[:8]}"
+    httpx.post(
+        keyed_server.url + "/v1/memories",
+        json={"content": content},
+        headers=keyed_server.headers("beta"),
+    )
+    page.fill("#key", keyed_server.tokens["beta"])
+    page.dispatch_event("#key", "change")
+    page.locator("#memories li", has_text=content).wait_for()
+    assert page.locator("#status.error").count() == 0
+    assert page.locator("#status").inner_text() == ""
+    page.goto(open_server.url + "/")
+    page.wait_for_function(
+        "document.getElementById('key').placeholder === 'none needed on this server'"
+    )

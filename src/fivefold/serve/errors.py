@@ -19,20 +19,21 @@ from fivefold.errors import (
     InvalidInput,
     NotFound,
     StoreError,
+    TooLarge,
+    Unauthenticated,
 )
 
 log = logging.getLogger("fivefold.serve")
 
-__all__ = ["CODES", "ERRORS", "TooLarge", "error_body", "status_of", "tenant_message"]
-
-
-class TooLarge(InvalidInput):
-    """A request body or batch over the server's limits (413)."""
-
-
-class Unauthenticated(AccessDenied):
-    """No key, or a key the server does not know (401, as opposed to 403 for a known key
-    asking outside its scope)."""
+__all__ = [
+    "CODES",
+    "ERRORS",
+    "TooLarge",
+    "Unauthenticated",
+    "error_body",
+    "status_of",
+    "tenant_message",
+]
 
 
 # Most specific first: the first class an error is an instance of decides.

@@ -92,6 +92,15 @@ def build_server(
             int | None,
             Field(description="The id of an older memory this one replaces (a fact changed)"),
         ] = None,
+        predicate: Annotated[
+            str | None, Field(description="The relation it states, e.g. works_on, prefers")
+        ] = None,
+        speaker: Annotated[
+            str | None, Field(description="Who said or did it; read from 'Name: text' if empty")
+        ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="Your own JSON fields, kept as given")
+        ] = None,
         namespace: Namespace = None,
         user_id: UserId = None,
         agent_id: AgentId = None,
@@ -108,6 +117,9 @@ def build_server(
             "session_id": session_id,
             "importance": importance,
             "supersedes": supersedes,
+            "predicate": predicate,
+            "speaker": speaker,
+            "metadata": metadata,
         }
         fields: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         record = call(lambda: memory().remember(content, **fields, **scope))

@@ -1,5 +1,6 @@
 // The page talks to the same /v1 API as every client: explain for a search (it carries the
-// plan, its reasons, each retriever's list and every fusion term), browse and forget.
+// plan, its reasons, each retriever's list and every fusion term) beside the same recall (for
+// each hit's calibrated confidence, which explain does not carry), browse and forget.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -22,8 +23,13 @@ for (const field of ["key", "namespace"]) {
 
 async function api(method, path, body) {
   const headers = { "content-type": "application/json" };
-  if ($("key").value) headers.authorization = "Bearer " + $("key").value;
+  const keyed = Boolean($("key").value);
+  if (keyed) headers.authorization = "Bearer " + $("key").value;
   const response = await fetch(path, { method, headers, body: body && JSON.stringify(body) });
+  // What the key field asks for is learnt from the server's answers: a 401 to a request
+  // without a key says this server has keys; a success without one says it has none.
+  if (!keyed && response.status === 401) $("key").placeholder = "required by this server";
+  else if (!keyed && response.ok) $("key").placeholder = "none needed on this server";
   if (response.status === 204) return null;
   const data = await response.json();
   if (!response.ok) throw new Error(data.error ? data.error.message : response.statusText);
@@ -46,10 +52,38 @@ function status(text, isError) {
   $("status").className = isError ? "error" : "";
 }
 
+// An error said before a request that then succeeded (no key, then the key typed) is stale.
+function cleared() {
+  if ($("status").className === "error") status("");
+}
+
+// The plan's feature codes (its "features ed=1.00 ..." reason): a feature's initials, or the
+// first four letters of a one-word name (specificity: spec).
+function featureCode(name) {
+  const words = name.split("_");
+  return words.length > 1 ? words.map((w) => w[0]).join("") : name.slice(0, 4);
+}
+
+function showFeatures(features) {
+  const entries = Object.entries(features).map(([name, value]) => {
+    const entry = element("span", undefined, "feature");
+    entry.dataset.code = featureCode(name);
+    entry.append(element("b", featureCode(name)), ` ${name.replaceAll("_", " ")} ${value.toFixed(2)}`);
+    return entry;
+  });
+  $("features").replaceChildren(...entries);
+  return entries.map((entry) => entry.textContent).join(" · ");
+}
+
 function showPlan(explanation) {
   $("plan").hidden = false;
   $("plan-name").textContent = explanation.plan.name;
-  $("reasons").replaceChildren(...explanation.plan.reasons.map((r) => element("li", r)));
+  const legend = showFeatures(explanation.features);
+  $("reasons").replaceChildren(...explanation.plan.reasons.map((reason) => {
+    const item = element("li", reason);
+    if (reason.startsWith("features ")) item.title = legend;
+    return item;
+  }));
   const legs = explanation.runs.map((run) => `${run.name}: ${run.items.length} in ${run.elapsed_ms.toFixed(1)} ms`);
   $("legs").textContent = legs.join(" · ");
 }
@@ -71,10 +105,14 @@ function fusionTable(hit) {
   return details;
 }
 
-function showHit(hit) {
+function showHit(hit, confidence) {
   const item = element("li", undefined, hit.demoted ? "demoted" : "");
   item.dataset.id = hit.id;
-  item.append(element("span", hit.final.toFixed(5), "score"));
+  const score = element("span", hit.final.toFixed(5), "score");
+  score.title = "final score: the fused score weighed by importance (ranks the hits)";
+  const sure = element("span", confidence === undefined ? "confidence –" : `confidence ${confidence.toFixed(2)}`, "confidence");
+  sure.title = "calibrated estimate, 0 to 1, that this memory answers the query";
+  item.append(score, sure);
   for (const term of hit.terms) item.append(element("span", `${term.retriever} #${term.rank}`, "leg"));
   item.append(element("p", hit.content, "content"), fusionTable(hit));
   return item;
@@ -84,9 +122,13 @@ $("search").addEventListener("submit", async (event) => {
   event.preventDefault();
   status("searching…");
   try {
-    const explanation = await api("POST", "/v1/explain", { query: $("query").value, k: Number($("k").value), ...scope() });
+    const asked = { query: $("query").value, k: Number($("k").value), ...scope() };
+    const [explanation, recalled] = await Promise.all([
+      api("POST", "/v1/explain", asked), api("POST", "/v1/recall", asked),
+    ]);
+    const confidence = new Map(recalled.hits.map((hit) => [hit.memory.id, hit.confidence]));
     showPlan(explanation);
-    $("results").replaceChildren(...explanation.hits.map(showHit));
+    $("results").replaceChildren(...explanation.hits.map((hit) => showHit(hit, confidence.get(hit.id))));
     const engineMs = Object.values(explanation.timings).reduce((a, b) => a + b, 0);
     status(`${explanation.hits.length} memories in ${engineMs.toFixed(1)} ms of engine time`);
   } catch (error) {
@@ -124,6 +166,7 @@ async function browse(reset) {
     if (reset) $("memories").replaceChildren(...items); else $("memories").append(...items);
     oldest = memories.length ? memories[memories.length - 1].id : oldest;
     $("more").hidden = memories.length < 25;
+    cleared();
   } catch (error) {
     status(error.message, true);
   }
