@@ -40,7 +40,7 @@ IDS_EXCLUSIVE = f"SELECT pg_advisory_xact_lock({_IDS_KEY})"
 RESERVE_IDS = f"""
 SELECT nextval('fivefold_memory_ids') FROM ({IDS_SHARED}) AS held, generate_series(1, %s)
 """
-# With a bucket of a session's hash (``writer._session_keys``): one write of a session at a
+# With a bucket of a session's hash (``write_locks.session_keys``): one write of a session at a
 # time, from before it takes its ids. Two writers of one session read neither's rows (neither
 # had committed) and each linked its turns as if alone, for good: a forgotten turn's text then
 # stayed in a neighbour's window. Buckets bound the locks a batch of many sessions takes.

@@ -14,7 +14,7 @@ from fivefold.errors import InvalidInput, StoreError
 from fivefold.store.postgres import write_sql
 from fivefold.store.postgres.context_rows import Deltas
 from fivefold.store.postgres.core import Core
-from fivefold.store.postgres.writer import no_nul
+from fivefold.store.postgres.write_rows import no_nul
 from fivefold.store.protocol import Progress
 from fivefold.store.records import NewEdge, NewMemory
 from fivefold.store.shared.notes import PROGRESS_MOVED, PROGRESS_PREFIX
