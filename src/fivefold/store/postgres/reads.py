@@ -12,10 +12,10 @@ from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.postgres.lists import Version
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
-from fivefold.store.shared.rows import holders_by_slot, memory_record
+from fivefold.store.shared.rows import holders_by_slot, memory_attributes, memory_record
 from fivefold.store.shared.timeconv import from_ts
 from fivefold.store.shared.translate import translating_reads
-from fivefold.types import MemoryRecord, MemoryType, Scope
+from fivefold.types import MemoryRecord, Scope
 
 
 @translating_reads
@@ -65,18 +65,7 @@ class PostgresReads:
                 "WHERE namespace = %s AND id = ANY(%s::bigint[])",
                 (namespace, [int(i) for i in ids]),
             ).fetchall()
-        return {
-            int(i): MemoryAttributes(
-                float(v),
-                MemoryType(t),
-                None if e is None else from_ts(e),
-                from_ts(c),
-                s,
-                int(n),
-                None if u is None else int(u),
-            )
-            for i, v, t, e, c, s, n, u in rows
-        }
+        return memory_attributes(rows)
 
     def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
         with self._core.read() as conn:

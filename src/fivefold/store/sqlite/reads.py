@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
-from fivefold.store.shared.rows import holders_by_slot, memory_record
+from fivefold.store.shared.rows import holders_by_slot, memory_attributes, memory_record
 from fivefold.store.shared.timeconv import from_ts
 from fivefold.store.shared.translate import translating
 from fivefold.store.sql import scope_sql
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.core import Core
 from fivefold.store.sqlite.schema import BY_ID, id_list
-from fivefold.types import MemoryRecord, MemoryType, Scope
+from fivefold.types import MemoryRecord, Scope
 
 DF_CACHE_TERMS = 20_000
 
@@ -66,18 +66,7 @@ class SQLiteReads:
                 f"superseded_by FROM memories WHERE {BY_ID}",
                 (namespace, id_list(ids)),
             ).fetchall()
-        return {
-            int(i): MemoryAttributes(
-                float(v),
-                MemoryType(t),
-                None if e is None else from_ts(e),
-                from_ts(c),
-                s,
-                int(n),
-                None if u is None else int(u),
-            )
-            for i, v, t, e, c, s, n, u in rows
-        }
+        return memory_attributes(rows)
 
     def catalog(self, namespace: str) -> list[CatalogEntry]:
         """The same list while no name of the namespace changes (its catalog version)."""
