@@ -6,7 +6,9 @@ The tables they write are ``schema.py``'s.
 
 from __future__ import annotations
 
+from fivefold.store import sql
 from fivefold.store.shared.rows import COMENTION
+from fivefold.store.sql import Dialect
 
 INSERT_SLOT = (
     "INSERT INTO slots (namespace, user_id, agent_id, slot, memory_id) "
@@ -135,22 +137,8 @@ ON CONFLICT (namespace, user_id, agent_id, session_id) DO UPDATE SET
     started_at = least(s.started_at, excluded.started_at),
     last_seen_at = greatest(s.last_seen_at, excluded.last_seen_at)
 """
-# A session once one of its memories is forgotten: the span of the ones left, or no row (as
-# the embedded store's).
-_SESSION_OF = (
-    "FROM memories m WHERE m.namespace = sessions.namespace AND m.user_id = sessions.user_id "
-    "AND m.agent_id = sessions.agent_id AND m.session_id = sessions.session_id"
-)
-RESPAN_SESSION = f"""
-UPDATE sessions SET started_at = (SELECT min(m.created_at) {_SESSION_OF}),
-    last_seen_at = (SELECT max(m.created_at) {_SESSION_OF})
-WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s
-    AND EXISTS (SELECT 1 {_SESSION_OF})
-"""
-DROP_EMPTY_SESSION = f"""
-DELETE FROM sessions WHERE namespace = %s AND user_id = %s AND agent_id = %s AND session_id = %s
-    AND NOT EXISTS (SELECT 1 {_SESSION_OF})
-"""
+RESPAN_SESSION = Dialect.POSTGRES.positional(sql.RESPAN_SESSION)
+DROP_EMPTY_SESSION = Dialect.POSTGRES.positional(sql.DROP_EMPTY_SESSION)
 FIND_ALIAS = (
     "SELECT entity_id FROM aliases WHERE namespace = %s AND norm = %s ORDER BY entity_id LIMIT 1"
 )

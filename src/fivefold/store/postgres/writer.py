@@ -38,6 +38,7 @@ from fivefold.store.records import NewMemory
 from fivefold.store.shared import batch, context
 from fivefold.store.shared.context import Group, SessionRow
 from fivefold.store.shared.tokens import Tokenizer, window
+from fivefold.store.sql import Dialect, forget_edges_sql
 from fivefold.text import normalize_name
 from fivefold.types import MemoryRecord, Scope
 
@@ -444,15 +445,7 @@ class Writer:
     @staticmethod
     def forget_traces(conn: psycopg.Connection, scope: Scope, feedback: Sequence[int]) -> None:
         ns = scope.namespace
-        where, params = ["namespace = %s"], [ns]
-        for column, value in (("user_id", scope.user_id), ("agent_id", scope.agent_id)):
-            if value is not None:
-                where.append(f"{column} = %s")
-                params.append(value)
-        named = conn.execute(
-            f"DELETE FROM edges WHERE {' AND '.join(where)} RETURNING source_id, target_id",
-            params,
-        ).fetchall()
+        named = conn.execute(*forget_edges_sql(scope, Dialect.POSTGRES)).fetchall()
         wanted = sorted(int(i) for i in feedback)
         for table, column in (("feedback_labels", "feedback_id"), ("feedback", "id")):
             conn.execute(

@@ -6,7 +6,9 @@ The tables they write are ``schema.py``'s.
 
 from __future__ import annotations
 
+from fivefold.store import sql
 from fivefold.store.shared.rows import COMENTION
+from fivefold.store.sql import Dialect
 
 # A batch's ids are taken before it is written (inside the write lock), so that each memory is
 # written once with its final session context. AUTOINCREMENT: an id is never reused, even
@@ -105,19 +107,5 @@ ON CONFLICT (namespace, user_id, agent_id, session_id) DO UPDATE SET
     started_at = min(started_at, excluded.started_at),
     last_seen_at = max(last_seen_at, excluded.last_seen_at)
 """
-# A session once one of its memories is forgotten: the span of the ones left, or no row (its
-# times stayed, and "since we last talked" counted from a session nothing held any more).
-_SESSION_OF = (
-    "FROM memories m WHERE m.namespace = sessions.namespace AND m.user_id = sessions.user_id "
-    "AND m.agent_id = sessions.agent_id AND m.session_id = sessions.session_id"
-)
-RESPAN_SESSION = f"""
-UPDATE sessions SET started_at = (SELECT min(m.created_at) {_SESSION_OF}),
-    last_seen_at = (SELECT max(m.created_at) {_SESSION_OF})
-WHERE namespace = ? AND user_id = ? AND agent_id = ? AND session_id = ?
-    AND EXISTS (SELECT 1 {_SESSION_OF})
-"""
-DROP_EMPTY_SESSION = f"""
-DELETE FROM sessions WHERE namespace = ? AND user_id = ? AND agent_id = ? AND session_id = ?
-    AND NOT EXISTS (SELECT 1 {_SESSION_OF})
-"""
+RESPAN_SESSION = Dialect.SQLITE.positional(sql.RESPAN_SESSION)
+DROP_EMPTY_SESSION = Dialect.SQLITE.positional(sql.DROP_EMPTY_SESSION)

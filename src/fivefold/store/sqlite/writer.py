@@ -25,6 +25,7 @@ from fivefold.store.shared.rows import (
     taken_by,
 )
 from fivefold.store.shared.timeconv import to_ts
+from fivefold.store.sql import Dialect, forget_edges_sql
 from fivefold.store.sqlite import schema, write_sql
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.text import normalize_name
@@ -96,15 +97,7 @@ class Writer:
 
     def forget_traces(self, scope: Scope, feedback: Sequence[int]) -> None:
         conn, ns = self._conn, scope.namespace
-        where, params = ["namespace = ?"], [ns]
-        for column, value in (("user_id", scope.user_id), ("agent_id", scope.agent_id)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        named = conn.execute(
-            f"DELETE FROM edges WHERE {' AND '.join(where)} RETURNING source_id, target_id",
-            params,
-        ).fetchall()
+        named = conn.execute(*forget_edges_sql(scope, Dialect.SQLITE)).fetchall()
         conn.execute("DELETE FROM feedback WHERE id IN (SELECT value FROM json_each(?))",
                      (json.dumps(sorted(int(i) for i in feedback)),))  # fmt: skip
         if scope.user_id is None and scope.agent_id is None:
