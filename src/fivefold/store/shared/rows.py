@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -187,11 +187,12 @@ def new_keys(rows: Sequence[Sequence[Any]]) -> list[tuple[str, Any, str]]:
     return out
 
 
-def holders_by_slot(rows: Sequence[Sequence[Any]]) -> dict[str, list[int]]:
-    """(slot, memory id) rows, each slot's newest first, as slot -> memory ids."""
+def ids_by_key(rows: Iterable[Sequence[Any]]) -> dict[str, list[int]]:
+    """(key, memory id) rows as key -> memory ids, in the rows' order (a slot's holders newest
+    first, a repeat key's memories oldest first)."""
     out: dict[str, list[int]] = {}
-    for slot, memory_id in rows:
-        out.setdefault(str(slot), []).append(int(memory_id))
+    for key, memory_id in rows:
+        out.setdefault(str(key), []).append(int(memory_id))
     return out
 
 

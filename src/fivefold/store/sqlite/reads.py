@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
-from fivefold.store.shared.rows import holders_by_slot, memory_attributes, memory_record
+from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record
 from fivefold.store.shared.timeconv import from_ts
 from fivefold.store.shared.translate import translating
 from fivefold.store.sql import scope_sql
@@ -148,12 +148,9 @@ class SQLiteReads:
         if not keys:
             return {}
         where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
-        out: dict[str, list[int]] = {}
         with self._core.lock:
             rows = self._core.conn.execute(schema.FIND_REPEATS, (*where, json.dumps(list(keys))))
-            for key, memory_id in rows:
-                out.setdefault(str(key), []).append(int(memory_id))
-        return out
+            return ids_by_key(rows)
 
     def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> dict[str, list[int]]:
         if not slots or limit <= 0:
@@ -163,7 +160,7 @@ class SQLiteReads:
             rows = self._core.conn.execute(
                 schema.SLOT_HOLDERS, (*where, json.dumps(list(slots)), limit)
             ).fetchall()
-        return holders_by_slot(rows)
+        return ids_by_key(rows)
 
     def replaced(self, namespace: str, ids: Sequence[int]) -> dict[int, list[int]]:
         if not ids:
