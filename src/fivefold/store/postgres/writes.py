@@ -17,6 +17,7 @@ from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.write_rows import no_nul
 from fivefold.store.protocol import Progress
 from fivefold.store.records import NewEdge, NewMemory
+from fivefold.store.shared.batch import check_vectors
 from fivefold.store.shared.notes import PROGRESS_MOVED, PROGRESS_PREFIX
 from fivefold.store.shared.rows import (
     edge_values,
@@ -45,12 +46,7 @@ class PostgresWrites:
         seen: Sequence[tuple[str, int]] = (),
         seen_at: datetime | None = None,
     ) -> list[MemoryRecord]:
-        if len(memories) != len(vectors):
-            raise InvalidInput("one vector per memory is required")
-        if len(vectors) and vectors.shape[1] != self._core.dim:
-            raise InvalidInput(
-                f"vectors must have {self._core.dim} dimensions, got {vectors.shape[1]}"
-            )
+        check_vectors(memories, vectors, self._core.dim)
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> list[MemoryRecord]:
             written = self._core.writer.memories(conn, deltas, memories, vectors, ids)
