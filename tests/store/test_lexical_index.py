@@ -29,7 +29,7 @@ from fivefold import Memory, Scope
 from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.read.retrieve.lexical import OWN_TEXT_WEIGHTS as OWN
 from fivefold.store.sqlite import indexer as indexer_module
-from fivefold.store.sqlite import indexer_child, lexical, schema
+from fivefold.store.sqlite import indexer_child, lexical, lexical_documents, schema
 
 
 def _open(path: Path) -> Memory:
@@ -76,7 +76,9 @@ def test_the_window_counts_the_same_on_both_backends(content: str, near: str, fa
     def tokens(text: str) -> str:
         return " ".join(t for t in tokenizer.join_each(text.split("\n")) if t)
 
-    indexed = Counter(lexical.window_tokens(tokens(content), tokens(near), tokens(far)).split())
+    indexed = Counter(
+        lexical_documents.window_tokens(tokens(content), tokens(near), tokens(far)).split()
+    )
     (counted,) = tokenizer.windows([(content, near, far)])
     assert counted.first == indexed
     assert counted.first_length == sum(indexed.values())

@@ -1700,14 +1700,14 @@ def test_given_ids_wait_for_a_writer_that_took_ids(url: str) -> None:
     ``nextval`` and its commit, held one of them: two memories of one id (in two namespaces,
     the key allows it), and the sequence set back under them (a hostile pass). The copy now
     waits for such a writer and then sees its ids."""
-    from fivefold.store.postgres import schema as pg_schema
+    from fivefold.store.postgres import write_sql
     from fivefold.store.records import NewMemory
     from fivefold.types import MemoryType
 
     with _open(url) as memory:
         memory.remember("the first")
         writer = psycopg.connect(url)  # a writer in the middle of its transaction
-        writer.execute(pg_schema.IDS_SHARED)
+        writer.execute(write_sql.IDS_SHARED)
         taken = writer.execute("SELECT nextval('fivefold_memory_ids')").fetchone()[0]
         new = NewMemory(
             content="copied under its own id",
@@ -1755,12 +1755,12 @@ def test_a_writer_waits_while_ids_are_given(url: str) -> None:
     """The other side of the ids lock: a write that takes ids from the sequence waits while a
     copy's batch holds it (its ids checked and the sequence moved past them), then takes ids
     above."""
-    from fivefold.store.postgres import schema as pg_schema
+    from fivefold.store.postgres import write_sql
 
     with _open(url) as memory:
         memory.remember("the first")
         copying = psycopg.connect(url)
-        copying.execute(pg_schema.IDS_EXCLUSIVE)
+        copying.execute(write_sql.IDS_EXCLUSIVE)
         copying.execute("SELECT setval('fivefold_memory_ids', 500, false)")
         made: list[int] = []
         thread = threading.Thread(target=lambda: made.append(memory.remember("waits").id))

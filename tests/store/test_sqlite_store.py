@@ -26,7 +26,7 @@ from fivefold.config import Config, IndexConfig, OptimizerConfig
 from fivefold.errors import InvalidInput
 from fivefold.read.retrieve.lexical import DEFAULT_WEIGHTS as W
 from fivefold.store.records import NewMemory
-from fivefold.store.sqlite import dense, schema
+from fivefold.store.sqlite import dense, write_sql
 from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.store.sqlite.schema import BY_ID
 from fivefold.types import OptimizerMode, StoreStats
@@ -849,11 +849,11 @@ def test_a_memory_naming_thousands_is_bounded_work(hashing_mem: Memory) -> None:
 def test_relate_writes_its_fact_and_its_edge_together_or_not_at_all(
     hashing_mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fivefold.store.postgres import schema as pg_schema
+    from fivefold.store.postgres import write_sql as pg_write_sql
 
     generation = hashing_mem.store.reads.state("default").generation
-    monkeypatch.setattr(schema, "INSERT_EDGE", "INSERT INTO no_such_table VALUES (?)")
-    monkeypatch.setattr(pg_schema, "INSERT_EDGE", "INSERT INTO no_such_table VALUES (%s)")
+    monkeypatch.setattr(write_sql, "INSERT_EDGE", "INSERT INTO no_such_table VALUES (?)")
+    monkeypatch.setattr(pg_write_sql, "INSERT_EDGE", "INSERT INTO no_such_table VALUES (%s)")
     with pytest.raises(fivefold.StoreError):
         hashing_mem.relate("Sarah Chen", "reports_to", "Priya Patel")
     stats = hashing_mem.stats()

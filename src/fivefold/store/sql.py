@@ -15,6 +15,15 @@ class Dialect(StrEnum):
     SQLITE = ":{}"
     POSTGRES = "%({})s"
 
+    @property
+    def mark(self) -> str:
+        """How a positional parameter is written."""
+        return "?" if self is Dialect.SQLITE else "%s"
+
+    def positional(self, statement: str) -> str:
+        """``statement``, written with ``?`` marks, in this dialect."""
+        return statement if self is Dialect.SQLITE else statement.replace("?", self.mark)
+
 
 def scope_sql(
     scope: Scope, alias: str = "m", *, shared: bool = False, dialect: Dialect = Dialect.SQLITE
@@ -47,4 +56,34 @@ UNION SELECT namespace FROM edges
 UNION SELECT namespace FROM aliases
 UNION SELECT namespace FROM feedback
 UNION SELECT namespace FROM models
+"""
+
+
+def forget_edges_sql(scope: Scope, dialect: Dialect) -> tuple[str, list[Any]]:
+    """The deletion of the scope's edges (of exactly its user and agent, where it names them),
+    returning their ends, with its positional parameters."""
+    where, params = [f"namespace = {dialect.mark}"], [scope.namespace]
+    for column, value in (("user_id", scope.user_id), ("agent_id", scope.agent_id)):
+        if value is not None:
+            where.append(f"{column} = {dialect.mark}")
+            params.append(value)
+    return f"DELETE FROM edges WHERE {' AND '.join(where)} RETURNING source_id, target_id", params
+
+
+# A session once one of its memories is forgotten: the span of the ones left, or no row (its
+# times stayed, and "since we last talked" counted from a session nothing held any more).
+# Written with ``?`` marks (``Dialect.positional``).
+_SESSION_OF = (
+    "FROM memories m WHERE m.namespace = sessions.namespace AND m.user_id = sessions.user_id "
+    "AND m.agent_id = sessions.agent_id AND m.session_id = sessions.session_id"
+)
+RESPAN_SESSION = f"""
+UPDATE sessions SET started_at = (SELECT min(m.created_at) {_SESSION_OF}),
+    last_seen_at = (SELECT max(m.created_at) {_SESSION_OF})
+WHERE namespace = ? AND user_id = ? AND agent_id = ? AND session_id = ?
+    AND EXISTS (SELECT 1 {_SESSION_OF})
+"""
+DROP_EMPTY_SESSION = f"""
+DELETE FROM sessions WHERE namespace = ? AND user_id = ? AND agent_id = ? AND session_id = ?
+    AND NOT EXISTS (SELECT 1 {_SESSION_OF})
 """

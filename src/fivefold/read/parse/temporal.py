@@ -19,6 +19,20 @@ from datetime import UTC, date, datetime, time, timedelta
 from enum import Enum
 
 from fivefold.config import TemporalConfig
+from fivefold.read.parse.time_words import (
+    AMBIGUOUS,
+    COUNT_RE,
+    DAY_RE,
+    FEW_RE,
+    FULL_MONTH_RE,
+    MONTH_RE,
+    MONTHS,
+    NUMBERS,
+    SEASONS,
+    UNIT_RE,
+    WEEKDAYS,
+    YEAR_RE,
+)
 from fivefold.types import TimeWindow
 
 __all__ = ["find_window", "infer_event_at"]
@@ -85,38 +99,6 @@ _MODE_OF = (
     | dict.fromkeys(("last", "past", "previous", "this past"), _Mode.LAST)
     | dict.fromkeys(("next", "coming", "this coming"), _Mode.NEXT)
 )
-
-_FULL_MONTHS = [
-    "january", "february", "march", "april", "may", "june",
-    "july", "august", "september", "october", "november", "december",
-]  # fmt: skip
-_MONTHS = (
-    {name: i for i, name in enumerate(_FULL_MONTHS, 1)}
-    | {name[:3]: i for i, name in enumerate(_FULL_MONTHS, 1) if name != "may"}
-    | {"sept": 9}
-)
-# Also verbs or other words ("May I ask", "we march on", "3 dec places"): lowercase ones count
-# only when the date is unmistakable.
-_AMBIGUOUS = frozenset({"may", "march"} | {name for name in _MONTHS if len(name) < 5})
-_WEEKDAYS = {
-    "monday": 0, "mon": 0, "tuesday": 1, "tue": 1, "tues": 1, "wednesday": 2, "wed": 2,
-    "weds": 2, "thursday": 3, "thu": 3, "thur": 3, "thurs": 3, "friday": 4, "fri": 4,
-    "saturday": 5, "sat": 5, "sunday": 6, "sun": 6,
-}  # fmt: skip
-_SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
-_NUMBERS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-}  # fmt: skip
-
-_MONTH_RE = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\b\.?"
-_FULL_MONTH_RE = r"(?P<month>" + "|".join(_FULL_MONTHS) + r")\b"
-# Digits glued to "$", "#", ".", ":", "/" or "-" are money, ids, versions, ports or phone numbers.
-_YEAR_RE = r"(?<![\w$#.:/-])(?P<year>(?:19|20)\d\d)(?![\w$%]|[.:/-]\d)"
-_DAY_RE = r"(?<![\w$#.:/-])(?P<day>[0-3]?\d)(?P<sfx>st|nd|rd|th)?(?![\w%]|[.:/-]\d)"
-_COUNT_RE = r"\d{1,3}|" + "|".join(_NUMBERS) + r"|(?:a\s+)?couple(?:\s+of)?"
-_FEW_RE = r"(?:a\s+)?few|several"
-_UNIT_RE = r"(?P<unit>hour|day|week|month|year)s?\b"
 
 
 def _at(ctx: _Ctx, day: date) -> datetime:
@@ -288,9 +270,9 @@ def _phrase(m: re.Match[str], ctx: _Ctx) -> _Span:
 
 def _month_number(token: str, *, sure: bool) -> int | None:
     word = token.rstrip(".").lower()
-    if word in _AMBIGUOUS and not (sure or token[0].isupper()):
+    if word in AMBIGUOUS and not (sure or token[0].isupper()):
         return None
-    return _MONTHS[word]
+    return MONTHS[word]
 
 
 def _calendar_day(ctx: _Ctx, month: int, day: int, year: str | None) -> _Span | None:
@@ -349,7 +331,7 @@ def _quarter(m: re.Match[str], ctx: _Ctx) -> _Span | None:
 def _season(m: re.Match[str], ctx: _Ctx) -> _Span | None:
     if not (m["anchor"] or m["prep"] or m["year"]):  # "spring" and "fall" are common words
         return None
-    return _period(m, ctx, _SEASONS[m["season"].lower()], 3, P_QUARTER)
+    return _period(m, ctx, SEASONS[m["season"].lower()], 3, P_QUARTER)
 
 
 def _year(m: re.Match[str], ctx: _Ctx) -> _Span | None:
@@ -363,12 +345,12 @@ def _named_weekday(m: re.Match[str], ctx: _Ctx) -> _Span | None:
     word, mod = m["wd"].rstrip(".").lower(), _words(m["anchor"])
     if len(word) < 6 and mod in {"", "on"}:  # "sun", "sat", "wed" are ordinary words
         return None
-    return _day(ctx, _weekday(ctx, _WEEKDAYS[word], _MODE_OF.get(mod, _Mode.LAST)))
+    return _day(ctx, _weekday(ctx, WEEKDAYS[word], _MODE_OF.get(mod, _Mode.LAST)))
 
 
 def _count(text: str) -> int:
     word = text.lower()
-    return 2 if "couple" in word else _NUMBERS.get(word) or int(word)
+    return 2 if "couple" in word else NUMBERS.get(word) or int(word)
 
 
 def _ago(m: re.Match[str], ctx: _Ctx) -> _Span | None:
@@ -418,17 +400,15 @@ _ISO = _rule(
     r"(?<![\w$#.:/-])(?P<year>(?:19|20)\d\d)-(?P<month>[01]?\d)-(?P<day>[0-3]?\d)(?!\w|[.:/-]\d)",
     _iso,
 )
-_MDY = _rule(
-    rf"\b(?:(?P<prep>on|since)\s+)?{_MONTH_RE}\s+{_DAY_RE}(?:,?\s+{_YEAR_RE})?", _month_day
-)
+_MDY = _rule(rf"\b(?:(?P<prep>on|since)\s+)?{MONTH_RE}\s+{DAY_RE}(?:,?\s+{YEAR_RE})?", _month_day)
 _DMY = _rule(
-    rf"\b(?:(?P<prep>on|since)\s+)?(?:the\s+)?{_DAY_RE}\s+(?:of\s+)?{_MONTH_RE}(?:,?\s+{_YEAR_RE})?",
+    rf"\b(?:(?P<prep>on|since)\s+)?(?:the\s+)?{DAY_RE}\s+(?:of\s+)?{MONTH_RE}(?:,?\s+{YEAR_RE})?",
     _month_day,
 )
-_MY = _rule(rf"\b{_MONTH_RE},?\s+(?:of\s+)?{_YEAR_RE}", _month_year)
+_MY = _rule(rf"\b{MONTH_RE},?\s+(?:of\s+)?{YEAR_RE}", _month_year)
 _WEEKDAY = _rule(
     r"\b(?:(?P<anchor>last|this\s+past|past|previous|this\s+coming|coming|this|next|on)\s+)?"
-    r"(?P<wd>" + "|".join(sorted(_WEEKDAYS, key=len, reverse=True)) + r")\b\.?",
+    r"(?P<wd>" + "|".join(sorted(WEEKDAYS, key=len, reverse=True)) + r")\b\.?",
     _named_weekday,
 )
 _RULES = (
@@ -445,32 +425,32 @@ _RULES = (
     ),
     _rule(
         r"\b(?P<anchor>in|during|since|throughout|of|last|this|next|past|previous|early|mid|late)"
-        rf"[\s-]+(?:the\s+month\s+of\s+)?{_FULL_MONTH_RE}",
+        rf"[\s-]+(?:the\s+month\s+of\s+)?{FULL_MONTH_RE}",
         _anchored_month,
     ),
     _rule(
         r"\b(?:(?P<anchor>in|during|since|throughout|for|by|this|last|next)\s+(?:the\s+)?)?"
-        rf"\bQ(?P<q>[1-4])\b(?:\s+(?:of\s+)?{_YEAR_RE})?",
+        rf"\bQ(?P<q>[1-4])\b(?:\s+(?:of\s+)?{YEAR_RE})?",
         lambda m, c: _quarter(m, c) if m["anchor"] or m["year"] else None,
     ),
-    _rule(rf"\b{_YEAR_RE}\s+Q(?P<q>[1-4])\b", _quarter),
+    _rule(rf"\b{YEAR_RE}\s+Q(?P<q>[1-4])\b", _quarter),
     _rule(
         r"\b(?P<anchor>in|during|since|throughout|the\s+year)\s+(?:(?:early|mid|late)[\s-]+)?"
-        + _YEAR_RE
+        + YEAR_RE
         + r"(?!\s*(?:ms|s|secs?|seconds|mins?|minutes|hours|[kmgt]b|px|bytes|tokens|rows)\b)",
         _year,
     ),
     _rule(
         r"\b(?:(?P<anchor>last|this\s+past|past|this|next|coming)\s+|"
         r"(?P<prep>in|during|over|since|throughout)\s+the\s+)?"
-        rf"(?P<season>spring|summer|autumn|fall|winter)\b(?:\s+(?:of\s+)?{_YEAR_RE})?",
+        rf"(?P<season>spring|summer|autumn|fall|winter)\b(?:\s+(?:of\s+)?{YEAR_RE})?",
         _season,
     ),
-    _rule(rf"\b(?:(?P<few>{_FEW_RE})|(?P<n>{_COUNT_RE}))\s+{_UNIT_RE}\s+(?:ago|back)\b", _ago),
+    _rule(rf"\b(?:(?P<few>{FEW_RE})|(?P<n>{COUNT_RE}))\s+{UNIT_RE}\s+(?:ago|back)\b", _ago),
     _rule(
         r"\b(?:(?P<prep>in|over|during|within|for)\s+)?(?:the\s+)?"
-        rf"(?P<dir>past|last|previous|prior)\s+(?:(?P<few>{_FEW_RE})\s+|(?P<n>{_COUNT_RE})\s+)?"
-        + _UNIT_RE,
+        rf"(?P<dir>past|last|previous|prior)\s+(?:(?P<few>{FEW_RE})\s+|(?P<n>{COUNT_RE})\s+)?"
+        + UNIT_RE,
         _past,
     ),
     _rule(
@@ -483,9 +463,9 @@ _RULES = (
 # The ends of "between A and B" / "from A to B", where the range words anchor bare names.
 _RANGE_ENDS = (
     _ISO, _MDY, _DMY, _MY, _WEEKDAY,
-    _rule(_FULL_MONTH_RE, _anchored_month),
-    _rule(rf"Q(?P<q>[1-4])\b(?:\s+{_YEAR_RE})?", _quarter),
-    _rule(_YEAR_RE, _year),
+    _rule(FULL_MONTH_RE, _anchored_month),
+    _rule(rf"Q(?P<q>[1-4])\b(?:\s+{YEAR_RE})?", _quarter),
+    _rule(YEAR_RE, _year),
 )  # fmt: skip
 _RANGE_START = re.compile(r"\b(?:between|from)\s+", re.IGNORECASE)
 _RANGE_JOIN = re.compile(r"\s*[-–]\s*|\s+(?:and|to|until|till|through|thru)\s+", re.IGNORECASE)

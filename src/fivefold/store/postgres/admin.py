@@ -19,7 +19,7 @@ from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.postgres.migrations import schema_drift
 from fivefold.store.postgres.packed import decode, type_code
 from fivefold.store.postgres.reindex import reindex
-from fivefold.store.postgres.writer import move_memory_ids, next_memory_id
+from fivefold.store.postgres.write_locks import move_memory_ids, next_memory_id
 from fivefold.store.records import NewEdge
 from fivefold.store.shared.notes import (
     COPY_MARK,

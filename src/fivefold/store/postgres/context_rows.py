@@ -15,7 +15,7 @@ from fivefold.embed.base import Vectors
 from fivefold.errors import StoreError
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.packed import Rewrites
-from fivefold.store.shared.context import Group, Neighbour
+from fivefold.store.shared.context import Group, Neighbour, group_from_row, neighbour_rows
 from fivefold.store.shared.tokens import Counted, Tokenizer
 
 _GROUP = (
@@ -173,19 +173,16 @@ class PostgresContextRows:
         self._searched: dict[int, tuple[str, Vectors | None]] = {}
 
     def group_of(self, memory_id: int) -> Group | None:
-        row = self._conn.execute(_GROUP, (self.namespace, memory_id)).fetchone()
-        if row is None or row[3] is None:
-            return None
-        return (str(row[0]), str(row[1]), str(row[2]), str(row[3]))
+        return group_from_row(self._conn.execute(_GROUP, (self.namespace, memory_id)).fetchone())
 
     def neighbours(
         self, group: Group, memory_id: int, window: int
     ) -> tuple[list[Neighbour], list[Neighbour]]:
-        sides = []
-        for sql in (_BEFORE, _AFTER):
-            rows = self._conn.execute(sql, (*group, memory_id, window)).fetchall()
-            sides.append([(int(i), str(c), as_array(v)) for i, c, v in rows])
-        return sides[0], sides[1]
+        before, after = (
+            neighbour_rows(self._conn.execute(sql, (*group, memory_id, window)), as_array)
+            for sql in (_BEFORE, _AFTER)
+        )
+        return before, after
 
     def context_of(self, memory_id: int) -> tuple[str, str]:
         if memory_id in self._texts:

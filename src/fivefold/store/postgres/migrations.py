@@ -9,12 +9,13 @@ import uuid
 
 import psycopg
 
-from fivefold.errors import EmbeddingModelMismatch, NotAFivefoldStore
+from fivefold.errors import NotAFivefoldStore
 from fivefold.store.postgres import placement, schema
 from fivefold.store.postgres.context_rows import Deltas, PostgresContextRows
 from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.reindex import reindex
 from fivefold.store.shared import context
+from fivefold.store.shared.notes import check_model
 from fivefold.store.shared.rows import new_keys
 from fivefold.text import repeat_key
 
@@ -50,7 +51,7 @@ def open_schema(core: Core) -> tuple[bool, bool, bool]:
                 f"fivefold reads up to {schema.SCHEMA_VERSION}: upgrade fivefold"
             )
         if meta:  # before any migration: one opened with another model is left as found
-            _check_model(core, meta)
+            check_model(meta, location=core.location, model=core.model, dim=core.dim)
         for step in schema.MIGRATIONS[version:]:
             conn.execute(step.format(dim=core.dim))
         if 0 < version < 8:
@@ -78,19 +79,6 @@ def open_schema(core: Core) -> tuple[bool, bool, bool]:
             (str(schema.SCHEMA_VERSION),),
         )
     return meta.get(SMOOTHING_KEY) != core.settings.smoothing.tag, reindexed, created
-
-
-def _check_model(core: Core, meta: dict[str, str]) -> None:
-    stored = meta.get("embedding_model", "?")
-    if stored != core.model or meta.get("embedding_dim") != str(core.dim):
-        raise EmbeddingModelMismatch(
-            f"{core.location} was built with embedding model {stored!r} "
-            f"({meta.get('embedding_dim')}-d) but is being opened with {core.model!r} "
-            f"({core.dim}-d): set [embed] in the config to the model it was built with, or "
-            "move it to this one with `fivefold reembed`",
-            stored_model=stored,
-            stored_dim=int(dim) if (dim := meta.get("embedding_dim", "")).isdigit() else None,
-        )
 
 
 def _rekey_names(conn: psycopg.Connection) -> None:

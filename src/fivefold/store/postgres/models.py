@@ -10,7 +10,7 @@ import psycopg
 from fivefold.store.postgres import schema
 from fivefold.store.postgres.context_rows import Deltas
 from fivefold.store.postgres.core import Core
-from fivefold.store.postgres.writer import no_nul
+from fivefold.store.postgres.write_rows import no_nul
 from fivefold.store.records import Feedback
 from fivefold.store.shared.notes import labels_found
 from fivefold.store.shared.rows import feedback_entries

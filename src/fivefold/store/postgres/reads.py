@@ -12,10 +12,10 @@ from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.postgres.lists import Version
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
-from fivefold.store.shared.rows import holders_by_slot, memory_record
+from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record
 from fivefold.store.shared.timeconv import from_ts
 from fivefold.store.shared.translate import translating_reads
-from fivefold.types import MemoryRecord, MemoryType, Scope
+from fivefold.types import MemoryRecord, Scope
 
 
 @translating_reads
@@ -65,18 +65,7 @@ class PostgresReads:
                 "WHERE namespace = %s AND id = ANY(%s::bigint[])",
                 (namespace, [int(i) for i in ids]),
             ).fetchall()
-        return {
-            int(i): MemoryAttributes(
-                float(v),
-                MemoryType(t),
-                None if e is None else from_ts(e),
-                from_ts(c),
-                s,
-                int(n),
-                None if u is None else int(u),
-            )
-            for i, v, t, e, c, s, n, u in rows
-        }
+        return memory_attributes(rows)
 
     def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
         with self._core.read() as conn:
@@ -155,10 +144,7 @@ class PostgresReads:
         where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
         with self._core.read() as conn:
             rows = conn.execute(schema.FIND_REPEATS, (*where, list(keys))).fetchall()
-        out: dict[str, list[int]] = {}
-        for key, memory_id in rows:
-            out.setdefault(str(key), []).append(int(memory_id))
-        return out
+        return ids_by_key(rows)
 
     def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> dict[str, list[int]]:
         if not slots or limit <= 0:
@@ -166,7 +152,7 @@ class PostgresReads:
         where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
         with self._core.read() as conn:
             rows = conn.execute(schema.SLOT_HOLDERS, (*where, list(slots), limit)).fetchall()
-        return holders_by_slot(rows)
+        return ids_by_key(rows)
 
     def replaced(self, namespace: str, ids: Sequence[int]) -> dict[int, list[int]]:
         if not ids:

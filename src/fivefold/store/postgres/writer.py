@@ -6,19 +6,16 @@ rules are the SQLite backend's (``store/batch.py``, ``store/context.py``)."""
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from functools import partial
-from typing import Any
 
 import numpy as np
 import psycopg
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput, NotFound
-from fivefold.store.postgres import schema
-from fivefold.store.postgres.bags import Bag, Bags, paired
+from fivefold.store.postgres import schema, write_sql
+from fivefold.store.postgres.bags import Bags, paired
 from fivefold.store.postgres.beside import THREADED_FROM, Beside
 from fivefold.store.postgres.context_rows import (
     Deltas,
@@ -27,11 +24,21 @@ from fivefold.store.postgres.context_rows import (
     as_array,
 )
 from fivefold.store.postgres.packed import Rows, copy_parts, norm_ids, pack, type_code
+from fivefold.store.postgres.write_locks import lock_sessions, take_ids
+from fivefold.store.postgres.write_rows import (
+    BatchCounts,
+    OlderRows,
+    as_columns,
+    memory_row,
+    no_nul,
+    window_postings,
+)
 from fivefold.store.protocol import StoreSettings
 from fivefold.store.records import NewMemory
 from fivefold.store.shared import batch, context
 from fivefold.store.shared.context import Group, SessionRow
 from fivefold.store.shared.tokens import Tokenizer, window
+from fivefold.store.sql import Dialect, forget_edges_sql
 from fivefold.text import normalize_name
 from fivefold.types import MemoryRecord, Scope
 
@@ -75,14 +82,14 @@ class Writer:
             batch.entity_keys(m.entities[: bounds.max_entities]) for m in memories
         ]  # refuses first
         # Before the ids: a session's writes then take their ids in the order they commit.
-        _lock_sessions(conn, (g for m in memories if (g := batch.group_of(m)) is not None))
+        lock_sessions(conn, (g for m in memories if (g := batch.group_of(m)) is not None))
         # Each memory's own text, counted as arrays (``bags``): predicate and content.
         own = self._bags.columns([(m.predicate or "", m.content) for m in memories])
-        if given is None:  # beside other writers, not beside given ids (``schema.IDS_SHARED``)
-            reserved = conn.execute(schema.RESERVE_IDS, (len(memories),)).fetchall()
+        if given is None:  # beside other writers, not beside given ids (``write_sql.IDS_SHARED``)
+            reserved = conn.execute(write_sql.RESERVE_IDS, (len(memories),)).fetchall()
             ids = sorted(int(r[0]) for r in reserved)
         else:
-            ids = _take_ids(conn, given, len(memories))
+            ids = take_ids(conn, given, len(memories))
         # Each new row is written once with its final context and searched vector, and each
         # older row its context changes in one update: every row version is an insertion into
         # the HNSW graph.
@@ -112,14 +119,14 @@ class Writer:
             partial(self._postings, deltas, counts, rows, older_types),
             threaded=len(memories) >= THREADED_FROM,
         )
-        with conn.cursor() as cur, cur.copy(schema.COPY_MEMORIES) as copy:
-            copy.set_types(schema.MEMORY_TYPES)
+        with conn.cursor() as cur, cur.copy(write_sql.COPY_MEMORIES) as copy:
+            copy.set_types(write_sql.MEMORY_TYPES)
             for r, v, n, m in zip(values, vectors, lengths.tolist(), memories, strict=True):
-                row = _memory_row(r, v, n, texts.get(r[0], ("", "")), rows.searched.get(r[0]))
+                row = memory_row(r, v, n, texts.get(r[0], ("", "")), rows.searched.get(r[0]))
                 copy.write_row((*row, *batch.history_values(m)))
         with conn.cursor() as cur:
-            cur.executemany(schema.INSERT_SLOT, batch.slot_rows(memories, ids))
-            cur.executemany(schema.SUPERSEDE, batch.supersessions(memories, ids))
+            cur.executemany(write_sql.INSERT_SLOT, batch.slot_rows(memories, ids))
+            cur.executemany(write_sql.SUPERSEDE, batch.supersessions(memories, ids))
         found, names = self._write_entities(conn, memories, ids, named)
         self._write_sessions(conn, memories)
         new_postings, older = beside.result()
@@ -152,7 +159,7 @@ class Writer:
             # Binary: pgvector parses its text form float by float, a cost on every bulk
             # write.
             with conn.cursor(binary=True) as cur:
-                for k, i, c, v, n, f, t in cur.execute(schema.NEWEST_IN_SESSIONS, params):
+                for k, i, c, v, n, f, t in cur.execute(write_sql.NEWEST_IN_SESSIONS, params):
                     row = (int(i), SessionRow(str(c), as_array(v), (str(n), str(f))))
                     out.setdefault(wanted[int(k)][0], []).append(row)
                     types[int(i)] = str(t)
@@ -202,10 +209,10 @@ class Writer:
             if not mine.any():
                 continue
             gone = pack(
-                schema.CONTEXT, _window_rows(before, mine, memory_ids, was, codes), before.names
+                schema.CONTEXT, window_postings(before, mine, memory_ids, was, codes), before.names
             )
             fresh = pack(
-                schema.CONTEXT, _window_rows(after, mine, memory_ids, now, codes), after.names
+                schema.CONTEXT, window_postings(after, mine, memory_ids, now, codes), after.names
             )
             deltas.add_documents(
                 namespace, schema.CONTEXT, gone.documents(), (int(was[mine].sum()), 0), -1
@@ -230,7 +237,7 @@ class Writer:
             return
         updated: set[int] = set()
         with conn.cursor() as cur:
-            cur.executemany(schema.UPDATE_CONTEXT_AND_SEARCHED, older.updates, returning=True)
+            cur.executemany(write_sql.UPDATE_CONTEXT_AND_SEARCHED, older.updates, returning=True)
             while True:
                 updated.update(int(r[0]) for r in cur.fetchall())
                 if not cur.nextset():
@@ -257,7 +264,7 @@ class Writer:
             memory_ids[doc], term, first, second, norms[doc, 0], norms[doc, 1], codes[doc]
         )
         every = np.ones(len(memory_ids), bool)
-        window_rows = _window_rows(windows, every, memory_ids, lengths[:, 2], codes)
+        window_rows = window_postings(windows, every, memory_ids, lengths[:, 2], codes)
         spaces = [m.scope.namespace for m in counts.memories]
         found = []
         for namespace in sorted(set(spaces)):
@@ -287,10 +294,10 @@ class Writer:
         resolved: dict[tuple[str, str], int] = {}
         names: dict[int, str] = {}
         if first:  # before the look-ups it guards
-            conn.execute(schema.NAMES_LOCK, (sorted({ns for ns, _ in first}),))
+            conn.execute(write_sql.NAMES_LOCK, (sorted({ns for ns, _ in first}),))
         for namespace in dict.fromkeys(ns for ns, _ in first):
             keys = [k for ns, k in first if ns == namespace]
-            for statement in (schema.FIND_ENTITIES, schema.FIND_ALIASES):  # an alias wins
+            for statement in (write_sql.FIND_ENTITIES, write_sql.FIND_ALIASES):  # an alias wins
                 for key, entity_id, name in conn.execute(
                     statement, {"ns": namespace, "keys": keys}
                 ):
@@ -299,8 +306,8 @@ class Writer:
         fresh = [key for key in first if key not in resolved]  # in first-met order
         if fresh:
             rows = conn.execute(
-                schema.UPSERT_ENTITIES,
-                _columns([(ns, first[ns, k][0], k, first[ns, k][1]) for ns, k in fresh]),
+                write_sql.UPSERT_ENTITIES,
+                as_columns([(ns, first[ns, k][0], k, first[ns, k][1]) for ns, k in fresh]),
             ).fetchall()
             resolved.update(((str(ns), str(k)), int(i)) for i, ns, k, _ in rows)
             names.update((int(i), str(name)) for i, _, _, name in rows)
@@ -308,10 +315,10 @@ class Writer:
             memories, ids, named, resolved, self._settings.write.max_comention_entities
         )
         if found.rows:
-            conn.execute(schema.INSERT_MENTIONS, _columns([r[:4] for r in found.rows]))
+            conn.execute(write_sql.INSERT_MENTIONS, as_columns([r[:4] for r in found.rows]))
             ordered = sorted(found.bumps.items())
             bumped = conn.execute(
-                schema.BUMP_ENTITIES_MENTIONS,
+                write_sql.BUMP_ENTITIES_MENTIONS,
                 ([k[0] for k, _ in ordered], [k[1] for k, _ in ordered], [n for _, n in ordered]),
             ).fetchall()
             if len(bumped) != len(ordered):
@@ -325,9 +332,9 @@ class Writer:
         if found.pairs:
             pairs = sorted(found.pairs.items())
             conn.execute(
-                schema.UPSERT_COMENTIONS,
+                write_sql.UPSERT_COMENTIONS,
                 (
-                    *_columns([key for key, _ in pairs]),
+                    *as_columns([key for key, _ in pairs]),
                     [n for _, (n, _) in pairs],
                     [created for _, (_, created) in pairs],
                 ),
@@ -338,9 +345,9 @@ class Writer:
         spans = sorted(batch.sessions(memories).items())
         if spans:
             conn.execute(
-                schema.UPSERT_SESSIONS,
+                write_sql.UPSERT_SESSIONS,
                 (
-                    *_columns([group for group, _ in spans]),
+                    *as_columns([group for group, _ in spans]),
                     [low for _, (low, _) in spans],
                     [high for _, (_, high) in spans],
                 ),
@@ -352,14 +359,14 @@ class Writer:
         norm = normalize_name(name)
         if not norm:
             raise InvalidInput(f"entity name {name!r} has no letters or digits")
-        conn.execute(schema.NAMES_LOCK, ([namespace],))
-        alias = conn.execute(schema.FIND_ALIAS, (namespace, norm)).fetchone()
+        conn.execute(write_sql.NAMES_LOCK, ([namespace],))
+        alias = conn.execute(write_sql.FIND_ALIAS, (namespace, norm)).fetchone()
         if alias is not None:
             if mentions:
-                conn.execute(schema.BUMP_ENTITY_MENTIONS, (mentions, namespace, alias[0]))
+                conn.execute(write_sql.BUMP_ENTITY_MENTIONS, (mentions, namespace, alias[0]))
             return int(alias[0])
         row = conn.execute(
-            schema.UPSERT_ENTITY, (namespace, name.strip(), norm, mentions, created)
+            write_sql.UPSERT_ENTITY, (namespace, name.strip(), norm, mentions, created)
         ).fetchone()
         return int(row[0]) if row else 0
 
@@ -367,7 +374,7 @@ class Writer:
     def seen_again(conn: psycopg.Connection, seen: Sequence[tuple[str, int]], at: float) -> None:
         """Memories said again (exact repeats, by namespace and id): counted, with when."""
         with conn.cursor() as cur:
-            cur.executemany(schema.SEEN_AGAIN, [(at, ns, int(i)) for ns, i in seen])
+            cur.executemany(write_sql.SEEN_AGAIN, [(at, ns, int(i)) for ns, i in seen])
 
     @staticmethod
     def named(conn: psycopg.Connection, namespace: str, name: str) -> int:
@@ -411,7 +418,7 @@ class Writer:
         rows = batch.folded_pairs(pairs, keep, gone)
         if rows:
             conn.execute(
-                schema.UPSERT_COMENTIONS, [list(column) for column in zip(*rows, strict=True)]
+                write_sql.UPSERT_COMENTIONS, [list(column) for column in zip(*rows, strict=True)]
             )
         for side in ("source_id", "target_id"):
             conn.execute(
@@ -433,20 +440,12 @@ class Writer:
             (ns, gone),
         ).fetchone()
         if found is not None:
-            conn.execute(schema.INSERT_ALIAS, (ns, found[1], found[0], keep))
+            conn.execute(write_sql.INSERT_ALIAS, (ns, found[1], found[0], keep))
 
     @staticmethod
     def forget_traces(conn: psycopg.Connection, scope: Scope, feedback: Sequence[int]) -> None:
         ns = scope.namespace
-        where, params = ["namespace = %s"], [ns]
-        for column, value in (("user_id", scope.user_id), ("agent_id", scope.agent_id)):
-            if value is not None:
-                where.append(f"{column} = %s")
-                params.append(value)
-        named = conn.execute(
-            f"DELETE FROM edges WHERE {' AND '.join(where)} RETURNING source_id, target_id",
-            params,
-        ).fetchall()
+        named = conn.execute(*forget_edges_sql(scope, Dialect.POSTGRES)).fetchall()
         wanted = sorted(int(i) for i in feedback)
         for table, column in (("feedback_labels", "feedback_id"), ("feedback", "id")):
             conn.execute(
@@ -457,7 +456,7 @@ class Writer:
             for table in ("aliases", "entities", "models", "sessions", "slots", "feedback"):
                 conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (ns,))
         entities = sorted({int(e) for pair in named for e in pair})
-        conn.execute(schema.DROP_ORPHAN_ENTITIES, (ns, entities))
+        conn.execute(write_sql.DROP_ORPHAN_ENTITIES, (ns, entities))
 
     @staticmethod
     def supersede(conn: psycopg.Connection, scope: Scope, old: int, new: int, reason: str) -> bool:
@@ -485,7 +484,7 @@ class Writer:
         batch.refuse_cycle(old, new, successor)
         event_at, created_at = held[new]
         since = event_at if event_at is not None else created_at
-        conn.execute(schema.SUPERSEDE, (new, since, reason, old, *where, new, True))
+        conn.execute(write_sql.SUPERSEDE, (new, since, reason, old, *where, new, True))
         return True
 
     def delete(
@@ -497,7 +496,7 @@ class Writer:
             (ns, memory_id),
         ).fetchone()
         if session is not None and session[2]:  # its neighbours' context is refreshed below
-            _lock_sessions(conn, [(ns, session[0] or "", session[1] or "", session[2])])
+            lock_sessions(conn, [(ns, session[0] or "", session[1] or "", session[2])])
         row = conn.execute(
             "SELECT user_id, agent_id, predicate, content, context_near, context_far "
             "FROM memories WHERE namespace = %s AND id = %s FOR UPDATE",
@@ -517,11 +516,11 @@ class Writer:
         entity_ids = [int(r[0]) for r in mentioned]
         joined = [int(r[0]) for r in mentioned if r[1]]
         for entity_id in entity_ids:
-            conn.execute(schema.BUMP_ENTITY_MENTIONS, (-1, ns, entity_id))
+            conn.execute(write_sql.BUMP_ENTITY_MENTIONS, (-1, ns, entity_id))
         for i, a in enumerate(joined):
             for b in joined[i + 1 :]:
-                conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
-        conn.execute(schema.PRUNE_COMENTIONS, (ns,))
+                conn.execute(write_sql.DROP_COMENTION, (ns, user, agent, a, b))
+        conn.execute(write_sql.PRUNE_COMENTIONS, (ns,))
         own, ctx = self._tokenizer.count([(predicate or "", content), (near, far)])
         gone = window(own.second, ctx.first, ctx.second)
         deltas.lists.remove(ns, schema.OWN, memory_id, own)
@@ -538,146 +537,18 @@ class Writer:
             "SELECT superseded_by, valid_to FROM memories WHERE namespace = %s AND id = %s",
             (ns, memory_id),
         ).fetchone() or (None, None)
-        conn.execute(schema.RESTORE_SUPERSEDED, (successor, until, successor, ns, memory_id))
+        conn.execute(write_sql.RESTORE_SUPERSEDED, (successor, until, successor, ns, memory_id))
         conn.execute("DELETE FROM memories WHERE namespace = %s AND id = %s", (ns, memory_id))
         if session is not None and session[2] is not None:
-            for statement in (schema.RESPAN_SESSION, schema.DROP_EMPTY_SESSION):
+            for statement in (write_sql.RESPAN_SESSION, write_sql.DROP_EMPTY_SESSION):
                 conn.execute(statement, (ns, user or "", agent or "", session[2]))
         conn.execute(
             "DELETE FROM feedback_labels WHERE namespace = %s AND memory_id = %s", (ns, memory_id)
         )
         context.refresh(rows, around, self._settings.smoothing)
         rows.flush()
-        conn.execute(schema.DROP_ORPHAN_ENTITIES, (ns, entity_ids))
+        conn.execute(write_sql.DROP_ORPHAN_ENTITIES, (ns, entity_ids))
         return True
 
 
-def no_nul(item: int | None, **texts: str | None) -> None:
-    """PostgreSQL text cannot hold a NUL character: refused before anything is written (the
-    SQLite backend stores it). ``item``: the position in a batch, named as ``remember_many``
-    names it."""
-    for name, value in texts.items():
-        if value is not None and "\x00" in value:
-            raise InvalidInput(
-                f"{name} contains a NUL character, which PostgreSQL text cannot store", item=item
-            )
-
-
-@dataclass(frozen=True, slots=True)
-class BatchCounts:
-    """A batch's memories, their ids and their texts counted (``bags``): own columns
-    (predicate, content), windows, and each memory's three lengths in tokens (the predicate's,
-    the content's, the window's)."""
-
-    memories: Sequence[NewMemory]
-    ids: Sequence[int]
-    own: tuple[Bag, Bag]
-    windows: Bag
-    lengths: np.ndarray
-
-
-@dataclass(slots=True)
-class OlderRows:
-    """What a batch changes in the rows before it in its sessions: the parameters of
-    ``UPDATE_CONTEXT_AND_SEARCHED`` (their postings go into the transaction's ``Deltas``)."""
-
-    updates: list[tuple[Any, ...]] = field(default_factory=list)
-
-
-def _take_ids(conn: psycopg.Connection, given: Sequence[int], count: int) -> list[int]:
-    """``given`` ids (``batch.given_ids``), the sequence moved past them. Alone
-    (``schema.IDS_EXCLUSIVE``): a writer that had taken ids from the sequence has committed,
-    and the next waits for this one, so none takes a given id meanwhile (a writer into a copy's
-    destination took ids the copy then gave memories of other namespaces: two of each id, and
-    the sequence set back under them). Sequences are not rolled back: a batch that fails
-    leaves a gap, as a reserved one does."""
-    ids = batch.given_ids(given, count, move_memory_ids(conn, None))
-    if ids:
-        move_memory_ids(conn, ids[-1] + 1)
-    return ids
-
-
-def next_memory_id(conn: psycopg.Connection) -> int:
-    """The id the sequence gives next."""
-    row = conn.execute(
-        "SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END "
-        "FROM fivefold_memory_ids"
-    ).fetchone()
-    return int(row[0]) if row else 1
-
-
-def move_memory_ids(conn: psycopg.Connection, at_least: int | None) -> int:
-    """In the caller's transaction, alone with the sequence until it ends: its next id, first
-    moved up to ``at_least`` when below."""
-    conn.execute(schema.IDS_EXCLUSIVE)
-    now = next_memory_id(conn)
-    if at_least is not None and at_least > now:
-        conn.execute("SELECT setval('fivefold_memory_ids', %s, false)", (at_least,))
-        return at_least
-    return now
-
-
-def _execute_many(conn: psycopg.Connection, statement: str, params: Sequence[Any]) -> None:
-    with conn.cursor() as cur:
-        cur.executemany(statement, params)
-
-
-def _columns(rows: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
-    """Rows as columns: the arrays a statement unnests."""
-    return [list(column) for column in zip(*rows, strict=True)]
-
-
-def _lock_sessions(conn: psycopg.Connection, groups: Iterable[Group]) -> None:
-    """Take the sessions' write locks (``schema.SESSION_LOCK``), in one order for every writer:
-    two cannot wait on each other for them."""
-    keys = sorted(set(_session_keys(groups)))
-    if keys:
-        conn.execute(schema.LOCK_SESSIONS, (schema.SESSION_LOCK, keys))
-
-
-def _session_keys(groups: Iterable[Group]) -> Iterator[int]:
-    """Each session's lock key: its namespace and a bucket of its user, agent and id, as a
-    signed 32-bit integer (stable across processes, unlike ``hash``)."""
-    for namespace, user, agent, session in groups:
-        bucket = zlib.crc32("\x00".join((user, agent, session)).encode()) % schema.SESSION_BUCKETS
-        key = zlib.crc32(f"{namespace}\x00{bucket}".encode())
-        yield key - (1 << 32) if key >= 1 << 31 else key
-
-
-def _window_rows(
-    windows: Bag, keep: np.ndarray, memory_ids: np.ndarray, lengths: np.ndarray, codes: np.ndarray
-) -> Rows:
-    """The window postings of the documents ``keep`` marks (one column: no second)."""
-    rows = keep[windows.doc]
-    doc = windows.doc[rows]
-    norms = norm_ids(lengths)
-    return Rows(
-        memory_ids[doc],
-        windows.term[rows],
-        windows.count[rows],
-        None,
-        norms[doc],
-        np.zeros(len(doc), np.int64),
-        codes[doc],
-    )
-
-
-def _memory_row(
-    values: tuple[Any, ...],
-    vector: Vectors,
-    lengths: list[int],
-    text: tuple[str, str],
-    searched: Vectors | None,
-) -> tuple[Any, ...]:
-    """``lengths``: the predicate's, the content's and the window's tokens."""
-    embedding = np.asarray(vector, np.float32)
-    return (
-        *values,  # the id, then ``batch.memory_values``
-        [*lengths, 0],
-        *text,
-        embedding,
-        embedding if searched is None else np.asarray(searched, np.float32),
-    )
-
-
-__all__ = ["OlderRows", "Writer", "move_memory_ids", "next_memory_id", "no_nul"]
+__all__ = ["Writer"]

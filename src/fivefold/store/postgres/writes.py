@@ -11,12 +11,13 @@ import psycopg
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput, StoreError
-from fivefold.store.postgres import schema
+from fivefold.store.postgres import write_sql
 from fivefold.store.postgres.context_rows import Deltas
 from fivefold.store.postgres.core import Core
-from fivefold.store.postgres.writer import no_nul
+from fivefold.store.postgres.write_rows import no_nul
 from fivefold.store.protocol import Progress
 from fivefold.store.records import NewEdge, NewMemory
+from fivefold.store.shared.batch import check_vectors
 from fivefold.store.shared.notes import PROGRESS_MOVED, PROGRESS_PREFIX
 from fivefold.store.shared.rows import (
     edge_values,
@@ -45,12 +46,7 @@ class PostgresWrites:
         seen: Sequence[tuple[str, int]] = (),
         seen_at: datetime | None = None,
     ) -> list[MemoryRecord]:
-        if len(memories) != len(vectors):
-            raise InvalidInput("one vector per memory is required")
-        if len(vectors) and vectors.shape[1] != self._core.dim:
-            raise InvalidInput(
-                f"vectors must have {self._core.dim} dimensions, got {vectors.shape[1]}"
-            )
+        check_vectors(memories, vectors, self._core.dim)
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> list[MemoryRecord]:
             written = self._core.writer.memories(conn, deltas, memories, vectors, ids)
@@ -89,7 +85,7 @@ class PostgresWrites:
             target = self._core.writer.entity_id(conn, scope.namespace, edge.target, now, 0)
             refuse_self_edge(edge, source, target)
             row = conn.execute(
-                schema.INSERT_EDGE, edge_values(edge, source, target, memory_id, now)
+                write_sql.INSERT_EDGE, edge_values(edge, source, target, memory_id, now)
             ).fetchone()
             deltas.memories[scope.namespace] += 0  # a new generation: caches drop
             return (int(row[0]) if row else 0), memory_id
@@ -101,7 +97,7 @@ class PostgresWrites:
         no_nul(None, name=name, alias=other)
 
         def run(conn: psycopg.Connection, deltas: Deltas) -> Entity:
-            conn.execute(schema.ALIAS_LOCK, (namespace,))
+            conn.execute(write_sql.ALIAS_LOCK, (namespace,))
             keep, gone = (self._core.writer.named(conn, namespace, n) for n in (name, other))
             if keep != gone:
                 self._core.writer.fold(conn, namespace, keep, gone)
@@ -120,7 +116,7 @@ class PostgresWrites:
             now = to_ts(datetime.now().astimezone())
             # One alias declaration of a namespace at a time: two of one key to two entities
             # would each pass the check below before either is committed.
-            conn.execute(schema.ALIAS_LOCK, (namespace,))
+            conn.execute(write_sql.ALIAS_LOCK, (namespace,))
             entity_id = self._core.writer.entity_id(conn, namespace, name, now, 0)
             deltas.memories[namespace] += 0
             return self._aliased(conn, namespace, entity_id, alias, merge=merge)
@@ -133,10 +129,10 @@ class PostgresWrites:
         """``alias`` added to the entity (entities it is the name of folded in, with
         ``merge``), and the entity as it is then."""
         alias_norm = normalize_name(alias)
-        taken = conn.execute(schema.NAME_TAKEN, {"ns": namespace, "norm": alias_norm})
+        taken = conn.execute(write_sql.NAME_TAKEN, {"ns": namespace, "norm": alias_norm})
         for other in taken_by(alias, entity_id, taken.fetchall(), merge=merge):
             self._core.writer.fold(conn, namespace, entity_id, other)
-        conn.execute(schema.INSERT_ALIAS, (namespace, alias_norm, alias.strip(), entity_id))
+        conn.execute(write_sql.INSERT_ALIAS, (namespace, alias_norm, alias.strip(), entity_id))
         canonical = conn.execute(
             "SELECT name FROM entities WHERE namespace = %s AND id = %s",
             (namespace, entity_id),

@@ -288,6 +288,14 @@ __all__ = [
 ]
 
 
+def check_vectors(memories: Sequence[NewMemory], vectors: Vectors, dim: int) -> None:
+    """One vector of the store's width per memory, refused before anything is written."""
+    if len(memories) != len(vectors):
+        raise InvalidInput("one vector per memory is required")
+    if len(vectors) and vectors.shape[1] != dim:
+        raise InvalidInput(f"vectors must have {dim} dimensions, got {vectors.shape[1]}")
+
+
 class IdTaken(InvalidInput):
     """A given id the store has given before (or passed: ids are never given twice)."""
 

@@ -17,9 +17,9 @@ The rules live here, once; each backend supplies its rows through ``ContextRows`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -156,6 +156,20 @@ class BatchRows:
 
     def set_searched(self, memory_id: int, vector: Vectors | None) -> None:
         self.searched[memory_id] = vector
+
+
+def group_from_row(row: Sequence[Any] | None) -> Group | None:
+    """A memory's (namespace, user, agent, session) row as its group (None: no session)."""
+    if row is None or row[3] is None:
+        return None
+    return (str(row[0]), str(row[1]), str(row[2]), str(row[3]))
+
+
+def neighbour_rows(
+    rows: Iterable[Sequence[Any]], vector: Callable[[Any], Vectors]
+) -> list[Neighbour]:
+    """(id, content, stored embedding) rows as neighbours, each embedding read by ``vector``."""
+    return [(int(i), str(c), vector(v)) for i, c, v in rows]
 
 
 def affected_by_insert(

@@ -1,12 +1,12 @@
 """What both backends write and report alike about the store itself: the meta keys of a copy's
-mark and of a job's progress, the findings ``check`` reports on them, and the check that each
-memory a feedback labels is there."""
+mark and of a job's progress, the findings ``check`` reports on them, the check that each
+memory a feedback labels is there, and the refusal of a store built with another model."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from fivefold.errors import NotFound
+from fivefold.errors import EmbeddingModelMismatch, NotFound
 from fivefold.types import Finding
 
 COPY_MARK = "copy_in_progress"  # the meta key of ``Admin.mark_copy``
@@ -48,3 +48,17 @@ def mistyped_rows(rows: str, mistyped: int, *, repaired: bool) -> Finding:
         return Finding(part, True, f"every one of the {rows} carries its memory's type")
     detail = f"{mistyped:,} {rows} carry another type than their memory's (reads miss them)"
     return Finding(part, repaired, detail, repaired)
+
+
+def check_model(meta: Mapping[str, str], *, location: str, model: str, dim: int) -> None:
+    """Refuse to open a store with another embedding model (or width) than it was built with."""
+    stored = meta.get("embedding_model", "?")
+    if stored != model or meta.get("embedding_dim") != str(dim):
+        raise EmbeddingModelMismatch(
+            f"{location} was built with embedding model {stored!r} "
+            f"({meta.get('embedding_dim')}-d) but is being opened with {model!r} "
+            f"({dim}-d): set [embed] in the config to the model it was built with, or "
+            "move it to this one with `fivefold reembed`",
+            stored_model=stored,
+            stored_dim=int(width) if (width := meta.get("embedding_dim", "")).isdigit() else None,
+        )

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from fivefold.errors import InvalidInput
-from fivefold.store.records import Feedback, NewEdge
+from fivefold.store.records import Feedback, MemoryAttributes, NewEdge
 from fivefold.store.shared.timeconv import from_ts, to_ts
 from fivefold.text import normalize_name
 from fivefold.types import Edge, EdgeKind, MemoryRecord, MemoryType, Scope
@@ -69,6 +69,23 @@ def memory_record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
         superseded_by=None if superseded_by is None else int(superseded_by),
         valid_to=None if valid_to is None else from_ts(valid_to),
     )
+
+
+def memory_attributes(rows: Sequence[Sequence[Any]]) -> dict[int, MemoryAttributes]:
+    """Rows of (id, importance, type, event_at, created_at, speaker, content length,
+    superseded_by), by id."""
+    return {
+        int(i): MemoryAttributes(
+            float(v),
+            MemoryType(t),
+            None if e is None else from_ts(e),
+            from_ts(c),
+            s,
+            int(n),
+            None if u is None else int(u),
+        )
+        for i, v, t, e, c, s, n, u in rows
+    }
 
 
 def relation_from_row(namespace: str, row: Sequence[Any]) -> NewEdge:
@@ -170,11 +187,12 @@ def new_keys(rows: Sequence[Sequence[Any]]) -> list[tuple[str, Any, str]]:
     return out
 
 
-def holders_by_slot(rows: Sequence[Sequence[Any]]) -> dict[str, list[int]]:
-    """(slot, memory id) rows, each slot's newest first, as slot -> memory ids."""
+def ids_by_key(rows: Iterable[Sequence[Any]]) -> dict[str, list[int]]:
+    """(key, memory id) rows as key -> memory ids, in the rows' order (a slot's holders newest
+    first, a repeat key's memories oldest first)."""
     out: dict[str, list[int]] = {}
-    for slot, memory_id in rows:
-        out.setdefault(str(slot), []).append(int(memory_id))
+    for key, memory_id in rows:
+        out.setdefault(str(key), []).append(int(memory_id))
     return out
 
 

@@ -20,7 +20,7 @@ from fivefold.store.shared.rows import relation_from_row
 from fivefold.store.shared.translate import translating
 from fivefold.store.sql import HELD_NAMESPACES
 from fivefold.store.sqlite import check as sqlite_check
-from fivefold.store.sqlite import schema
+from fivefold.store.sqlite import schema, write_sql
 from fivefold.store.sqlite.core import Core
 from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.types import Finding, StoreStats
@@ -172,9 +172,9 @@ class SQLiteAdmin:
         core = self._core
         if at_least is None:
             with core.lock:
-                return int(core.execute(schema.NEXT_MEMORY_ID).fetchone()[0])
+                return int(core.execute(write_sql.NEXT_MEMORY_ID).fetchone()[0])
         with core.transaction():
-            now = int(core.conn.execute(schema.NEXT_MEMORY_ID).fetchone()[0])
+            now = int(core.conn.execute(write_sql.NEXT_MEMORY_ID).fetchone()[0])
             if at_least > now:  # AUTOINCREMENT's counter: the next id is one above it
                 core.conn.execute("DELETE FROM sqlite_sequence WHERE name = 'memories'")
                 core.conn.execute(

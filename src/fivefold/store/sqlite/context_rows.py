@@ -10,7 +10,14 @@ import numpy as np
 
 from fivefold.embed.base import Vectors
 from fivefold.store.shared import context
-from fivefold.store.shared.context import Group, Neighbour, SessionRow, Smoothing
+from fivefold.store.shared.context import (
+    Group,
+    Neighbour,
+    SessionRow,
+    Smoothing,
+    group_from_row,
+    neighbour_rows,
+)
 
 _GROUP = "SELECT namespace, user_id, agent_id, session_id FROM memories WHERE id = ?"
 _SIDE = """
@@ -47,19 +54,16 @@ class SQLiteContextRows:
         self._dim = dim
 
     def group_of(self, memory_id: int) -> Group | None:
-        row = self._conn.execute(_GROUP, (memory_id,)).fetchone()
-        if row is None or row[3] is None:
-            return None
-        return (str(row[0]), str(row[1]), str(row[2]), str(row[3]))
+        return group_from_row(self._conn.execute(_GROUP, (memory_id,)).fetchone())
 
     def neighbours(
         self, group: Group, memory_id: int, window: int
     ) -> tuple[list[Neighbour], list[Neighbour]]:
-        sides = []
-        for sql in (_BEFORE, _AFTER):
-            rows = self._conn.execute(sql, (*group, memory_id, window)).fetchall()
-            sides.append([(int(i), str(c), self._vector(v)) for i, c, v in rows])
-        return sides[0], sides[1]
+        before, after = (
+            neighbour_rows(self._conn.execute(sql, (*group, memory_id, window)), self._vector)
+            for sql in (_BEFORE, _AFTER)
+        )
+        return before, after
 
     def newest(
         self, wanted: Sequence[tuple[Group, int]], limit: int

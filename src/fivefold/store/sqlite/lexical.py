@@ -45,7 +45,6 @@ import os
 import shutil
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,18 +52,16 @@ from pathlib import Path
 import tantivy
 
 from fivefold.errors import StoreError
-from fivefold.store.shared.context import WINDOW_REPEATS
 from fivefold.store.shared.tokens import Tokenizer
-from fivefold.store.sqlite import schema
+from fivefold.store.sqlite import lexical_query, schema
 from fivefold.store.sqlite.indexer import Indexer
-from fivefold.store.sqlite.schema import BY_ID
+from fivefold.store.sqlite.lexical_documents import BUILD_BATCH, Documents, tantivy_schema
 from fivefold.types import ColumnWeights, Finding, MemoryType, Scope
 
-__all__ = ["LexicalIndexBusy", "LexicalIndexes", "window_tokens"]
+__all__ = ["LexicalIndexBusy", "LexicalIndexes"]
 
 logger = logging.getLogger("fivefold.store")
 
-TEXT_FIELDS = ("predicate", "content", "window")
 FORMAT = 3  # of an index folder and its sidecar: a folder of another format is rebuilt
 # A namespace's index is brought up to date (by the indexer process) once this many log entries
 # wait for it, so a long ingest never leaves its first recall a large catch-up (10,000: well
@@ -76,32 +73,6 @@ SYNC_PENDING = 10_000
 LOCK_WAIT_S = 30.0
 SYNC_HEAP = 64_000_000
 BUILD_HEAP = 256_000_000
-BUILD_BATCH = 20_000
-LINE_CACHE = 8_000_000  # characters of lines whose tokens are remembered (tens of MB at most)
-TIE_SLACK = 8  # hits fetched beyond k, so that ties at the cut are usually seen in one search
-Hit = tuple[float, tantivy.DocAddress]
-
-
-def _schema() -> tantivy.Schema:
-    builder = tantivy.SchemaBuilder()
-    for field in TEXT_FIELDS:
-        builder.add_text_field(field, tokenizer_name="whitespace", index_option="freq")
-    builder.add_unsigned_field("id", indexed=True, fast=True)
-    for field in ("user", "agent", "type"):
-        builder.add_text_field(field, tokenizer_name="raw", index_option="basic")
-    return builder.build()
-
-
-def window_tokens(content: str, near: str, far: str) -> str:
-    """A window's text from the tokens of its three parts (space-separated), each part
-    repeated as ``WINDOW_REPEATS`` says; ``Tokenizer.windows`` counts the same for Postgres."""
-    parts = zip((content, near, far), WINDOW_REPEATS, strict=True)
-    return " ".join(part for part, repeats in parts for _ in range(repeats) if part)
-
-
-def _exact(value: str) -> str:
-    # The raw tokenizer would make '' (no user) an empty term; a prefix keeps it a real one.
-    return "=" + value
 
 
 @dataclass
@@ -145,10 +116,9 @@ class LexicalIndexes:
         self._indexer_failed = not in_memory or self._folder is None or read_only
         self._nudged: dict[str, int] = {}  # namespace -> its last log entry when last sent
         self._tokenizer = Tokenizer()
-        self._schema = _schema()
+        self._schema = tantivy_schema()
+        self._documents = Documents(conn, self._tokenizer)
         self._open: dict[str, _Index] = {}
-        self._lines: dict[str, str] = {}  # see _line_tokens
-        self._line_chars = 0  # the characters of the lines in it
         self.catch_ups = 0
         self.rebuilds = 0
 
@@ -164,59 +134,21 @@ class LexicalIndexes:
     ) -> list[tuple[int, float]]:
         """BM25 of the scope's memories against ``terms`` (a repeated term counts again), best
         first, ties by id. Only memories matching at least one term come back."""
-        tokens: Counter[str] = Counter()
-        for term in terms:
-            tokens.update(self._tokenizer.terms(term))
-        boosts = [
-            (field, weight)
-            for field, weight in zip(
-                TEXT_FIELDS, (weights.predicate, weights.content, weights.context), strict=True
-            )
-            if weight > 0.0
-        ]
-        if not tokens or not boosts or k <= 0 or (within is not None and not within):
+        query = lexical_query.bm25_query(
+            self._schema,
+            self._tokenizer,
+            scope=scope,
+            terms=terms,
+            types=types,
+            within=within,
+            weights=weights,
+        )
+        if query is None or k <= 0:
             return []
         index = self.current(scope.namespace)
         if index is None:
             return []
-        s = self._schema
-        query = tantivy.Query.boolean_query(
-            [
-                (
-                    tantivy.Occur.Should,
-                    tantivy.Query.boost_query(
-                        tantivy.Query.term_query(s, field, token), weight * count
-                    ),
-                )
-                for token, count in sorted(tokens.items())
-                for field, weight in boosts
-            ]
-        )
-        filters = []
-        if scope.user_id is not None:
-            filters.append(tantivy.Query.term_query(s, "user", _exact(scope.user_id)))
-        if scope.agent_id is not None:
-            filters.append(tantivy.Query.term_query(s, "agent", _exact(scope.agent_id)))
-        if types:
-            values = [_exact(t.value) for t in types]
-            filters.append(tantivy.Query.term_set_query(s, "type", values))
-        if within is not None:
-            filters.append(tantivy.Query.term_set_query(s, "id", [int(i) for i in within]))
-        if filters:
-            # Scored 0: a filter admits memories, it does not rank them.
-            must = tantivy.Occur.Must
-            zero = tantivy.Query.const_score_query
-            query = tantivy.Query.boolean_query(
-                [(must, query), *((must, zero(f, 0.0)) for f in filters)]
-            )
-        searcher = index.index.searcher()
-        hits = _top(searcher, query, k)
-        if not hits:
-            return []
-        ids = _ids_at(searcher, [address for _, address in hits])
-        found = [(i, float(score)) for (score, _), i in zip(hits, ids, strict=True)]
-        found.sort(key=lambda hit: (-hit[1], hit[0]))
-        return found[:k]
+        return lexical_query.ranked(index.index.searcher(), query, k)
 
     def frequencies(self, namespace: str, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """The namespace's memory count and, per term, how many memories hold it in their
@@ -225,13 +157,7 @@ class LexicalIndexes:
         index = self.current(namespace)
         if index is None:
             return 0, dict.fromkeys(terms, 0)
-        searcher = index.index.searcher()
-        out: dict[str, int] = {}
-        for term in terms:
-            tokens = self._tokenizer.terms(term)
-            counts = [int(searcher.doc_freq("content", t)) for t in tokens]
-            out[term] = min(counts) if counts else 0
-        return int(searcher.num_docs), out
+        return lexical_query.frequencies(index.index.searcher(), self._tokenizer, terms)
 
     # -- keeping in step --------------------------------------------------------------------
     def current(self, namespace: str) -> _Index | None:
@@ -427,7 +353,7 @@ class LexicalIndexes:
                             )
                         )
                     )
-                    documents = list(self._documents(namespace, changed))
+                    documents = list(self._documents.of(namespace, changed))
                     expected = self._count(namespace)
             if changed is not None:
                 for start in range(0, len(changed), BUILD_BATCH):
@@ -476,7 +402,7 @@ class LexicalIndexes:
                     return adopted
             newest = int(self._conn.execute(schema.LEXICAL_LOG_NEWEST).fetchone()[0])
             writer.delete_all_documents()
-            for document in self._documents(namespace, None):
+            for document in self._documents.of(namespace, None):
                 writer.add_document(document)
             writer.commit()
             built.reload()
@@ -505,59 +431,6 @@ class LexicalIndexes:
             "SELECT memories FROM namespaces WHERE namespace = ?", (namespace,)
         ).fetchone()
         return 0 if row is None else int(row[0])
-
-    def _documents(self, namespace: str, ids: Sequence[int] | None) -> Iterator[tantivy.Document]:
-        """Documents of the namespace's rows (of ``ids`` only, when given), tokenized in
-        batches."""
-        if ids is None:
-            cursor = self._conn.execute(
-                f"{schema.SELECT_LEXICAL_COLUMNS} WHERE namespace = ?", (namespace,)
-            )
-        elif ids:
-            cursor = self._conn.execute(
-                f"{schema.SELECT_LEXICAL_COLUMNS} WHERE {BY_ID}", (namespace, json.dumps(ids))
-            )
-        else:
-            return
-        while rows := cursor.fetchmany(BUILD_BATCH):
-            tokens = self._line_tokens(
-                [line for row in rows for text in row[4:8] for line in str(text).split("\n")]
-            )
-            for row in rows:
-                document = tantivy.Document()
-                document.add_unsigned("id", int(row[0]))
-                # Token order does not matter to BM25 (no positions are indexed).
-                predicate, content, near, far = (
-                    " ".join(t for t in map(tokens.get, str(text).split("\n")) if t)
-                    for text in row[4:8]
-                )
-                window = window_tokens(content, near, far)
-                for field, joined in zip(TEXT_FIELDS, (predicate, content, window), strict=True):
-                    if joined:
-                        document.add_text(field, joined)
-                document.add_text("user", _exact(str(row[1])))
-                document.add_text("agent", _exact(str(row[2])))
-                document.add_text("type", _exact(str(row[3])))
-                yield document
-
-    def _line_tokens(self, lines: Sequence[str]) -> dict[str, str]:
-        """Each line's tokens, space-separated. A line is tokenized once while it is remembered
-        here: a turn's text is also up to four of its neighbours' context, indexed in later
-        batches."""
-        fresh = list(dict.fromkeys(line for line in lines if line not in self._lines))
-        size = sum(len(line) for line in fresh)
-        if self._line_chars + size > LINE_CACHE:
-            self._lines.clear()
-            fresh = list(dict.fromkeys(lines))
-            size = sum(len(line) for line in fresh)
-            self._line_chars = 0
-        self._lines.update(zip(fresh, self._tokenizer.join_each(fresh), strict=True))
-        self._line_chars += size
-        out = {line: self._lines[line] for line in lines}
-        if self._line_chars > LINE_CACHE:  # one batch's own lines are more than it keeps
-            self._lines.clear()
-            self._line_chars = 0
-        return out
 
     def compact(self, namespaces: Sequence[str]) -> int:
         """Rebuild each index that deleted documents since it was built, so its statistics
@@ -627,7 +500,7 @@ class LexicalIndexes:
         if total == 0:
             return set()
         hits = searcher.search(tantivy.Query.all_query(), total, count=False).hits
-        return set(_ids_at(searcher, [a for _, a in hits]))
+        return set(lexical_query.ids_at(searcher, [a for _, a in hits]))
 
     @property
     def folder(self) -> Path | None:
@@ -643,25 +516,6 @@ class LexicalIndexes:
 
 class LexicalIndexBusy(StoreError):
     """Another process holds a lexical index's writer for longer than a catch-up takes."""
-
-
-def _top(searcher: tantivy.Searcher, query: tantivy.Query, k: int) -> list[Hit]:
-    """The ``k`` best hits and every hit tying with the k-th: tantivy breaks ties by where a
-    document sits in its segments (a memory rewritten with new context moves to a new one), the
-    engine by id, so the hits that tie at the cut are all fetched and the caller picks by id."""
-    limit = k + TIE_SLACK
-    while True:
-        # count=False: counting every match would defeat the early stop.
-        hits = searcher.search(query, limit, count=False).hits
-        if len(hits) < limit or hits[-1][0] < hits[k - 1][0]:
-            return hits
-        limit *= 4
-
-
-def _ids_at(searcher: tantivy.Searcher, addresses: list[tantivy.DocAddress]) -> list[int]:
-    """Memory ids from the fast field, without loading documents."""
-    ids = searcher.fast_field_values("id", addresses)
-    return [int(i) if isinstance(i, int) else -1 for i in ids]
 
 
 def _folder_name(namespace: str) -> str:

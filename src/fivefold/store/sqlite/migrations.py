@@ -10,8 +10,9 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from fivefold.errors import EmbeddingModelMismatch, NotAFivefoldStore, StoreError
+from fivefold.errors import NotAFivefoldStore, StoreError
 from fivefold.extract.speaker import infer_speaker
+from fivefold.store.shared.notes import check_model
 from fivefold.store.shared.rows import new_keys
 from fivefold.store.sqlite import files, schema, vector_sync
 from fivefold.store.sqlite.core import Core
@@ -230,7 +231,7 @@ def open_schema(core: Core) -> str:
             f"reads up to {schema.SCHEMA_VERSION}: upgrade fivefold"
         )
     # Before any migration: a store opened with another model is refused as it was found.
-    _check_model(core, meta)
+    check_model(meta, location=core.path, model=core.model, dim=core.dim)
     while (version := int(meta.get("schema_version") or 0)) in STEPS:
         core.refuse_write()
         step = STEPS[version]
@@ -266,19 +267,6 @@ def _meta(core: Core) -> dict[str, str]:
 
 def _tables(core: Core) -> set[str]:
     return {r[0] for r in core.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-
-
-def _check_model(core: Core, meta: Mapping[str, str]) -> None:
-    stored = meta.get("embedding_model", "?")
-    if stored != core.model or meta.get("embedding_dim") != str(core.dim):
-        raise EmbeddingModelMismatch(
-            f"{core.path} was built with embedding model {stored!r} "
-            f"({meta.get('embedding_dim')}-d) but is being opened with {core.model!r} "
-            f"({core.dim}-d): set [embed] in the config to the model it was built with, or "
-            "move it to this one with `fivefold reembed`",
-            stored_model=stored,
-            stored_dim=int(dim) if (dim := meta.get("embedding_dim", "")).isdigit() else None,
-        )
 
 
 def _create_schema(core: Core) -> str | None:

@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
-from fivefold.store.shared.rows import holders_by_slot, memory_record
+from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record
 from fivefold.store.shared.timeconv import from_ts
 from fivefold.store.shared.translate import translating
 from fivefold.store.sql import scope_sql
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.core import Core
 from fivefold.store.sqlite.schema import BY_ID, id_list
-from fivefold.types import MemoryRecord, MemoryType, Scope
+from fivefold.types import MemoryRecord, Scope
 
 DF_CACHE_TERMS = 20_000
 
@@ -66,18 +66,7 @@ class SQLiteReads:
                 f"superseded_by FROM memories WHERE {BY_ID}",
                 (namespace, id_list(ids)),
             ).fetchall()
-        return {
-            int(i): MemoryAttributes(
-                float(v),
-                MemoryType(t),
-                None if e is None else from_ts(e),
-                from_ts(c),
-                s,
-                int(n),
-                None if u is None else int(u),
-            )
-            for i, v, t, e, c, s, n, u in rows
-        }
+        return memory_attributes(rows)
 
     def catalog(self, namespace: str) -> list[CatalogEntry]:
         """The same list while no name of the namespace changes (its catalog version)."""
@@ -159,12 +148,9 @@ class SQLiteReads:
         if not keys:
             return {}
         where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
-        out: dict[str, list[int]] = {}
         with self._core.lock:
             rows = self._core.conn.execute(schema.FIND_REPEATS, (*where, json.dumps(list(keys))))
-            for key, memory_id in rows:
-                out.setdefault(str(key), []).append(int(memory_id))
-        return out
+            return ids_by_key(rows)
 
     def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> dict[str, list[int]]:
         if not slots or limit <= 0:
@@ -174,7 +160,7 @@ class SQLiteReads:
             rows = self._core.conn.execute(
                 schema.SLOT_HOLDERS, (*where, json.dumps(list(slots)), limit)
             ).fetchall()
-        return holders_by_slot(rows)
+        return ids_by_key(rows)
 
     def replaced(self, namespace: str, ids: Sequence[int]) -> dict[int, list[int]]:
         if not ids:

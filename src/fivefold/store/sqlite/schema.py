@@ -1,4 +1,5 @@
-"""The SQLite schema and every SQL statement the embedded store runs, defined once.
+"""The SQLite schema and the statements the embedded store reads and keeps it with (those of the
+write path are ``write_sql.py``'s), defined once.
 
 Scope columns (``user_id``, ``agent_id``) hold ``''`` for "none" rather than NULL: NULLs are
 distinct in UNIQUE constraints and need ``IS`` instead of ``=`` in filters, and both would make
@@ -215,39 +216,6 @@ CREATE TABLE IF NOT EXISTS namespaces (
 """
 
 
-# A batch's ids are taken before it is written (inside the write lock), so that each memory is
-# written once with its final session context. AUTOINCREMENT: an id is never reused, even
-# after the newest memory was forgotten.
-NEXT_MEMORY_ID = """
-SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0),
-           coalesce((SELECT max(id) FROM memories), 0)) + 1
-"""
-INSERT_MEMORY = """
-INSERT INTO memories (id, namespace, user_id, agent_id, session_id, content, predicate, type,
-                      event_at, created_at, importance, metadata, speaker, context_near,
-                      context_far, repeat_key, seen, last_seen_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-INSERT_VECTOR = "INSERT INTO vectors (memory_id, embedding, context) VALUES (?, ?, ?)"
-INSERT_SLOT = (
-    "INSERT OR IGNORE INTO slots (namespace, user_id, agent_id, slot, memory_id) "
-    "VALUES (?, ?, ?, ?, ?)"
-)
-# An older memory of the same scope replaced by a newer one; one the engine inferred is not
-# replaced again (it is no longer current), one the caller names always is.
-SUPERSEDE = """
-UPDATE memories SET superseded_by = ?, valid_to = ?, supersession = ?
-WHERE id = ? AND namespace = ? AND user_id = ? AND agent_id = ? AND id <> ?
-  AND (superseded_by IS NULL OR ?)
-"""
-# A memory forgotten hands what it superseded to the memory that superseded it (or makes it
-# current again).
-RESTORE_SUPERSEDED = """
-UPDATE memories SET superseded_by = ?, valid_to = ?,
-    supersession = CASE WHEN ? IS NULL THEN NULL ELSE supersession END
-WHERE superseded_by = ?
-"""
-SEEN_AGAIN = "UPDATE memories SET seen = seen + 1, last_seen_at = ? WHERE id = ? AND namespace = ?"
 FIND_REPEATS = """
 SELECT repeat_key, id FROM memories
 WHERE namespace = ? AND user_id = ? AND agent_id = ? AND session_id IS NULL
@@ -267,27 +235,7 @@ REPLACED = """
 SELECT superseded_by, id FROM memories
 WHERE +namespace = ? AND superseded_by IN (SELECT value FROM json_each(?)) ORDER BY id
 """
-UPDATE_CONTEXT = "UPDATE memories SET context_near = ?, context_far = ? WHERE id = ?"
-UPDATE_SEARCHED = "UPDATE vectors SET context = ? WHERE memory_id = ?"
-# (key, entity id, its stored name): the names are the written records' (``batch.records``).
-FIND_ALIASES = """
-SELECT a.norm, a.entity_id, e.name FROM (
-    SELECT norm, min(entity_id) AS entity_id FROM aliases
-    WHERE namespace = ? AND norm IN (SELECT value FROM json_each(?)) GROUP BY norm
-) a JOIN entities e ON e.id = a.entity_id
-"""
-FIND_ENTITIES = """
-SELECT norm, id, name FROM entities
-WHERE namespace = ? AND norm IN (SELECT value FROM json_each(?))
-"""
 
-FIND_ALIAS = "SELECT entity_id FROM aliases WHERE namespace = ? AND norm = ? ORDER BY entity_id"
-UPSERT_ENTITY = """
-INSERT INTO entities (namespace, name, norm, mentions, created_at) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (namespace, norm) DO UPDATE SET mentions = mentions + excluded.mentions
-RETURNING id, name
-"""
-BUMP_ENTITY_MENTIONS = "UPDATE entities SET mentions = mentions + ? WHERE id = ?"
 # ``joined``: the mention took part in the memory's co-mention edges (WriteConfig caps them), so
 # forgetting the memory takes back exactly the support it gave.
 INSERT_FEEDBACK = (
@@ -309,66 +257,6 @@ RETURNING version
 SELECT_MODEL = """
 SELECT version, payload FROM models WHERE namespace = ? AND accepted = 1
 ORDER BY version DESC LIMIT 1
-"""
-INSERT_MENTION = (
-    "INSERT OR IGNORE INTO mentions (entity_id, memory_id, joined, type) VALUES (?, ?, ?, ?)"
-)
-UPSERT_COMENTIONS = f"""
-INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation, kind,
-                   confidence, support, created_at)
-VALUES (?, ?, ?, ?, ?, '{COMENTION}', 'semantic', 1.0, ?, ?)
-ON CONFLICT (namespace, user_id, agent_id, source_id, target_id) WHERE relation = '{COMENTION}'
-DO UPDATE SET support = support + excluded.support
-"""
-DROP_COMENTION = f"""
-UPDATE edges SET support = support - 1
-WHERE namespace = ? AND user_id = ? AND agent_id = ? AND source_id = ? AND target_id = ?
-  AND relation = '{COMENTION}'
-"""
-PRUNE_COMENTIONS = f"DELETE FROM edges WHERE relation = '{COMENTION}' AND support <= 0"
-DROP_ORPHAN_ENTITIES = """
-DELETE FROM entities WHERE id IN (SELECT value FROM json_each(?))
-  AND NOT EXISTS (SELECT 1 FROM mentions WHERE entity_id = entities.id)
-  AND NOT EXISTS (SELECT 1 FROM edges WHERE source_id = entities.id OR target_id = entities.id)
-  AND NOT EXISTS (SELECT 1 FROM aliases WHERE entity_id = entities.id)
-"""
-INSERT_EDGE = """
-INSERT INTO edges (namespace, user_id, agent_id, source_id, target_id, relation, kind,
-                   confidence, valid_from, valid_to, memory_id, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-# What an alias's key already names: an entity of that key, and the entities it is an alias of.
-NAME_TAKEN = """
-SELECT id, name, 0 FROM entities WHERE namespace = ? AND norm = ?
-UNION ALL
-SELECT a.entity_id, e.name, 1 FROM aliases a JOIN entities e ON e.id = a.entity_id
-WHERE a.namespace = ? AND a.norm = ?
-"""
-INSERT_ALIAS = (
-    "INSERT OR IGNORE INTO aliases (namespace, norm, alias, entity_id) VALUES (?, ?, ?, ?)"
-)
-UPSERT_SESSION = """
-INSERT INTO sessions (namespace, user_id, agent_id, session_id, started_at, last_seen_at)
-VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (namespace, user_id, agent_id, session_id) DO UPDATE SET
-    started_at = min(started_at, excluded.started_at),
-    last_seen_at = max(last_seen_at, excluded.last_seen_at)
-"""
-# A session once one of its memories is forgotten: the span of the ones left, or no row (its
-# times stayed, and "since we last talked" counted from a session nothing held any more).
-_SESSION_OF = (
-    "FROM memories m WHERE m.namespace = sessions.namespace AND m.user_id = sessions.user_id "
-    "AND m.agent_id = sessions.agent_id AND m.session_id = sessions.session_id"
-)
-RESPAN_SESSION = f"""
-UPDATE sessions SET started_at = (SELECT min(m.created_at) {_SESSION_OF}),
-    last_seen_at = (SELECT max(m.created_at) {_SESSION_OF})
-WHERE namespace = ? AND user_id = ? AND agent_id = ? AND session_id = ?
-    AND EXISTS (SELECT 1 {_SESSION_OF})
-"""
-DROP_EMPTY_SESSION = f"""
-DELETE FROM sessions WHERE namespace = ? AND user_id = ? AND agent_id = ? AND session_id = ?
-    AND NOT EXISTS (SELECT 1 {_SESSION_OF})
 """
 BUMP_NAMESPACE = """
 INSERT INTO namespaces (namespace, memories, generation, vector_generation) VALUES (?, ?, 1, ?)

@@ -25,7 +25,8 @@ from fivefold.store.shared.rows import (
     taken_by,
 )
 from fivefold.store.shared.timeconv import to_ts
-from fivefold.store.sqlite import schema
+from fivefold.store.sql import Dialect, forget_edges_sql
+from fivefold.store.sqlite import schema, write_sql
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.text import normalize_name
 from fivefold.types import Edge, Entity, MemoryRecord, Scope
@@ -50,7 +51,7 @@ class Writer:
     def seen_again(self, seen: Sequence[tuple[str, int]], at: datetime) -> None:
         """Memories said again (exact repeats, by namespace and id): counted, with when."""
         when = to_ts(at)
-        self._conn.executemany(schema.SEEN_AGAIN, [(when, int(i), ns) for ns, i in seen])
+        self._conn.executemany(write_sql.SEEN_AGAIN, [(when, int(i), ns) for ns, i in seen])
 
     def supersede(self, scope: Scope, old: int, new: int, reason: str) -> bool:
         """``new`` replaces ``old``, both of ``scope`` (exactly): False when either is not
@@ -69,7 +70,7 @@ class Writer:
         batch.refuse_cycle(old, new, lambda i: self._successor(i))
         _, _, event_at, created_at = held[new]
         since = event_at if event_at is not None else created_at
-        self._conn.execute(schema.SUPERSEDE, (new, since, reason, old, *where, new, True))
+        self._conn.execute(write_sql.SUPERSEDE, (new, since, reason, old, *where, new, True))
         self._conn.execute(schema.BUMP_NAMESPACE, (scope.namespace, 0, 0))
         return True
 
@@ -86,7 +87,7 @@ class Writer:
     def _named(self, namespace: str, name: str) -> int:
         norm = normalize_name(name)
         for statement in (
-            schema.FIND_ALIAS,
+            write_sql.FIND_ALIAS,
             "SELECT id FROM entities WHERE namespace = ? AND norm = ?",
         ):
             row = self._conn.execute(statement, (namespace, norm)).fetchone()
@@ -96,22 +97,14 @@ class Writer:
 
     def forget_traces(self, scope: Scope, feedback: Sequence[int]) -> None:
         conn, ns = self._conn, scope.namespace
-        where, params = ["namespace = ?"], [ns]
-        for column, value in (("user_id", scope.user_id), ("agent_id", scope.agent_id)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        named = conn.execute(
-            f"DELETE FROM edges WHERE {' AND '.join(where)} RETURNING source_id, target_id",
-            params,
-        ).fetchall()
+        named = conn.execute(*forget_edges_sql(scope, Dialect.SQLITE)).fetchall()
         conn.execute("DELETE FROM feedback WHERE id IN (SELECT value FROM json_each(?))",
                      (json.dumps(sorted(int(i) for i in feedback)),))  # fmt: skip
         if scope.user_id is None and scope.agent_id is None:
             for table in ("aliases", "entities", "models", "sessions", "slots", "feedback"):
                 conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (ns,))
         entities = sorted({int(e) for pair in named for e in pair})
-        conn.execute(schema.DROP_ORPHAN_ENTITIES, (json.dumps(entities),))
+        conn.execute(write_sql.DROP_ORPHAN_ENTITIES, (json.dumps(entities),))
         conn.execute(schema.BUMP_NAMESPACE, (ns, 0, 1))
 
     def _successor(self, memory_id: int) -> int | None:
@@ -136,7 +129,7 @@ class Writer:
         named = [
             batch.entity_keys(m.entities[: self._settings.write.max_entities]) for m in memories
         ]  # refuses a bad name before anything is written
-        first = int(self._conn.execute(schema.NEXT_MEMORY_ID).fetchone()[0])
+        first = int(self._conn.execute(write_sql.NEXT_MEMORY_ID).fetchone()[0])
         if given is None:
             ids = list(range(first, first + len(memories)))
         else:
@@ -147,31 +140,31 @@ class Writer:
         )
         values = [(i, *batch.memory_values(m)) for i, m in zip(ids, memories, strict=True)]
         self._conn.executemany(
-            schema.INSERT_MEMORY,
+            write_sql.INSERT_MEMORY,
             [
                 (*v, *rows.contexts.get(v[0], ("", "")), *batch.history_values(m))
                 for v, m in zip(values, memories, strict=True)
             ],
         )
-        self._conn.executemany(schema.INSERT_SLOT, batch.slot_rows(memories, ids))
-        self._conn.executemany(schema.SUPERSEDE, batch.supersessions(memories, ids))
+        self._conn.executemany(write_sql.INSERT_SLOT, batch.slot_rows(memories, ids))
+        self._conn.executemany(write_sql.SUPERSEDE, batch.supersessions(memories, ids))
         self._conn.executemany(
-            schema.INSERT_VECTOR,
+            write_sql.INSERT_VECTOR,
             [(i, blob, _blob(rows.searched.get(i))) for i, blob in zip(ids, blobs, strict=True)],
         )
         # The memories before the batch in its sessions now have it as context.
         new = set(ids)
         self._conn.executemany(
-            schema.UPDATE_CONTEXT,
+            write_sql.UPDATE_CONTEXT,
             [(*text, i) for i, text in rows.contexts.items() if i not in new],
         )
         self._conn.executemany(
-            schema.UPDATE_SEARCHED,
+            write_sql.UPDATE_SEARCHED,
             [(_blob(v), i) for i, v in rows.searched.items() if i not in new],
         )
         found, names = self._entities(memories, ids, named)
         self._conn.executemany(
-            schema.UPSERT_SESSION,
+            write_sql.UPSERT_SESSION,
             [(*group, low, high) for group, (low, high) in batch.sessions(memories).items()],
         )
         counts = Counter(m.scope.namespace for m in memories)
@@ -191,14 +184,14 @@ class Writer:
         first = batch.first_spellings(memories, named)
         for namespace in dict.fromkeys(ns for ns, _ in first):
             keys = json.dumps([k for ns, k in first if ns == namespace])
-            for statement in (schema.FIND_ENTITIES, schema.FIND_ALIASES):  # an alias wins
+            for statement in (write_sql.FIND_ENTITIES, write_sql.FIND_ALIASES):  # an alias wins
                 for key, entity_id, name in self._conn.execute(statement, (namespace, keys)):
                     resolved[namespace, str(key)] = int(entity_id)
                     names[int(entity_id)] = str(name)
         for (namespace, key), (name, created) in first.items():  # new ones in first-met order
             if (namespace, key) not in resolved:
                 row = self._conn.execute(
-                    schema.UPSERT_ENTITY, (namespace, name, key, 0, created)
+                    write_sql.UPSERT_ENTITY, (namespace, name, key, 0, created)
                 ).fetchone()
                 resolved[namespace, key] = int(row[0])
                 names[int(row[0])] = str(row[1])
@@ -206,13 +199,13 @@ class Writer:
             memories, ids, named, resolved, self._settings.write.max_comention_entities
         )
         self._conn.executemany(
-            schema.INSERT_MENTION, [(e, m, int(j), t) for _, e, m, j, t in found.rows]
+            write_sql.INSERT_MENTION, [(e, m, int(j), t) for _, e, m, j, t in found.rows]
         )
         self._conn.executemany(
-            schema.BUMP_ENTITY_MENTIONS, [(n, e) for (_, e), n in sorted(found.bumps.items())]
+            write_sql.BUMP_ENTITY_MENTIONS, [(n, e) for (_, e), n in sorted(found.bumps.items())]
         )
         self._conn.executemany(
-            schema.UPSERT_COMENTIONS,
+            write_sql.UPSERT_COMENTIONS,
             [(*key, n, created) for key, (n, created) in sorted(found.pairs.items())],
         )
         return found, names
@@ -222,13 +215,13 @@ class Writer:
         norm = normalize_name(name)
         if not norm:
             raise InvalidInput(f"entity name {name!r} has no letters or digits")
-        alias = self._conn.execute(schema.FIND_ALIAS, (namespace, norm)).fetchone()
+        alias = self._conn.execute(write_sql.FIND_ALIAS, (namespace, norm)).fetchone()
         if alias is not None:
             if mentions:
-                self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (mentions, alias[0]))
+                self._conn.execute(write_sql.BUMP_ENTITY_MENTIONS, (mentions, alias[0]))
             return int(alias[0])
         row = self._conn.execute(
-            schema.UPSERT_ENTITY, (namespace, name.strip(), norm, mentions, created)
+            write_sql.UPSERT_ENTITY, (namespace, name.strip(), norm, mentions, created)
         ).fetchone()
         return int(row[0])
 
@@ -251,24 +244,24 @@ class Writer:
         entity_ids = [int(r[0]) for r in mentioned]
         joined = [int(r[0]) for r in mentioned if r[1]]
         for entity_id in entity_ids:
-            self._conn.execute(schema.BUMP_ENTITY_MENTIONS, (-1, entity_id))
+            self._conn.execute(write_sql.BUMP_ENTITY_MENTIONS, (-1, entity_id))
         for i, a in enumerate(joined):
             for b in joined[i + 1 :]:
-                self._conn.execute(schema.DROP_COMENTION, (ns, user, agent, a, b))
-        self._conn.execute(schema.PRUNE_COMENTIONS)
+                self._conn.execute(write_sql.DROP_COMENTION, (ns, user, agent, a, b))
+        self._conn.execute(write_sql.PRUNE_COMENTIONS)
         successor, until = self._conn.execute(
             "SELECT superseded_by, valid_to FROM memories WHERE id = ?", (memory_id,)
         ).fetchone()
-        self._conn.execute(schema.RESTORE_SUPERSEDED, (successor, until, successor, memory_id))
+        self._conn.execute(write_sql.RESTORE_SUPERSEDED, (successor, until, successor, memory_id))
         self._conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
         if session is not None:
-            for statement in (schema.RESPAN_SESSION, schema.DROP_EMPTY_SESSION):
+            for statement in (write_sql.RESPAN_SESSION, write_sql.DROP_EMPTY_SESSION):
                 self._conn.execute(statement, (ns, user, agent, session))
         # Its neighbours no longer carry its text: forgetting leaves no trace in context.
         context.refresh(self._context, around, self._settings.smoothing)
         # Entities only it named (no other mention, no edge, no alias a user declared)
         # go: a forgotten name no longer resolves.
-        self._conn.execute(schema.DROP_ORPHAN_ENTITIES, (json.dumps(entity_ids),))
+        self._conn.execute(write_sql.DROP_ORPHAN_ENTITIES, (json.dumps(entity_ids),))
         self._conn.execute(schema.BUMP_NAMESPACE, (ns, -1, 1))
         return str(ns)
 
@@ -282,7 +275,7 @@ class Writer:
         target = self.entity_id(scope.namespace, edge.target, now, 0)
         refuse_self_edge(edge, source, target)
         cur = self._conn.execute(
-            schema.INSERT_EDGE, edge_values(edge, source, target, memory_id, now)
+            write_sql.INSERT_EDGE, edge_values(edge, source, target, memory_id, now)
         )
         self._conn.execute(schema.BUMP_NAMESPACE, (scope.namespace, 0, 0))
         return stored_edge(edge, int(cur.lastrowid or 0), memory_id)
@@ -293,10 +286,10 @@ class Writer:
         (``merge``)."""
         entity_id = self.entity_id(namespace, name, to_ts(datetime.now().astimezone()), 0)
         norm = normalize_name(alias)
-        taken = self._conn.execute(schema.NAME_TAKEN, (namespace, norm, namespace, norm))
+        taken = self._conn.execute(write_sql.NAME_TAKEN, (namespace, norm, namespace, norm))
         for other in taken_by(alias, entity_id, taken.fetchall(), merge=merge):
             self.fold(entity_id, other)
-        self._conn.execute(schema.INSERT_ALIAS, (namespace, norm, alias.strip(), entity_id))
+        self._conn.execute(write_sql.INSERT_ALIAS, (namespace, norm, alias.strip(), entity_id))
         self._conn.execute(schema.BUMP_NAMESPACE, (namespace, 0, 0))
         canonical = self._conn.execute(
             "SELECT name FROM entities WHERE id = ?", (entity_id,)
@@ -332,7 +325,7 @@ def _fold(conn: sqlite3.Connection, keep: int, gone: int) -> None:
     ).fetchall()
     conn.execute(f"DELETE FROM edges WHERE {comention}", (gone, gone))
     for row in batch.folded_pairs(pairs, keep, gone):
-        conn.execute(schema.UPSERT_COMENTIONS, row)
+        conn.execute(write_sql.UPSERT_COMENTIONS, row)
     for side in ("source_id", "target_id"):
         conn.execute(f"UPDATE edges SET {side} = ? WHERE {side} = ?", (keep, gone))
     conn.execute("DELETE FROM edges WHERE source_id = target_id")
@@ -345,7 +338,7 @@ def _fold(conn: sqlite3.Connection, keep: int, gone: int) -> None:
     namespace, name, norm = conn.execute(
         "DELETE FROM entities WHERE id = ? RETURNING namespace, name, norm", (gone,)
     ).fetchone()
-    conn.execute(schema.INSERT_ALIAS, (namespace, norm, name, keep))
+    conn.execute(write_sql.INSERT_ALIAS, (namespace, norm, name, keep))
 
 
 def _blob(vector: Vectors | None) -> bytes | None:

@@ -12,6 +12,7 @@ from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput, StoreError
 from fivefold.store.protocol import Progress
 from fivefold.store.records import NewEdge, NewMemory
+from fivefold.store.shared.batch import check_vectors
 from fivefold.store.shared.notes import PROGRESS_MOVED, PROGRESS_PREFIX
 from fivefold.store.shared.translate import translating
 from fivefold.store.sqlite.core import Core
@@ -35,10 +36,7 @@ class SQLiteWrites:
         seen_at: datetime | None = None,
     ) -> list[MemoryRecord]:
         core = self._core
-        if len(memories) != len(vectors):
-            raise InvalidInput("one vector per memory is required")
-        if len(vectors) and vectors.shape[1] != core.dim:
-            raise InvalidInput(f"vectors must have {core.dim} dimensions, got {vectors.shape[1]}")
+        check_vectors(memories, vectors, core.dim)
         with core.transaction():
             written = core.writer.memories(memories, vectors, ids)
             core.writer.seen_again(seen, seen_at or datetime.now(UTC))
