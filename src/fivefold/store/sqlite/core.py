@@ -102,7 +102,7 @@ class Core:
     def translate(self, exc: BaseException) -> FivefoldError | None:
         """SQLite's errors name the file; a stored value that cannot be decoded (a damaged page
         met mid-recall: 'dvent' for 'event' after a flipped bit) is a store problem too."""
-        if isinstance(exc, sqlite3.Error):
+        if isinstance(exc, sqlite3.Error | UnicodeDecodeError):
             return files.translate(exc, self.path)
         if isinstance(exc, ValueError | TypeError | KeyError | IndexError | OverflowError):
             return StoreError(
@@ -135,7 +135,7 @@ class Core:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         try:
             return self.conn.execute(sql, params)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise files.translate(exc, self.path, opened=self.opened) from exc
 
     @contextmanager
@@ -159,7 +159,7 @@ class Core:
             except BaseException as exc:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.DatabaseError):
+                if isinstance(exc, sqlite3.DatabaseError | UnicodeDecodeError):
                     raise files.translate(exc, self.path) from exc
                 raise
 
