@@ -54,11 +54,11 @@ def prepare(
     unknown = set(item) - FIELDS
     if unknown:
         raise InvalidInput(f"unknown field(s) {sorted(unknown)}; accepted: {sorted(FIELDS)}")
-    content = validate.text(item.get("content"), "content").strip()
+    content = validate.stored_text(item.get("content"), "content").strip()
     created = validate.when(item.get("created_at"), "created_at") or now
     given_event = validate.when(item.get("event_at"), "event_at")
     given_type = validate.memory_type(item.get("type"))
-    predicate = validate.optional_text(
+    predicate = validate.optional_stored_text(
         item.get("predicate"), "predicate", max_chars=MAX_PREDICATE_CHARS
     )
     importance = item.get("importance")
