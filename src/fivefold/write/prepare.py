@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,7 +46,7 @@ VECTOR_FIELD = "vector"  # an item's precomputed embedding (``remember_many``)
 def prepare(
     item: Mapping[str, Any],
     *,
-    known: Mapping[str, str],
+    known: Mapping[str, str] | Callable[[str], Mapping[str, str]],
     now: datetime,
     default_importance: float,
     max_entities: int,
@@ -84,7 +84,9 @@ def prepare(
     if predicate is None:
         predicate = infer_predicate(content)
     if entities is None:
-        entities = tuple(extract_entities(f"{content}\n{predicate or ''}", known))
+        text = f"{content}\n{predicate or ''}"
+        # A callable reads the names the text may link as they are needed (``NamesByKey``).
+        entities = tuple(extract_entities(text, known(text) if callable(known) else known))
     return NewMemory(
         content=content,
         type=mtype,
