@@ -163,8 +163,6 @@ ODD_TEXT = [
     "family 👩\u200d👩\u200d👧 at the rooftop",
     "rooftop\u200b\u200c\u200d\u2060 zero width",
     "rtl \u202e override \u202c rooftop",
-    "rooftop with a NUL \x00 inside",
-    "\x00rooftop\x00",
     "combining e\u0301\u0301\u0301 rooftop",
     "\ufeffBOM rooftop \ufffe\uffff",
     "𝔣𝔯𝔞𝔨𝔱𝔲𝔯 rooftop 𝟙𝟚𝟛",
@@ -925,20 +923,43 @@ def test_one_memory_refused_is_not_named_as_a_batch_item(hashing_mem: Memory) ->
         hashing_mem.remember("x", metadata={"score": math.nan})
     assert "item 0" not in str(caught.value)
     assert "metadata" in str(caught.value)
-    if hashing_mem.store.keyed_names:  # Postgres: its text holds no NUL (refused in the store)
-        with pytest.raises(InvalidInput) as caught:
-            hashing_mem.remember("a\x00b")
-        assert str(caught.value).startswith("content contains a NUL character")
-        with pytest.raises(InvalidInput) as many:
-            hashing_mem.remember_many([{"content": "fine"}, {"content": "a\x00b"}])
-        assert str(many.value).startswith("item 1: content contains a NUL character")
-        assert many.value.item == 1
+    with pytest.raises(InvalidInput) as caught:
+        hashing_mem.remember("a\x00b")
+    assert str(caught.value).startswith("content contains a NUL character")
+    with pytest.raises(InvalidInput) as many:
+        hashing_mem.remember_many([{"content": "fine"}, {"content": "a\x00b"}])
+    assert str(many.value).startswith("item 1: content contains a NUL character")
+    assert many.value.item == 1
     assert hashing_mem.stats().memories == 0
 
 
+@pytest.mark.parametrize(
+    ("item", "name"),
+    [
+        ({"content": "rooftop with a NUL \x00 inside"}, "content"),
+        ({"content": "\x00rooftop\x00"}, "content"),
+        ({"content": "the rooftop party", "predicate": "held\x00on"}, "predicate"),
+        ({"content": "the rooftop party", "metadata": {"where": "roof\x00top"}}, "metadata"),
+        ({"content": "the rooftop party", "metadata": {"wh\x00ere": "roof"}}, "metadata"),
+    ],
+)
+def test_a_nul_in_stored_text_is_refused_on_every_backend(
+    hashing_mem: Memory, item: dict[str, Any], name: str
+) -> None:
+    """SQLite stored a NUL that Postgres refused: a store's choice of backend decided whether
+    a write was taken (and a copy to Postgres then refused the whole store)."""
+    hashing_mem.remember("the rooftop party is on Friday")
+    error = assert_rejected(lambda: hashing_mem.remember(**item), InvalidInput, name, "NUL")
+    assert str(error).startswith(f"{name} contains a NUL character")
+    assert_rejected(
+        lambda: hashing_mem.remember_many([{"content": "fine"}, item]), InvalidInput, "item 1"
+    )
+    assert hashing_mem.stats().memories == 1
+
+
 def test_an_import_skips_a_record_the_store_refuses(hashing_mem: Memory, tmp_path: Path) -> None:
-    """A record refused by the store itself (Postgres: a NUL character) is skipped like one
-    refused before it, not the whole import failed."""
+    """A record refused (a NUL character) is skipped, not the whole import failed, on every
+    backend."""
     from fivefold.cli.importers import import_file
 
     lines = [{"content": f"note {n} on the Kestrel budget"} for n in range(5)]
@@ -946,13 +967,10 @@ def test_an_import_skips_a_record_the_store_refuses(hashing_mem: Memory, tmp_pat
     path = tmp_path / "notes.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     report = import_file(lambda: hashing_mem, path, on_error="skip", batch_size=10)
-    if hashing_mem.store.keyed_names:  # Postgres
-        assert report.imported == 4
-        assert [where for where, _ in report.skipped] == ["line 3"]
-        assert "NUL" in report.skipped[0][1]
-    else:  # SQLite stores it
-        assert report.imported == 5
-    assert hashing_mem.stats().memories == report.imported
+    assert report.imported == 4
+    assert [where for where, _ in report.skipped] == ["line 3"]
+    assert "NUL" in report.skipped[0][1]
+    assert hashing_mem.stats().memories == 4
 
 
 def test_a_batch_of_given_vectors_is_normalised_as_each_alone() -> None:

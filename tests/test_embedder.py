@@ -62,3 +62,45 @@ def test_concurrent_callers_and_one_worker_get_the_same_vectors(
         assert np.allclose(part, expected[i::4], atol=1e-5)
     serial = fivefold.MiniLMEmbedder(threads=1)  # one intra-op thread
     assert np.allclose(serial.embed(texts), expected, atol=1e-5)
+
+
+def test_a_batch_is_bounded_in_word_pieces_and_the_vectors_are_the_same(
+    minilm: fivefold.MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """64 texts of 256 word pieces ran as one batch (1.5 GB at its peak); within the bound
+    they run in smaller ones, which give the vectors one batch gave."""
+    from fivefold.embed import minilm as module
+
+    texts = [
+        f"note {n}: " + "the Kestrel review moved to Thursday " * (1 + n % 40) for n in range(40)
+    ]
+    whole = minilm.embed(texts)
+    sizes: list[int] = []
+    infer = module.MiniLMEmbedder._infer
+
+    def counted(self: module.MiniLMEmbedder, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        assert ids.shape[0] * ids.shape[1] <= 1024 or ids.shape[0] == 1
+        sizes.append(ids.shape[0])
+        return infer(self, ids, mask)
+
+    monkeypatch.setattr(module, "MAX_BATCH_TOKENS", 1024)
+    monkeypatch.setattr(module.MiniLMEmbedder, "_infer", counted)
+    bounded = minilm.embed(texts)
+    assert len(sizes) > 2
+    assert sum(sizes) == len(texts)
+    assert np.allclose(bounded, whole, atol=1e-6)
+
+
+def test_token_batches_fill_each_batch_up_to_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fivefold.embed import minilm as module
+
+    monkeypatch.setattr(module, "MAX_BATCH_TOKENS", 100)
+    lengths = np.array([10, 10, 20, 30, 40, 60, 200])
+    batches = module._token_batches(lengths)
+    assert [(b.start, b.stop) for b in batches] == [(0, 3), (3, 5), (5, 6), (6, 7)]
+    assert module._token_batches(np.array([5] * 64)) == [
+        slice(0, 20),
+        slice(20, 40),
+        slice(40, 60),
+        slice(60, 64),
+    ]

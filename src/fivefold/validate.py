@@ -77,6 +77,24 @@ def optional_text(value: object, name: str, *, max_chars: int) -> str | None:
     return None if value is None else text(value, name, max_chars=max_chars)
 
 
+def stored_text(value: object, name: str, *, max_chars: int = MAX_CONTENT_CHARS) -> str:
+    """Text a memory stores: ``text``, and no NUL character, refused on every backend alike
+    (Postgres text cannot hold one; a NUL is a C string's end or binary debris, never words
+    a user meant to keep, and dropping it silently would store other text than was given)."""
+    out = text(value, name, max_chars=max_chars)
+    position = out.find("\x00")
+    if position >= 0:
+        raise InvalidInput(
+            f"{name} contains a NUL character (at position {position}); remove it: stored text "
+            "cannot hold one"
+        )
+    return out
+
+
+def optional_stored_text(value: object, name: str, *, max_chars: int) -> str | None:
+    return None if value is None else stored_text(value, name, max_chars=max_chars)
+
+
 def read_name(value: object, name: str) -> str:
     """A name a read looks for: up to ``MAX_SCOPE_CHARS`` characters whatever their bytes (a
     store written before names were bounded in bytes stays readable and forgettable), and no
@@ -277,16 +295,20 @@ def metadata(value: object) -> dict[str, Any]:
 
 def _check_depth(value: object) -> int:
     """Refuse nesting deeper than MAX_METADATA_DEPTH without recursing (a 10,000-level list
-    would overflow the stack of a recursive walk, and of json). Returns how many keys the
-    mappings hold between them."""
+    would overflow the stack of a recursive walk, and of json), and a NUL character in a key
+    or a value. Returns how many keys the mappings hold between them."""
     keys = 0
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_METADATA_DEPTH:
             raise InvalidInput(f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep")
+        if isinstance(node, str) and "\x00" in node:  # refused as in stored text
+            raise InvalidInput("metadata contains a NUL character (in a value); remove it")
         if isinstance(node, Mapping):
             keys += len(node)
+            if any(isinstance(key, str) and "\x00" in key for key in node):
+                raise InvalidInput("metadata contains a NUL character (in a key); remove it")
             stack.extend((child, depth + 1) for child in node.values())
         elif isinstance(node, list | tuple):
             stack.extend((child, depth + 1) for child in node)

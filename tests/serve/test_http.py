@@ -118,6 +118,8 @@ BAD_WRITES: list[tuple[str, dict[str, Any], int, str]] = [
     ("bad date", {"json": {"content": "x", "event_at": "0000-01-01"}}, 422, "event_at"),
     ("vector of the wrong size", {"json": {"content": "x", "vector": [1.0, 2.0]}}, 422, "vector"),
     ("unknown type", {"json": {"content": "x", "type": "gossip"}}, 422, "type"),
+    ("NUL in content", {"json": {"content": "a\x00b"}}, 422, "content contains a NUL"),
+    ("NUL in metadata", {"json": {"content": "x", "metadata": {"k": "\x00"}}}, 422, "NUL"),
     ("deep metadata", {"json": {"content": "x", "metadata": {"a": [[[[[[]]]]]] * 2}}}, 201, ""),
 ]
 

@@ -372,3 +372,35 @@ def test_a_deleted_stores_log_is_not_replayed_into_a_new_store(tmp_path: Path) -
     with _open(path) as fresh:
         assert fresh.stats().memories == 0
         assert fresh.remember("the first").id == 1
+
+
+def test_schema_text_that_is_not_utf8_is_a_store_error_in_open_doctor_and_stats(
+    tmp_path: Path,
+) -> None:
+    """SQLite's message quoted the damaged schema text, and decoding it raised a bare
+    ``UnicodeDecodeError`` out of every command."""
+    from click.testing import CliRunner
+
+    from fivefold.cli.main import cli
+
+    path = tmp_path / "memory.db"
+    _filled(path, count=20)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA writable_schema = ON")
+        conn.execute(
+            "UPDATE sqlite_master SET name = CAST(x'6d65ff' AS TEXT), "
+            "sql = 'CREATE TABLE ' || CAST(x'fffe' AS TEXT) || ' (' WHERE name = 'meta'"
+        )
+        conn.commit()
+    with pytest.raises(NotAFivefoldStore, match="not UTF-8") as opening:
+        _open(path)
+    assert "`fivefold doctor` checks its pages" in str(opening.value)
+    doctor = CliRunner().invoke(cli, ["--db", str(path), "doctor"])
+    assert doctor.exit_code == 4, doctor.output
+    lines = doctor.output.splitlines()
+    assert lines[0].startswith("problem: database: schema text is not UTF-8"), lines
+    assert lines[1].startswith("problem: indexes: not checked"), lines
+    stats = CliRunner().invoke(cli, ["--db", str(path), "stats"])
+    assert stats.exit_code == 4, stats.output
+    assert stats.output.startswith("error: ")
+    assert "fivefold doctor" in stats.output

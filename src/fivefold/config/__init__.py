@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
+from fivefold.config.rules import InvalidSetting, check_fields, constraint_broken, embed_broken
 from fivefold.types import (
     Budget,
     ColumnWeights,
@@ -32,6 +33,9 @@ class TemporalConfig:
     few_months_from_days: int = 90
     few_months_to_days: int = 30
 
+    def __post_init__(self) -> None:
+        check_fields(self, "temporal")
+
 
 @dataclass(frozen=True, slots=True)
 class LexicalConfig:
@@ -48,6 +52,9 @@ class LexicalConfig:
     # document an OR-ed term matches, and a term in 5 % of the store weighs a quarter of one in
     # 10 memories of 100k. 1.0 keeps all.
     max_term_share: float = 0.05
+
+    def __post_init__(self) -> None:
+        check_fields(self, "lexical")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +80,9 @@ class WriteConfig:
     dedup: Dedup = Dedup.EXACT
     supersede: Supersession = Supersession.AUTO
 
+    def __post_init__(self) -> None:
+        check_fields(self, "write")
+
 
 @dataclass(frozen=True, slots=True)
 class ContextConfig:
@@ -91,6 +101,9 @@ class ContextConfig:
     lexical_weight: float = 1.0
     vector_near: float = 0.25
     vector_far: float = 0.25
+
+    def __post_init__(self) -> None:
+        check_fields(self, "context")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +127,9 @@ class GraphConfig:
     # whole graph into the next hop. A tighter cap costs the balanced plan recall (it walks
     # from hubs); the optimizer's plans, which do not, use optimizer.graph_frontier.
     frontier_cap: int = 64
+
+    def __post_init__(self) -> None:
+        check_fields(self, "graph")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +165,9 @@ class FusionConfig:
     # costs other questions less than a larger boost (BENCHMARKS.md).
     window_boost: float = 0.5
 
+    def __post_init__(self) -> None:
+        check_fields(self, "fusion")
+
 
 @dataclass(frozen=True, slots=True)
 class RetrievalConfig:
@@ -162,6 +181,9 @@ class RetrievalConfig:
     type_widen_below: int = 5
     negation_threshold: float = 0.6
 
+    def __post_init__(self) -> None:
+        check_fields(self, "retrieval")
+
 
 @dataclass(frozen=True, slots=True)
 class IndexConfig:
@@ -171,6 +193,9 @@ class IndexConfig:
     hnsw_connectivity: int = 16
     hnsw_expansion_add: int = 128
     hnsw_expansion_search: int = 64
+
+    def __post_init__(self) -> None:
+        check_fields(self, "index")
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +250,9 @@ class OptimizerConfig:
     # and lost recall on exploratory questions: off by default.
     type_filter: TypeFilterMode = TypeFilterMode.OFF
 
+    def __post_init__(self) -> None:
+        check_fields(self, "optimizer")
+
 
 @dataclass(frozen=True, slots=True)
 class LearnedConfig:
@@ -236,6 +264,9 @@ class LearnedConfig:
     holdout_every: int = 5
     l2: float = 1.0
 
+    def __post_init__(self) -> None:
+        check_fields(self, "learned")
+
 
 @dataclass(frozen=True, slots=True)
 class CacheConfig:
@@ -243,6 +274,9 @@ class CacheConfig:
 
     ttl_seconds: float = 30.0
     max_entries: int = 1000
+
+    def __post_init__(self) -> None:
+        check_fields(self, "cache")
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,6 +290,9 @@ class RerankConfig:
     depth: int = 30
     max_tokens: int = 256
 
+    def __post_init__(self) -> None:
+        check_fields(self, "rerank")
+
 
 @dataclass(frozen=True, slots=True)
 class MMRConfig:
@@ -263,6 +300,9 @@ class MMRConfig:
 
     lambda_: float = 0.7
     depth: int = 50
+
+    def __post_init__(self) -> None:
+        check_fields(self, "mmr")
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +318,9 @@ class RewriteConfig:
     # Filled by entry points (the CLI reads FIVEFOLD_LLM_API_KEY); the library reads no env.
     api_key: str | None = field(default=None, repr=False)
     timeout_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        check_fields(self, "rewrite")
 
 
 class MetricsAccess(StrEnum):
@@ -307,6 +350,9 @@ class ServeConfig:
     max_k: int = 100
     max_batch: int = 1000
     metrics: MetricsAccess = MetricsAccess.AUTO
+
+    def __post_init__(self) -> None:
+        check_fields(self, "serve")
 
 
 class EmbedProvider(StrEnum):
@@ -350,6 +396,12 @@ class EmbedConfig:
     # Retries of a request answered 429 or 5xx, or not answered in time, with backoff.
     retries: int = 3
 
+    def __post_init__(self) -> None:
+        check_fields(self, "embed")
+        broken = embed_broken(self)
+        if broken is not None:
+            raise InvalidSetting(*broken)
+
 
 @dataclass(frozen=True, slots=True)
 class Config:
@@ -373,6 +425,22 @@ class Config:
     serve: ServeConfig = field(default_factory=ServeConfig)
     embed: EmbedConfig = field(default_factory=EmbedConfig)
     default_importance: float = 0.5
+
+    def __post_init__(self) -> None:
+        check_fields(self, "")
+        for name, window in self.namespace_temporal.items():
+            if (
+                not isinstance(name, str)
+                or not name.strip()
+                or not isinstance(window, TemporalConfig)
+            ):
+                raise InvalidSetting(
+                    "temporal.namespaces",
+                    "expected a non-empty name -> TemporalConfig per namespace",
+                )
+        broken = constraint_broken(self)
+        if broken is not None:
+            raise InvalidSetting(*broken)
 
     def temporal_for(self, namespace: str) -> TemporalConfig:
         return self.namespace_temporal.get(namespace, self.temporal)

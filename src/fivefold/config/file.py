@@ -4,26 +4,34 @@ back (what ``fivefold config show`` prints), so that ``load(dump(c)) == c``.
 
 Only entry points call this module; the library never reads files or the environment on its own.
 The mapping is driven by ``dataclasses.fields`` and the field annotations, so a setting added to
-``config.py`` is readable from the file at once; give it a range in ``_RANGES`` (a test checks
+``config.py`` is readable from the file at once; give it a range in ``RANGES`` (a test checks
 that every number has one).
 """
 
 from __future__ import annotations
 
 import difflib
-import math
-import re
 import tomllib
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import fields, is_dataclass, replace
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fivefold.config import Config, EmbedConfig, EmbedProvider, TemporalConfig
+from fivefold.config import Config, TemporalConfig
+from fivefold.config.rules import (
+    NAMESPACES,
+    InvalidSetting,
+    constraint_broken,
+    describe_kind,
+    expected,
+    quote,
+    stored_scalar,
+    toml_key,
+)
 from fivefold.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -48,8 +56,6 @@ API_KEY_ENV = "FIVEFOLD_LLM_API_KEY"
 FILE_NAME = "config.toml"
 # The [[keys]] tables of the server's API keys (hashed), in the same file as the settings.
 KEYS = "keys"
-# Per-namespace fuzzy windows live in [temporal.namespaces.<name>], next to the global ones.
-NAMESPACES = "namespaces"
 _NAMESPACE_FIELD = "namespace_temporal"
 # Secrets never live in a file that gets copied, committed and printed by `config show`.
 _SECRETS: Mapping[str, str] = MappingProxyType(
@@ -73,110 +79,6 @@ _MOVED: Mapping[str, str] = MappingProxyType(
     }
 )
 
-
-@dataclass(frozen=True, slots=True)
-class _Range:
-    low: float | None = None
-    high: float | None = None
-    open_low: bool = False
-
-    def admits(self, value: float) -> bool:
-        if self.low is not None and (value < self.low or (self.open_low and value == self.low)):
-            return False
-        return self.high is None or value <= self.high
-
-    def describe(self) -> str:
-        if self.low is None:
-            return ""
-        if self.high is not None:
-            return f" in {'(' if self.open_low else '['}{self.low:g}, {self.high:g}]"
-        return f" {'>' if self.open_low else '>='} {self.low:g}"
-
-
-_UNIT = _Range(0.0, 1.0)
-_NON_NEGATIVE = _Range(0.0)
-_POSITIVE = _Range(0.0, open_low=True)
-_ONE_UP = _Range(1.0)
-# Keyed by the dotted TOML key; per-namespace temporal keys use the "temporal." entries and
-# mapping/array entries apply to every value.
-_RANGES: Mapping[str, _Range] = MappingProxyType(
-    {
-        "temporal.recent_days": _ONE_UP,
-        "temporal.few_months_from_days": _ONE_UP,
-        "temporal.few_months_to_days": _NON_NEGATIVE,
-        "lexical.predicate_weight": _NON_NEGATIVE,
-        "lexical.content_weight": _NON_NEGATIVE,
-        "lexical.max_term_share": _UNIT,
-        "context.window": _Range(0.0, 2.0),
-        "write.max_entities": _ONE_UP,
-        "write.max_comention_entities": _NON_NEGATIVE,
-        "context.lexical_weight": _NON_NEGATIVE,
-        "context.vector_near": _NON_NEGATIVE,
-        "context.vector_far": _NON_NEGATIVE,
-        "graph.hop_scores": _UNIT,
-        "graph.structural_prior": _UNIT,
-        "graph.semantic_prior": _UNIT,
-        "graph.lifecycle_prior": _UNIT,
-        "graph.expired_freshness": _UNIT,
-        "graph.max_hops": _ONE_UP,
-        "graph.multi_hop_max_hops": _ONE_UP,
-        "graph.ambiguous_below": _UNIT,
-        "graph.frontier_cap": _ONE_UP,
-        "fusion.k": _ONE_UP,
-        "fusion.weights": _NON_NEGATIVE,
-        "fusion.graph_multi_hop_weight": _NON_NEGATIVE,
-        "fusion.temporal_speculative_weight": _NON_NEGATIVE,
-        "fusion.importance_floor": _UNIT,
-        "fusion.speaker_boost": _NON_NEGATIVE,
-        "fusion.window_boost": _NON_NEGATIVE,
-        "retrieval.depth": _ONE_UP,
-        "retrieval.type_widen_below": _NON_NEGATIVE,
-        "retrieval.negation_threshold": _UNIT,
-        "index.hnsw_threshold": _NON_NEGATIVE,
-        "index.hnsw_connectivity": _Range(2.0),
-        "index.hnsw_expansion_add": _ONE_UP,
-        "index.hnsw_expansion_search": _ONE_UP,
-        "optimizer.precise_threshold": _UNIT,
-        "optimizer.exploratory_threshold": _UNIT,
-        "optimizer.entity_confidence_min": _UNIT,
-        "optimizer.precision_rarity": _UNIT,
-        "optimizer.entity_skip_embedding_min": _UNIT,
-        "optimizer.entity_anchor_min_specificity": _UNIT,
-        "optimizer.entity_graph_weight": _NON_NEGATIVE,
-        "optimizer.graph_min_specificity": _UNIT,
-        "optimizer.fusion_k": _ONE_UP,
-        "optimizer.graph_frontier": _ONE_UP,
-        "optimizer.precise_semantic_depth": _ONE_UP,
-        # A zero step would divide by zero when features are quantized.
-        "optimizer.quantum": _Range(0.0, 1.0, open_low=True),
-        "cache.ttl_seconds": _NON_NEGATIVE,
-        "cache.max_entries": _NON_NEGATIVE,
-        "rerank.depth": _ONE_UP,
-        "rerank.max_tokens": _ONE_UP,
-        "mmr.lambda": _UNIT,
-        "mmr.depth": _ONE_UP,
-        "rewrite.count": _NON_NEGATIVE,
-        "rewrite.feedback_docs": _ONE_UP,
-        "rewrite.terms_per_rewrite": _ONE_UP,
-        "rewrite.timeout_seconds": _POSITIVE,
-        "default_importance": _UNIT,
-        "learned.min_feedback": _ONE_UP,
-        "learned.holdout_every": _Range(2.0),
-        "learned.l2": _NON_NEGATIVE,
-        "serve.port": _Range(1.0, 65535.0),
-        "serve.workers": _ONE_UP,
-        "serve.threads": _ONE_UP,
-        "serve.max_body_bytes": _Range(1024.0),
-        "serve.max_k": _ONE_UP,
-        "serve.max_batch": _ONE_UP,
-        "embed.max_tokens": _ONE_UP,
-        "embed.dim": _NON_NEGATIVE,
-        "embed.batch_size": _ONE_UP,
-        "embed.timeout_s": _POSITIVE,
-        "embed.retries": _Range(0.0, 10.0),
-    }
-)
-_ANY = _Range()
 
 _COMMENTS: Mapping[str, str] = MappingProxyType(
     {
@@ -298,23 +200,27 @@ def _build(document: Mapping[str, Any], source: str) -> Config:
             known = list(_file_fields(Config))
             table = isinstance(raw, dict)
             raise _unknown(source, "", key, known, table=table, moved=_MOVED.get(key))
-    config = replace(base, **changes)
-    check_config(config, source=source)
+    try:
+        config = replace(base, **changes)
+    except InvalidSetting as exc:  # between settings: each one was checked as it was read
+        raise _error(source, exc.key, exc.reason) from None
     return config
 
 
 def _temporal(raw: object, source: str) -> tuple[TemporalConfig, Mapping[str, TemporalConfig]]:
     if not isinstance(raw, dict):
-        raise _error(source, "temporal", f"expected a table ([temporal]), got {_kind(raw)}")
+        raise _error(source, "temporal", f"expected a table ([temporal]), got {describe_kind(raw)}")
     table = dict(raw)
     namespaces = table.pop(NAMESPACES, {})
     overall = _section(TemporalConfig(), table, "temporal", "temporal", source)
     key = f"temporal.{NAMESPACES}"
     if not isinstance(namespaces, dict):
-        raise _error(source, key, f"expected a table per namespace, got {_kind(namespaces)}")
+        raise _error(
+            source, key, f"expected a table per namespace, got {describe_kind(namespaces)}"
+        )
     per_namespace: dict[str, TemporalConfig] = {}
     for name, sub in namespaces.items():
-        where = f"{key}.{_key(name)}"
+        where = f"{key}.{toml_key(name)}"
         if not name.strip():
             raise _error(source, where, "a namespace name cannot be empty")
         # A namespace inherits what it does not override from [temporal], not from the defaults.
@@ -324,12 +230,12 @@ def _temporal(raw: object, source: str) -> tuple[TemporalConfig, Mapping[str, Te
 
 def _section(default: D, raw: object, key: str, rule: str, source: str) -> D:
     if not isinstance(raw, dict):
-        raise _error(source, key, f"expected a table ([{key}]), got {_kind(raw)}")
+        raise _error(source, key, f"expected a table ([{key}]), got {describe_kind(raw)}")
     hints = _hints(type(default))
     names = _file_fields(type(default))
     changes: dict[str, Any] = {}
     for name, value in raw.items():
-        dotted, rule_key = f"{key}.{_key(name)}", f"{rule}.{name}"
+        dotted, rule_key = f"{key}.{toml_key(name)}", f"{rule}.{name}"
         if rule_key in _SECRETS:
             raise _error(source, dotted, _SECRETS[rule_key])
         if name not in names:
@@ -346,7 +252,7 @@ def _value(raw: object, hint: Any, current: object, key: str, rule: str, source:
     if origin is tuple:
         item = typing.get_args(hint)[0]
         if not isinstance(raw, list) or not raw:
-            raise _error(source, key, f"expected {_expected(hint, rule)}, got {_kind(raw)}")
+            raise _error(source, key, f"expected {expected(hint, rule)}, got {describe_kind(raw)}")
         return tuple(_scalar(v, item, f"{key}[{i}]", rule, source) for i, v in enumerate(raw))
     if origin is Mapping:
         return _enum_table(raw, hint, current, key, rule, source)
@@ -360,7 +266,7 @@ def _enum_table(
     left out keep their current value."""
     names, item = typing.get_args(hint)
     if not isinstance(raw, dict):
-        raise _error(source, key, f"expected {_expected(hint, rule)}, got {_kind(raw)}")
+        raise _error(source, key, f"expected {expected(hint, rule)}, got {describe_kind(raw)}")
     known = [member.value for member in names]
     merged: dict[StrEnum, object] = dict(current) if isinstance(current, Mapping) else {}
     for name, value in raw.items():
@@ -371,110 +277,19 @@ def _enum_table(
 
 
 def _scalar(raw: object, hint: Any, key: str, rule: str, source: str) -> object:
-    expected = _expected(hint, rule)
-    if hint is int or hint is float:
-        # TOML booleans are not numbers, and an integer setting does not silently truncate.
-        wrong = hint is int and isinstance(raw, float)
-        if wrong or isinstance(raw, bool) or not isinstance(raw, int | float):
-            raise _error(source, key, f"expected {expected}, got {_kind(raw)}")
-        if not math.isfinite(raw):
-            raise _error(source, key, f"{raw} is not a finite number; expected {expected}")
-        if not _RANGES.get(rule, _ANY).admits(raw):
-            raise _error(source, key, f"{raw!r} is out of range; expected {expected}")
-        return float(raw) if hint is float else raw
-    if hint is str and isinstance(raw, str) and raw.strip():
-        return raw
-    if hint is bool and isinstance(raw, bool):
-        return raw
-    if hint == (str | None) and isinstance(raw, str):
-        return raw or None
-    if isinstance(hint, type) and issubclass(hint, StrEnum):
-        if isinstance(raw, str) and raw in {member.value for member in hint}:
-            return hint(raw)
-        raise _error(source, key, f"{_kind(raw)} is not accepted; expected {expected}")
-    raise _error(source, key, f"expected {expected}, got {_kind(raw)}")
+    try:
+        return stored_scalar(raw, hint, key, rule)
+    except InvalidSetting as exc:
+        raise _error(source, exc.key, exc.reason) from None
 
 
 # -- checks across keys ----------------------------------------------------------------------------
 def check_config(config: Config, *, source: str = "config") -> None:
-    """Constraints between settings, which no single range can state."""
-    opt = config.optimizer
-    if opt.exploratory_threshold > opt.precise_threshold:
-        raise _error(
-            source,
-            "optimizer.exploratory_threshold",
-            f"{opt.exploratory_threshold:g} is above optimizer.precise_threshold "
-            f"({opt.precise_threshold:g}); it must be at most that",
-        )
-    windows = [("temporal", config.temporal)]
-    windows += [
-        (f"temporal.{NAMESPACES}.{_key(n)}", t) for n, t in config.namespace_temporal.items()
-    ]
-    for key, window in windows:
-        if window.few_months_to_days >= window.few_months_from_days:
-            raise _error(
-                source,
-                f"{key}.few_months_to_days",
-                f"{window.few_months_to_days} must be below few_months_from_days "
-                f'({window.few_months_from_days}): "a few months ago" runs from '
-                "few_months_from_days ago to few_months_to_days ago",
-            )
-    graph = config.graph
-    if graph.multi_hop_max_hops < graph.max_hops:
-        raise _error(
-            source,
-            "graph.multi_hop_max_hops",
-            f"{graph.multi_hop_max_hops} is below graph.max_hops ({graph.max_hops}); "
-            "multi-hop queries may only walk further",
-        )
-    endpoint = config.rewrite.endpoint
-    if endpoint is not None and not re.match(r"https?://", endpoint):
-        raise _error(source, "rewrite.endpoint", f"{endpoint!r} is not an http:// or https:// URL")
-    _check_embed(config.embed, source)
-
-
-def _check_embed(embed: EmbedConfig, source: str) -> None:
-    """What each provider needs; a setting of another provider's is refused, not ignored."""
-    needs: dict[EmbedProvider, tuple[str, ...]] = {
-        EmbedProvider.MINILM: (),
-        EmbedProvider.ONNX: ("path",),
-        EmbedProvider.OPENAI: ("url", "model", "dim"),
-    }
-    takes: dict[EmbedProvider, tuple[str, ...]] = {
-        EmbedProvider.MINILM: (),
-        EmbedProvider.ONNX: ("path", "pooling", "max_tokens", "batch_size"),
-        EmbedProvider.OPENAI: (
-            "url",
-            "model",
-            "dim",
-            "api_key_env",
-            "batch_size",
-            "timeout_s",
-            "retries",
-        ),
-    }
-    provider = embed.provider
-    for name in needs[provider]:
-        if not getattr(embed, name):
-            raise _error(source, f"embed.{name}", f'the "{provider}" provider needs it')
-    default = EmbedConfig()
-    for field in fields(EmbedConfig):
-        if field.name == "provider" or field.name in takes[provider]:
-            continue
-        if getattr(embed, field.name) != getattr(default, field.name):
-            raise _error(
-                source, f"embed.{field.name}", f'not a setting of the "{provider}" provider'
-            )
-    if embed.url is not None and not re.match(r"https?://", embed.url):
-        raise _error(source, "embed.url", f"{embed.url!r} is not an http:// or https:// URL")
-    variable = embed.api_key_env
-    if variable is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
-        raise _error(
-            source,
-            "embed.api_key_env",
-            f"{variable!r} is not the name of an environment variable (the key itself never "
-            "goes in this file)",
-        )
+    """Constraints between settings, which no single range can state (a ``Config`` is checked
+    against them when made; this says so again under ``source``)."""
+    broken = constraint_broken(config)
+    if broken is not None:
+        raise _error(source, *broken)
 
 
 # -- writing ---------------------------------------------------------------------------------------
@@ -489,14 +304,14 @@ def config_to_toml(config: Config) -> str:
         if field.name == _NAMESPACE_FIELD:
             continue
         if not is_dataclass(value):
-            lines.append(f"{_key(_toml_name(field.name))} = {_format(value)}")
+            lines.append(f"{toml_key(_toml_name(field.name))} = {_format(value)}")
             continue
         comment = [f"# {line}" for line in _COMMENTS[field.name].splitlines()]
         tables += ["", *comment, f"[{field.name}]"]
         tables += _dump_table(field.name, value)
         if field.name == "temporal":
             for name, window in config.namespace_temporal.items():
-                where = f"temporal.{NAMESPACES}.{_key(name)}"
+                where = f"temporal.{NAMESPACES}.{toml_key(name)}"
                 tables += ["", f"[{where}]", *_dump_table("temporal", window)]
     return "\n".join(lines + tables) + "\n"
 
@@ -511,7 +326,7 @@ def _dump_table(key: str, section: Any) -> list[str]:
         value = getattr(section, field.name)
         if isinstance(value, Mapping):
             tables += ["", f"[{key}.{name}]"]
-            tables += [f"{_key(str(k))} = {_format(v)}" for k, v in value.items()]
+            tables += [f"{toml_key(str(k))} = {_format(v)}" for k, v in value.items()]
         else:
             scalars.append(f"{name} = {_format(value)}")
     return scalars + tables
@@ -523,28 +338,12 @@ def _format(value: object) -> str:
     if value is None:
         return '""'
     if isinstance(value, str):
-        return _quote(value)
+        return quote(value)
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, tuple):
         return "[" + ", ".join(_format(v) for v in value) + "]"
     raise TypeError(f"no TOML form for {type(value).__name__}")
-
-
-def _quote(text: str) -> str:
-    escaped = []
-    for char in text:
-        if char in '"\\':
-            escaped.append("\\" + char)
-        elif char < " " or char == "\x7f":
-            escaped.append(f"\\u{ord(char):04x}")
-        else:
-            escaped.append(char)
-    return '"' + "".join(escaped) + '"'
-
-
-def _key(name: str) -> str:
-    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else _quote(name)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -564,44 +363,6 @@ def _toml_name(field_name: str) -> str:
     return field_name.rstrip("_")
 
 
-def _expected(hint: Any, rule: str) -> str:
-    bounds = _RANGES.get(rule, _ANY).describe()
-    origin = typing.get_origin(hint)
-    if origin is tuple:
-        return f"a non-empty array of numbers{bounds}"
-    if origin is Mapping:
-        names, item = typing.get_args(hint)
-        keys = ", ".join(member.value for member in names)
-        return f"a table keyed by {keys} whose values are {_expected(item, rule)}s"
-    if hint is bool:
-        return "true or false"
-    if hint is int:
-        return f"an integer{bounds}"
-    if hint is float:
-        return f"a number{bounds}"
-    if isinstance(hint, type) and issubclass(hint, StrEnum):
-        return "one of " + ", ".join(f'"{member.value}"' for member in hint)
-    if hint is str:
-        return "a non-empty string"
-    return 'a string ("" for none)'
-
-
-def _kind(raw: object) -> str:
-    if isinstance(raw, bool):
-        return f"the boolean {'true' if raw else 'false'}"
-    if isinstance(raw, int):
-        return f"the integer {raw}"
-    if isinstance(raw, float):
-        return f"the number {raw!r}"
-    if isinstance(raw, str):
-        return f"the string {_quote(raw)}"
-    if isinstance(raw, list):
-        return "an array" if raw else "an empty array"
-    if isinstance(raw, dict):
-        return "a table"
-    return f"a TOML {type(raw).__name__}"  # dates and times
-
-
 def _error(source: str, key: str, message: str) -> ConfigError:
     return ConfigError(f"{source}: {key}: {message}")
 
@@ -617,7 +378,7 @@ def _unknown(
 ) -> ConfigError:
     """Name the unknown key, the closest known one (a typo is the usual cause) and them all.
     Top-level tables are spelled as TOML writes them: ``[optimizer]``."""
-    dotted = f"{prefix}.{_key(name)}" if prefix else f"[{name}]" if table else _key(name)
+    dotted = f"{prefix}.{toml_key(name)}" if prefix else f"[{name}]" if table else toml_key(name)
     close = difflib.get_close_matches(name, known, n=1)
     if moved or not close:
         advice = f"; {moved}" if moved else ""

@@ -22,6 +22,10 @@ DIM = 384
 # The sentence-transformers config of this model truncates at 256 word pieces.
 MAX_TOKENS = 256
 BATCH_SIZE = 64
+# Word pieces (padding included) run at once: a batch's attention grows with its texts times
+# their length squared (64 texts of 256 pieces in one batch took 1.5 GB). 64 chat turns of up
+# to 64 pieces still run together; texts of 256 pieces run 16 at a time.
+MAX_BATCH_TOKENS = 4096
 
 
 class MiniLMEmbedder:
@@ -63,6 +67,9 @@ class MiniLMEmbedder:
         # recall embeds its query while its other legs run on the same cores, which spinning
         # threads take from them; batches embed no slower without it.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # The CPU arena stays on: it keeps a batch's buffers for the next one (as large as
+        # the largest batch, which MAX_BATCH_TOKENS bounds); without it each batch allocates
+        # them again, which costs more CPU time than the memory it gives back (BENCHMARKS.md).
         try:
             session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         except Exception as exc:
@@ -89,12 +96,34 @@ class MiniLMEmbedder:
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        for rows in _token_batches(mask.sum(axis=1)):
+            # Padding is on the right: cut to the longest text of the rows, the tokenizer's
+            # padding had it encoded them alone.
+            width = int(mask[rows].sum(axis=1).max())
+            out[rows] = self._infer(ids[rows, :width], mask[rows, :width])
+        return out
+
+    def _infer(self, ids: np.ndarray, mask: np.ndarray) -> Vectors:
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden = self._session.run(None, feeds)[0]
         # Mean pooling over real tokens, then L2 normalization: the sentence-transformers recipe.
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         return normalize_rows(pooled)
+
+
+def _token_batches(lengths: np.ndarray) -> list[slice]:
+    """Consecutive rows (sorted by length, near enough) whose padded size stays within
+    ``MAX_BATCH_TOKENS``: each batch as many texts as fit at its longest."""
+    out, start, longest = [], 0, 0
+    for row, length in enumerate(lengths.tolist()):
+        longest = max(longest, length)
+        if row > start and longest * (row - start + 1) > MAX_BATCH_TOKENS:
+            out.append(slice(start, row))
+            start, longest = row, length
+    out.append(slice(start, len(lengths)))
+    return out
 
 
 def _packaged_model() -> Path:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from fivefold.text import (
     COMMON_WORDS,
@@ -83,6 +83,36 @@ def extract_entities(text: str, known: Mapping[str, str] | None = None) -> list[
             canonical = known.get(normalize_name(word), word)
             found.setdefault(normalize_name(canonical), canonical)
     return [name for key, name in found.items() if key and _fits(name, key)]
+
+
+class _Asked(Mapping[str, str]):
+    """A catalog that knows no name and notes every key looked up in it."""
+
+    def __init__(self) -> None:
+        self.keys_asked: set[str] = set()
+
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        self.keys_asked.add(key)
+        return default
+
+    def __getitem__(self, key: str) -> str:
+        self.keys_asked.add(key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 1  # not empty: the known names' pass runs and asks its keys
+
+
+def lookup_keys(text: str) -> frozenset[str]:
+    """Every key ``extract_entities(text, known)`` looks up in ``known``, whatever it holds
+    (which keys are asked never depends on the answers): a write reads only these names of
+    its namespace, by key, instead of the whole catalog."""
+    asked = _Asked()
+    extract_entities(text, asked)
+    return frozenset(asked.keys_asked)
 
 
 def _fits(name: str, key: str) -> bool:

@@ -86,6 +86,12 @@ class Reads(Protocol):
         """Every entity name and alias of a namespace, for query-side resolution."""
         ...
 
+    def names_by_key(self, namespace: str, keys: Sequence[str]) -> Sequence[CatalogEntry]:
+        """The catalog's entries whose key is one of ``keys``, read by key (a small write
+        need not read a catalog of 10,000 names); each ``name`` is its entity's canonical
+        name, and an alias comes after a name of the same key."""
+        ...
+
     def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
         """The entities that a memory or an edge in ``scope`` names: a user must not learn,
         through query parsing, the names only another user's memories hold."""

@@ -5,7 +5,7 @@ the batch written in one transaction. Nothing is written until all of it is read
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +16,7 @@ from fivefold import validate
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput, NotFound
-from fivefold.extract.entities import extract_entities
+from fivefold.extract.entities import extract_entities, lookup_keys
 from fivefold.gate import Gate, gated
 from fivefold.read.args import RecallArgs
 from fivefold.store import Store
@@ -31,6 +31,9 @@ from fivefold.write.vectors import embed_text, unit_vectors
 
 # Memories forgotten a transaction at a time by ``forget_scope``, newest first.
 FORGET_BATCH = 500
+# A batch of at most this many memories reads the names it may link by key; a larger one reads
+# its namespace's catalog once (a bulk write looks up more keys than most catalogs hold).
+KEYED_BATCH = 16
 
 
 class Writer:
@@ -131,7 +134,8 @@ class Writer:
             return [], {}, now
         prepared: list[NewMemory] = []
         given: dict[int, Any] = {}
-        known: dict[Scope, dict[str, str]] = {}
+        known: dict[Scope, Mapping[str, str]] = {}
+        keyed = len(batch) <= KEYED_BATCH
         for position, item in enumerate(batch):
             if not isinstance(item, Mapping):
                 raise InvalidInput(f"must be a dict, got {type(item).__name__}", item=position)
@@ -139,7 +143,7 @@ class Writer:
             if VECTOR_FIELD in fields:
                 given[position] = fields.pop(VECTOR_FIELD)
             try:
-                prepared.append(self._prepare(fields, now, known))
+                prepared.append(self._prepare(fields, now, known, keyed=keyed))
             except InvalidInput as exc:
                 raise InvalidInput(str(exc), item=position) from exc
         dim = self._embedder.dim
@@ -165,7 +169,12 @@ class Writer:
                     )
 
     def _prepare(
-        self, fields: Mapping[str, Any], now: datetime, known: dict[Scope, dict[str, str]]
+        self,
+        fields: Mapping[str, Any],
+        now: datetime,
+        known: dict[Scope, Mapping[str, str]],
+        *,
+        keyed: bool,
     ) -> NewMemory:
         scope = validate.scope(
             fields.get("namespace", "default"),
@@ -174,7 +183,7 @@ class Writer:
             written=True,
         )
         if scope not in known:
-            known[scope] = self._known_names(scope)
+            known[scope] = NamesByKey(self._store, scope) if keyed else self._known_names(scope)
         return prepare(
             fields,
             known=known[scope],
@@ -206,6 +215,41 @@ class Writer:
             entries = [e for e in entries if e.entity_id in visible]
         canonical = {e.entity_id: e.name for e in entries if not e.is_alias}
         return {e.key: canonical.get(e.entity_id, e.name) for e in entries}
+
+
+class NamesByKey(Mapping[str, str]):
+    """The names of a scope a small write links to, read by key: the keys each text looks up
+    (``lookup_keys``) on the store's (namespace, key) index, instead of the whole catalog,
+    which every new name changes (a relation to a new entity read 10,000 names again). Called
+    with a text, it reads the keys of it not read yet; as a mapping, it holds what was read."""
+
+    def __init__(self, store: Store, scope: Scope) -> None:
+        self._store = store
+        self._scope = scope
+        self._read: set[str] = set()
+        self._found: dict[str, str] = {}
+
+    def __call__(self, text: str) -> Mapping[str, str]:
+        keys = sorted(lookup_keys(text) - self._read)
+        if keys:
+            self._read.update(keys)
+            entries = self._store.reads.names_by_key(self._scope.namespace, keys)
+            scope = self._scope
+            if entries and (scope.user_id is not None or scope.agent_id is not None):
+                ids = sorted({e.entity_id for e in entries})
+                visible = self._store.reads.visible_entities(scope, ids)
+                entries = [e for e in entries if e.entity_id in visible]
+            self._found.update((e.key, e.name) for e in entries)  # an alias last: it wins
+        return self
+
+    def __getitem__(self, key: str) -> str:
+        return self._found[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._found)
+
+    def __len__(self) -> int:
+        return len(self._found)
 
 
 def _asked_in(feedback: Feedback, scope: Scope) -> bool:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,7 +46,7 @@ VECTOR_FIELD = "vector"  # an item's precomputed embedding (``remember_many``)
 def prepare(
     item: Mapping[str, Any],
     *,
-    known: Mapping[str, str],
+    known: Mapping[str, str] | Callable[[str], Mapping[str, str]],
     now: datetime,
     default_importance: float,
     max_entities: int,
@@ -54,11 +54,11 @@ def prepare(
     unknown = set(item) - FIELDS
     if unknown:
         raise InvalidInput(f"unknown field(s) {sorted(unknown)}; accepted: {sorted(FIELDS)}")
-    content = validate.text(item.get("content"), "content").strip()
+    content = validate.stored_text(item.get("content"), "content").strip()
     created = validate.when(item.get("created_at"), "created_at") or now
     given_event = validate.when(item.get("event_at"), "event_at")
     given_type = validate.memory_type(item.get("type"))
-    predicate = validate.optional_text(
+    predicate = validate.optional_stored_text(
         item.get("predicate"), "predicate", max_chars=MAX_PREDICATE_CHARS
     )
     importance = item.get("importance")
@@ -84,7 +84,9 @@ def prepare(
     if predicate is None:
         predicate = infer_predicate(content)
     if entities is None:
-        entities = tuple(extract_entities(f"{content}\n{predicate or ''}", known))
+        text = f"{content}\n{predicate or ''}"
+        # A callable reads the names the text may link as they are needed (``NamesByKey``).
+        entities = tuple(extract_entities(text, known(text) if callable(known) else known))
     return NewMemory(
         content=content,
         type=mtype,

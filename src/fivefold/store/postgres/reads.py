@@ -17,6 +17,20 @@ from fivefold.store.shared.timeconv import from_ts
 from fivefold.store.shared.translate import translating_reads
 from fivefold.types import MemoryRecord, Scope
 
+# The catalog's entries of some keys, each with its entity's canonical name: a probe of the
+# (namespace, norm) keys per key asked, however many names the namespace holds; an alias after
+# a name of the same key, as in the whole catalog. (Here, not in schema.py, while that module
+# is being split.)
+_NAMES_BY_KEY = """
+SELECT id, name, norm, false FROM entities
+WHERE namespace = %(ns)s AND norm = ANY(%(keys)s::text[])
+UNION ALL
+SELECT a.entity_id, e.name, a.norm, true FROM aliases a
+JOIN entities e ON e.namespace = a.namespace AND e.id = a.entity_id
+WHERE a.namespace = %(ns)s AND a.norm = ANY(%(keys)s::text[])
+ORDER BY 4, 1
+"""
+
 
 @translating_reads
 class PostgresReads:
@@ -80,6 +94,13 @@ class PostgresReads:
         entries = [CatalogEntry(int(i), str(n), str(k), bool(a)) for i, n, k, a in rows]
         self._catalogs[namespace] = (version, entries)
         return entries
+
+    def names_by_key(self, namespace: str, keys: Sequence[str]) -> list[CatalogEntry]:
+        if not keys:
+            return []
+        with self._core.read() as conn:
+            rows = conn.execute(_NAMES_BY_KEY, {"ns": namespace, "keys": list(keys)}).fetchall()
+        return [CatalogEntry(int(i), str(n), str(k), bool(a)) for i, n, k, a in rows]
 
     def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
         if not entity_ids:

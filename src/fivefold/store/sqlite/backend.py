@@ -33,7 +33,10 @@ class SQLiteStore:
             self._created = files.create_file(
                 Path(path), files.meta(embedding_model, dim, settings.smoothing.tag)
             )
-        core = Core(path, embedding_model=embedding_model, dim=dim, settings=settings)
+        try:
+            core = Core(path, embedding_model=embedding_model, dim=dim, settings=settings)
+        except UnicodeDecodeError as exc:  # SQLite quoting damaged schema text
+            raise files.translate(exc, path, opened=False) from exc
         try:
             store_id = open_schema(core)
             # Only once the file is known to be ours: never switch a stranger's database to WAL.
@@ -42,7 +45,7 @@ class SQLiteStore:
                 synced = "FULL" if settings.write.durable else "NORMAL"  # (``WriteConfig``)
                 core.conn.execute(f"PRAGMA synchronous = {synced}")
             core.attach(store_id)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             core.conn.close()
             raise files.translate(exc, path, opened=False) from exc
         except BaseException:

@@ -24,6 +24,8 @@ def check_database(conn: sqlite3.Connection) -> Finding:
         rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check")]
     except sqlite3.DatabaseError as exc:  # damage the check itself cannot read past
         rows = [str(exc)]
+    except UnicodeDecodeError as exc:  # SQLite's message quoting schema text that is not UTF-8
+        rows = [f"schema text is not UTF-8: {bytes(exc.object).decode('utf-8', 'replace')}"]
     if rows == ["ok"]:
         return Finding("database", True, "pages and rows consistent")
     # A row can hold several lines, under a "*** in database main ***" heading: one line here.

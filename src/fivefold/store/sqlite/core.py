@@ -5,7 +5,6 @@ errors into the store's words."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
@@ -22,6 +21,7 @@ from fivefold.store.sqlite import files, schema, vector_sync
 from fivefold.store.sqlite.checkpoint import Checkpointer
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.store.sqlite.dense import NamespaceIndex
+from fivefold.store.sqlite.graph_saves import GraphSaves
 from fivefold.store.sqlite.lexical import LexicalIndexes
 from fivefold.store.sqlite.writer import Writer
 
@@ -56,6 +56,7 @@ class Core:
         # How dense indexes were brought up to date, for tests and `fivefold doctor`.
         self.catch_ups = 0
         self.reloads = 0
+        self.graph_saves = GraphSaves()
         # The graph and temporal legs' connection (``walk``), on a file only.
         self._side: sqlite3.Connection | None = None
         self._side_lock = threading.Lock()
@@ -81,12 +82,7 @@ class Core:
     def close(self) -> None:
         with self.lock:
             for namespace, index in self.dense.items():
-                path = self.hnsw_path(namespace)
-                if path is not None and index.uses_hnsw and index.hnsw_dirty:
-                    # The graph is derived: if it cannot be saved (disk full), the next open
-                    # patches the last saved one from the log, or builds it again.
-                    with contextlib.suppress(OSError, RuntimeError):
-                        index.save_hnsw(path, self.store_id)
+                self.save_graph(namespace, index)
             try:
                 self.lexical.close()
             finally:
@@ -102,7 +98,7 @@ class Core:
     def translate(self, exc: BaseException) -> FivefoldError | None:
         """SQLite's errors name the file; a stored value that cannot be decoded (a damaged page
         met mid-recall: 'dvent' for 'event' after a flipped bit) is a store problem too."""
-        if isinstance(exc, sqlite3.Error):
+        if isinstance(exc, sqlite3.Error | UnicodeDecodeError):
             return files.translate(exc, self.path)
         if isinstance(exc, ValueError | TypeError | KeyError | IndexError | OverflowError):
             return StoreError(
@@ -135,7 +131,7 @@ class Core:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         try:
             return self.conn.execute(sql, params)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise files.translate(exc, self.path, opened=self.opened) from exc
 
     @contextmanager
@@ -159,7 +155,7 @@ class Core:
             except BaseException as exc:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.DatabaseError):
+                if isinstance(exc, sqlite3.DatabaseError | UnicodeDecodeError):
                     raise files.translate(exc, self.path) from exc
                 raise
 
@@ -202,7 +198,7 @@ class Core:
                 index.generation = vector_generation
                 self.catch_ups += 1
                 return index
-            index = vector_sync.load_index(
+            index, built = vector_sync.load_index(
                 self.conn,
                 namespace,
                 dim=self.dim,
@@ -214,7 +210,17 @@ class Core:
             )
             self.reloads += 1
             self.dense[namespace] = index
+            if built:
+                self.save_graph(namespace, index)
             return index
+
+    def save_graph(self, namespace: str, index: NamespaceIndex) -> None:
+        """Save a graph built or changed since it was last saved, where saves are possible;
+        a failure (a full disk) leaves it in memory and is never the caller's
+        (``GraphSaves``)."""
+        path = self.hnsw_path(namespace)
+        if path is not None and index.uses_hnsw and index.hnsw_dirty:
+            self.graph_saves.save(namespace, index, path, self.store_id)
 
     def hnsw_path(self, namespace: str) -> Path | None:
         if self.path == ":memory:" or self.read_only:

@@ -162,22 +162,34 @@ class NamespaceIndex:
         # (the last rename wins; a graph paired with another's description fails its checksum).
         unique = f"{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         staging = path.with_name(f"{path.name}.{unique}")
-        self._hnsw.save(str(staging))  # type: ignore[attr-defined]
-        _fsync(staging)
-        digest = _checksum(staging)
-        os.replace(staging, path)
-        meta = {
-            "store": store_id,
-            "log_seq": self.log_seq,
-            "count": len(self._pos),
-            "blake2b": digest,
-            "build": GRAPH_BUILD,
-        }
         meta_staging = path.with_name(f"{path.stem}.json.{unique}")
-        meta_staging.write_text(json.dumps(meta), encoding="utf-8")
-        _fsync(meta_staging)
-        os.replace(meta_staging, path.with_suffix(".json"))
+        try:
+            self._hnsw.save(str(staging))  # type: ignore[attr-defined]
+            _fsync(staging)
+            digest = _checksum(staging)
+            os.replace(staging, path)
+            meta = {
+                "store": store_id,
+                "log_seq": self.log_seq,
+                "count": len(self._pos),
+                "blake2b": digest,
+                "build": GRAPH_BUILD,
+            }
+            meta_staging.write_text(json.dumps(meta), encoding="utf-8")
+            _fsync(meta_staging)
+            os.replace(meta_staging, path.with_suffix(".json"))
+        except BaseException:
+            # A failed save (a full disk) leaves no partial file behind: each one would take
+            # the space a later save needs.
+            for left in (staging, meta_staging):
+                with contextlib.suppress(OSError):
+                    left.unlink(missing_ok=True)
+            raise
         self.hnsw_dirty = False
+
+    def hnsw_size(self) -> int:
+        """The bytes a save of the graph writes (0 without one)."""
+        return 0 if self._hnsw is None else int(self._hnsw.serialized_length)  # type: ignore[attr-defined]
 
     def load_hnsw(self, path: Path, store_id: str, *, any_build: bool = False) -> int | None:
         """Adopt a graph this store saved, if its checksum holds (and it was built on one

@@ -51,6 +51,9 @@ def connect(path: str) -> tuple[sqlite3.Connection, bool]:
         conn.execute("PRAGMA schema_version").fetchone()
         conn.execute("PRAGMA foreign_keys = ON")
         _ensure_math(conn)
+    except UnicodeDecodeError as exc:
+        conn.close()
+        raise translate(exc, path, opened=False) from exc
     except sqlite3.Error as exc:
         conn.close()
         if "file is not a database" in str(exc) and not _sqlite_magic(Path(path)):
@@ -234,11 +237,19 @@ class Damaged(NotAFivefoldStore):
     pages of when the store cannot open."""
 
 
-def translate(exc: sqlite3.Error, path: str, *, opened: bool = True) -> StoreError:
+def translate(
+    exc: sqlite3.Error | UnicodeDecodeError, path: str, *, opened: bool = True
+) -> StoreError:
     """``exc`` as the store's error; ``opened``: the store had opened (one that did not is
-    checked by `fivefold doctor` without opening it: its pages only)."""
-    message = str(exc)
-    if "file is not a database" in message or "malformed" in message:
+    checked by `fivefold doctor` without opening it: its pages only). A ``UnicodeDecodeError``
+    is SQLite's message quoting schema text that is not UTF-8: the schema is damaged."""
+    if isinstance(exc, UnicodeDecodeError):
+        quoted = bytes(exc.object).decode("utf-8", "replace")
+        message, damaged = f"schema text is not UTF-8: {quoted}", True
+    else:
+        message = str(exc)
+        damaged = "file is not a database" in message or "malformed" in message
+    if damaged:
         checks = "`fivefold doctor` checks it" if opened else "`fivefold doctor` checks its pages"
         return Damaged(
             f"{path} is damaged or not a fivefold store ({message}); {checks}, and a backup or a "

@@ -84,6 +84,14 @@ class SQLiteReads:
         rows = self._core.conn.execute(schema.SELECT_CATALOG, (namespace, namespace))
         return [CatalogEntry(int(i), name, norm, bool(a)) for i, name, norm, a in rows]
 
+    def names_by_key(self, namespace: str, keys: Sequence[str]) -> list[CatalogEntry]:
+        if not keys:
+            return []
+        args = {"ns": namespace, "keys": json.dumps(list(keys))}
+        with self._core.lock:
+            rows = self._core.conn.execute(schema.SELECT_NAMES_BY_KEY, args).fetchall()
+        return [CatalogEntry(int(i), name, norm, bool(a)) for i, name, norm, a in rows]
+
     def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
         """Each entity a memory or an edge of ``scope`` names: asked an entity at a time, and
         answered by the first such row (every mention and edge of a popular name was read)."""

@@ -308,6 +308,17 @@ SELECT id, name, norm, 0 FROM entities WHERE namespace = ?
 UNION ALL
 SELECT entity_id, alias, norm, 1 FROM aliases WHERE namespace = ?
 """
+# The catalog's entries of some keys, each with its entity's canonical name: a probe of the
+# (namespace, norm) keys per key asked, however many names the namespace holds. Names first,
+# then aliases (an alias wins over a name of the same key, as in the whole catalog).
+SELECT_NAMES_BY_KEY = """
+SELECT id, name, norm, 0 FROM entities
+WHERE namespace = :ns AND norm IN (SELECT value FROM json_each(:keys))
+UNION ALL
+SELECT a.entity_id, e.name, a.norm, 1 FROM aliases a JOIN entities e ON e.id = a.entity_id
+WHERE a.namespace = :ns AND a.norm IN (SELECT value FROM json_each(:keys))
+ORDER BY 4, 1
+"""
 
 # ``fivefold doctor``: mentions whose type is not their memory's, and their repair.
 MISTYPED_MENTIONS = (

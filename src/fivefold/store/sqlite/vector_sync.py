@@ -102,9 +102,10 @@ def load_index(
     saved: Path | None,
     store_id: str,
     logged: bool,
-) -> NamespaceIndex:
+) -> tuple[NamespaceIndex, bool]:
     """The namespace read whole; above the HNSW threshold its saved graph is adopted and
-    patched from the log when it can be, else built (and saved)."""
+    patched from the log when it can be, else built: then True, for the caller to save it (an
+    adopted graph's patches are saved at close)."""
     index = NamespaceIndex(dim, config, generation)
     index.log_seq = int(conn.execute(schema.VECTOR_LOG_BOUNDS).fetchone()[1]) if logged else 0
     held = conn.execute(
@@ -131,9 +132,8 @@ def load_index(
     )
     if large and not adopted:
         index.build_hnsw()
-        if saved is not None:
-            index.save_hnsw(saved, store_id)
-    return index
+        return index, True
+    return index, False
 
 
 def _adopt(
