@@ -57,6 +57,7 @@ class _Cli(click.Group):
         "mcp": ("fivefold.cli.serve", "mcp"),
         "keys": ("fivefold.cli.serve", "keys"),
         "reembed": ("fivefold.cli.reembed", "reembed_command"),
+        "export": ("fivefold.cli.scoped", "export_command"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -235,7 +236,7 @@ def forget(ctx: click.Context, /, memory_id: int, namespace: str) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["auto", "jsonl", "locomo"]),
+    type=click.Choice(["auto", "jsonl", "chat", "export", "locomo"]),
     default="auto",
     show_default=True,
 )
@@ -266,11 +267,22 @@ def import_(
     on_error: Literal["stop", "skip"],
     again: bool,
 ) -> None:
-    """Import memories from a JSONL file (one remember() record per line) or LoCoMo JSON.
-    Each batch is one transaction; a bad record is reported with its line number. Run again
-    (after an interrupt, a fixed line, or on a file that has grown), it starts after the
-    records an earlier import of them wrote to this store."""
+    """Import memories from a JSONL file (one remember() record per line, a chat per line,
+    or a `fivefold export`) or LoCoMo JSON. Each batch is one transaction; a bad record is
+    reported with its line number. Run again (after an interrupt, a fixed line, or on a file
+    that has grown), it starts after the records an earlier import of them wrote to this
+    store. Chats and exports are checked whole first: a bad line and nothing is imported."""
+    from fivefold.cli.chats import sniff
     from fivefold.cli.importers import ImportInterrupted, ImportReport, import_file
+
+    if fmt == "auto" and path.suffix.lower() in (".jsonl", ".ndjson"):
+        fmt = sniff(path)
+    if fmt in ("chat", "export"):
+        from fivefold.cli.scoped import import_whole
+
+        settings_of(ctx)  # a broken config file is said first
+        import_whole(ctx, path, fmt, namespace)
+        return
 
     report = ImportReport()  # filled as batches commit: read after an interrupt too
     checked = functools.partial(
