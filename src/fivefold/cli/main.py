@@ -58,6 +58,7 @@ class _Cli(click.Group):
         "keys": ("fivefold.cli.serve", "keys"),
         "reembed": ("fivefold.cli.reembed", "reembed_command"),
         "export": ("fivefold.cli.scoped", "export_command"),
+        "forget-scope": ("fivefold.cli.scoped", "forget_scope_command"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from fivefold import errors
-from fivefold.cli.context import open_memory, settings_of
+from fivefold.cli.context import open_memory, require_store, settings_of
 
 
 @click.command(name="export")
@@ -78,3 +78,57 @@ def import_whole(ctx: click.Context, path: Path, fmt: str, namespace: str | None
             lambda: opened.enter_context(open_memory(ctx)), path, namespace=namespace
         )
     click.echo(f"imported {written} memories (chat turns) from {path}")
+
+
+@click.command(name="forget-scope")
+@click.option("--namespace", "-n", required=True, help="The namespace.")
+@click.option("--user", "user_id", default=None, help="The user whose memories go.")
+@click.option("--agent", "agent_id", default=None, help="The agent whose memories go.")
+@click.option("--session", "session_id", default=None, help="Only this session's memories.")
+@click.option(
+    "--all-of-namespace",
+    "whole",
+    is_flag=True,
+    help="With no --user, --agent or --session: forget the whole namespace.",
+)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def forget_scope_command(
+    ctx: click.Context,
+    /,
+    namespace: str,
+    user_id: str | None,
+    agent_id: str | None,
+    session_id: str | None,
+    whole: bool,
+    yes: bool,
+) -> None:
+    """Forget every trace of a user, agent or session in a namespace (memories, the entities
+    only they named, edges, feedback); print how many memories were removed."""
+    narrowed = any(v is not None for v in (user_id, agent_id, session_id))
+    if not narrowed and not whole:
+        raise errors.InvalidInput(
+            "no --user, --agent or --session given: that is the whole namespace; "
+            "say --all-of-namespace to forget all of it"
+        )
+    if narrowed and whole:
+        raise errors.InvalidInput("--all-of-namespace takes no --user, --agent or --session")
+    require_store(ctx.obj["db"])
+    if not yes:
+        what = _scope_said(namespace, user_id, agent_id, session_id)
+        click.confirm(f"forget every memory of {what}?", abort=True, err=True)
+    with open_memory(ctx, existing=True) as mem:
+        removed = mem.forget_scope(
+            namespace, user_id=user_id, agent_id=agent_id, session_id=session_id
+        )
+    click.echo(f"forgot {removed} {'memory' if removed == 1 else 'memories'}")
+
+
+def _scope_said(
+    namespace: str, user_id: str | None, agent_id: str | None, session_id: str | None
+) -> str:
+    said = f"namespace {namespace!r}"
+    for name, value in (("user", user_id), ("agent", agent_id), ("session", session_id)):
+        if value is not None:
+            said += f", {name} {value!r}"
+    return said
