@@ -164,3 +164,31 @@ def test_the_page_works_where_the_browser_refuses_it_storage(
     page.fill("#query", "anything at all")
     page.click("#search button")
     page.locator("#status", has_text="memories in").wait_for()
+
+
+def test_a_superseded_hit_says_what_superseded_it_and_when(page: Any, keyed_server: Server) -> None:
+    stamp = uuid.uuid4().hex[:6]
+    headers = keyed_server.headers("beta")
+    old = httpx.post(
+        keyed_server.url + "/v1/memories",
+        json={"content": f"Ilse {stamp} lives in Graz", "event_at": "2026-01-05"},
+        headers=headers,
+    ).json()
+    new = httpx.post(
+        keyed_server.url + "/v1/memories",
+        json={
+            "content": f"Ilse {stamp} lives in Linz",
+            "event_at": "2026-02-10",
+            "supersedes": old["id"],
+        },
+        headers=headers,
+    ).json()
+    page.goto(keyed_server.url + "/")
+    page.fill("#key", keyed_server.tokens["beta"])
+    page.dispatch_event("#key", "change")
+    page.fill("#query", f"where did Ilse {stamp} live?")
+    page.click("#search button")
+    note = page.locator(f"#results li[data-id='{old['id']}'] .superseded")
+    note.wait_for()
+    assert note.inner_text() == f"superseded by #{new['id']} (2026-02-10)"
+    assert page.locator(f"#results li[data-id='{new['id']}'] .superseded").count() == 0

@@ -59,6 +59,7 @@ class _Cli(click.Group):
         "reembed": ("fivefold.cli.reembed", "reembed_command"),
         "export": ("fivefold.cli.scoped", "export_command"),
         "forget-scope": ("fivefold.cli.scoped", "forget_scope_command"),
+        "history": ("fivefold.cli.scoped", "history_command"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -174,7 +175,10 @@ def recall(
             if as_json:
                 click.echo(json.dumps(explanation_json(explanation), indent=2))
             else:
-                print_explanation(Console(), explanation)
+                # The hits' records, for the memory that superseded each (explain has no such).
+                scope = {k: opts[k] for k in ("namespace", "user_id", "agent_id")}
+                records = {h.id: mem.get(h.id, **scope) for h in explanation.hits}
+                print_explanation(Console(), explanation, records)
             return
         result = mem.recall(query, types=list(types) or None, **opts)
     if as_json:

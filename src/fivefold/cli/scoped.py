@@ -11,6 +11,7 @@ import click
 
 from fivefold import errors
 from fivefold.cli.context import open_memory, require_store, settings_of
+from fivefold.cli.render import superseded_note
 
 
 @click.command(name="export")
@@ -132,3 +133,22 @@ def _scope_said(
         if value is not None:
             said += f", {name} {value!r}"
     return said
+
+
+@click.command(name="history")
+@click.argument("memory_id", type=int)
+@click.option("--namespace", "-n", default="default", show_default=True)
+@click.option("--user", "user_id", default=None, help="User id scope.")
+@click.option("--agent", "agent_id", default=None, help="Agent id scope.")
+@click.pass_context
+def history_command(
+    ctx: click.Context, /, memory_id: int, namespace: str, user_id: str | None, agent_id: str | None
+) -> None:
+    """Print the supersession chain of MEMORY_ID, oldest first."""
+    with open_memory(ctx, existing=True) as mem:
+        chain = mem.history(memory_id, namespace=namespace, user_id=user_id, agent_id=agent_id)
+    for record in chain:
+        mark = "*" if record.id == memory_id else " "
+        note = superseded_note(record)
+        when = (record.event_at or record.created_at).date().isoformat()  # when it held from
+        click.echo(f"{mark} #{record.id} {when} {record.content}" + (f"  ({note})" if note else ""))
