@@ -83,6 +83,7 @@ def _snapshot(memory: Memory) -> dict[str, Any]:
         ids = sorted(r.id for r in memory.browse(namespace=ns, limit=1000))
         place = {memory_id: n for n, memory_id in enumerate(ids)}
         records = [memory.get(i, namespace=ns) for i in ids]
+        whys = memory.store.admin.supersession_reasons(ns, ids)
         out[ns] = {
             "memories": [
                 {
@@ -97,6 +98,7 @@ def _snapshot(memory: Memory) -> dict[str, Any]:
                 for e in memory.store.admin.relations(ns)
             ],
             "aliases": sorted(memory.store.admin.aliases(ns)),
+            "why": {place[i]: why for i, why in whys.items()},
         }
     return out
 
@@ -117,6 +119,7 @@ def test_export_then_import_gives_an_equal_store(
     chain = [m for m in after["acme"]["memories"] if m["content"].startswith("I live")]
     assert [m["superseded_by"] is not None for m in chain] == [True, True, False]
     assert all(m["valid_to"] is not None for m in chain[:2])
+    assert list(after["acme"]["why"].values()) == ["said outright", "said outright"]
     tea = [m for m in after["acme"]["memories"] if m["content"] == "I drink tea"]
     assert [m["seen"] for m in tea] == [2]
     assert tea[0]["last_seen_at"] is not None

@@ -3,7 +3,7 @@ that ``fivefold import`` reads back into an equal store.
 
 The first line is a header (``{"kind": "header", "format": "fivefold-export", ...}``); then
 one ``memory`` line per memory, oldest first, with every field and its history (how often it
-was said and when last, and the memory that superseded it and from when); then the
+was said and when last, and the memory that superseded it, from when and why); then the
 ``relation`` lines (``relate``'s edges) and, for a whole namespace, its ``alias`` lines. Ids
 are the source's own, which the destination does not take: a line names another memory by its
 position among the file's memory lines (0 the first).
@@ -102,9 +102,12 @@ def export_store(mem: Memory, out: IO[str], scope: ExportScope) -> Counts:
         for start in range(0, len(ids), PAGE):
             page = ids[start : start + PAGE]
             records = store.reads.get_memories(ns, page)
+            replaced = [i for i, r in records.items() if r.superseded_by is not None]
+            reasons = store.admin.supersession_reasons(ns, replaced)
             for memory_id in page:
                 if (record := records.get(memory_id)) is not None:
-                    _line(out, _memory_line(record, position(ns, record.superseded_by)))
+                    successor = position(ns, record.superseded_by)
+                    _line(out, _memory_line(record, successor, reasons.get(memory_id)))
     relations = aliases = 0
     for ns, _ in listed:
         for edge in store.admin.relations(ns):
@@ -139,7 +142,9 @@ def _admits(scope: ExportScope, namespace: str, user: str | None, agent: str | N
     return Scope(namespace, scope.user_id, scope.agent_id).admits(namespace, user, agent)
 
 
-def _memory_line(record: MemoryRecord, superseded_by: int | None) -> dict[str, Any]:
+def _memory_line(
+    record: MemoryRecord, superseded_by: int | None, why: str | None
+) -> dict[str, Any]:
     # A successor outside the export (another session) is not named: the copy is current.
     replaced = superseded_by is not None
     return {
@@ -161,6 +166,7 @@ def _memory_line(record: MemoryRecord, superseded_by: int | None) -> dict[str, A
         "last_seen_at": _iso(record.last_seen_at),
         "superseded_by": superseded_by,
         "valid_to": _iso(record.valid_to) if replaced else None,
+        "why": why if replaced else None,
     }
 
 
