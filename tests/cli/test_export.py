@@ -258,3 +258,12 @@ def test_a_malformed_chat_names_its_line_and_nothing_is_imported(
     assert f"line 2: {said}" in result.stderr
     assert "nothing imported" in result.stderr
     assert not db.exists()  # checked whole before the store is made
+
+
+def test_chats_take_no_skipping(tmp_path: Path) -> None:
+    path = tmp_path / "chats.jsonl"
+    path.write_text(_chat("s1", {"role": "user", "content": "fine"}) + "\n")
+    args = ["--db", str(tmp_path / "c.db"), "import", str(path), "--on-error", "skip"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert "--on-error skip does not apply to --format chat" in result.stderr

@@ -286,7 +286,9 @@ def import_(
         from fivefold.cli.scoped import import_whole
 
         settings_of(ctx)  # a broken config file is said first
-        import_whole(ctx, path, fmt, namespace)
+        if on_error == "skip":  # checked whole: a bad line stops it with nothing written
+            raise errors.InvalidInput(f"--on-error skip does not apply to --format {fmt}")
+        import_whole(ctx, path, fmt, namespace, batch_size=batch_size)
         return
 
     report = ImportReport()  # filled as batches commit: read after an interrupt too

@@ -53,7 +53,9 @@ def export_command(
     )
 
 
-def import_whole(ctx: click.Context, path: Path, fmt: str, namespace: str | None) -> None:
+def import_whole(
+    ctx: click.Context, path: Path, fmt: str, namespace: str | None, *, batch_size: int
+) -> None:
     """``import`` of an export or of chats: checked whole, then written (see their modules)."""
     if fmt == "export":
         from fivefold.cli.export import import_export
@@ -66,6 +68,7 @@ def import_whole(ctx: click.Context, path: Path, fmt: str, namespace: str | None
                 lambda: opened.enter_context(open_memory(ctx)),
                 path,
                 max_entities=settings_of(ctx).write.max_entities,
+                batch=batch_size,
             )
         click.echo(
             f"imported {counts.memories} memories, {counts.relations} relations and "
