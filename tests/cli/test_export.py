@@ -123,6 +123,13 @@ def test_export_then_import_gives_an_equal_store(
     tea = [m for m in after["acme"]["memories"] if m["content"] == "I drink tea"]
     assert [m["seen"] for m in tea] == [2]
     assert tea[0]["last_seen_at"] is not None
+    # What each memory states a value of came over too: a newer statement replaces the
+    # current one in the copy as it does in the source.
+    for memory in (source, target):
+        moved = memory.remember("I live in Faro", namespace="acme", user_id="u1")
+        braga = [r for r in memory.browse(namespace="acme", user_id="u1") if "Braga" in r.content]
+        assert braga[0].superseded_by == moved.id
+        memory.forget(moved.id, namespace="acme")
     newest = target.recall("Braga", namespace="acme", user_id="u1").hits[0].memory
     assert newest.content == "I live in Braga"
     chain = target.history(newest.id, namespace="acme")

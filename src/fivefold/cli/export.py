@@ -18,7 +18,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -32,6 +32,8 @@ from fivefold.store.protocol import Store
 from fivefold.store.records import NewEdge, NewMemory
 from fivefold.text import repeat_key
 from fivefold.types import MemoryRecord, Scope
+from fivefold.write.frames import slot_keys
+from fivefold.write.history import statement
 from fivefold.write.prepare import MAX_PREDICATE_CHARS
 from fivefold.write.relations import alias_of, relation_of
 from fivefold.write.vectors import embed_text
@@ -397,6 +399,11 @@ def _memory(value: Mapping[str, Any], max_entities: int) -> _Read:
         # One saying less when it was said again later: the import says it then, once more.
         seen=seen - 1 if seen > 1 and last_seen is not None else seen,
     )
+    if (
+        session is None
+    ):  # what it states a value of, as a write reads it: a later one may replace it
+        said = statement(memory.content, memory.said_at)
+        memory = replace(memory, slots=slot_keys(said.frames))
     replaced = value.get("superseded_by")
     why = value.get("why")
     if why is not None and not isinstance(why, str):
