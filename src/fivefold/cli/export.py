@@ -399,9 +399,8 @@ def _memory(value: Mapping[str, Any], max_entities: int) -> _Read:
         # One saying less when it was said again later: the import says it then, once more.
         seen=seen - 1 if seen > 1 and last_seen is not None else seen,
     )
-    if (
-        session is None
-    ):  # what it states a value of, as a write reads it: a later one may replace it
+    # What it states a value of, as a write reads it: a later statement may replace it.
+    if session is None:
         said = statement(memory.content, memory.said_at)
         memory = replace(memory, slots=slot_keys(said.frames))
     replaced = value.get("superseded_by")
