@@ -21,7 +21,7 @@ from tests.serve.conftest import Server
 
 import fivefold
 
-TOOLS = {"remember", "recall", "relate", "forget", "explain", "feedback"}
+TOOLS = {"remember", "recall", "relate", "forget", "forget_scope", "explain", "feedback"}
 
 
 def _data(result: Any) -> dict[str, Any]:
@@ -381,3 +381,39 @@ def test_remember_takes_what_the_http_api_takes(keyed_server: Server) -> None:
         assert over_mcp[name] == posted[name], name
     assert (over_mcp["importance"], over_mcp["predicate"]) == (0.9, "prefers")
     assert over_mcp["metadata"] == {"source": "chat", "turn": 3}
+
+
+def test_forget_scope_stays_inside_the_servers_binding(tmp_path: Path) -> None:
+    """As ``fivefold mcp -n team --user u1`` binds it: that user's memories go, another
+    user's are refused, and no call forgets a whole namespace."""
+    from fivefold.serve.mcp import build_server, fixed_scope
+
+    with fivefold.Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as memory:
+        memory.remember_many(
+            [
+                {"content": f"note {n}", "namespace": "team", "user_id": user, "session_id": s}
+                for user in ("u1", "u2")
+                for n, s in enumerate(("a", "a", "b"))
+            ]
+        )
+        bound = build_server(lambda: memory, fixed_scope("team", "u1", None))
+        free = build_server(lambda: memory, fixed_scope("team", None, None))
+
+        async def main() -> list[Any]:
+            async with Client(bound) as client:
+                other = await client.call_tool("forget_scope", {"user_id": "u2"})
+                session = _data(await client.call_tool("forget_scope", {"session_id": "b"}))
+                rest = _data(await client.call_tool("forget_scope", {}))
+            async with Client(free) as client:
+                whole = await client.call_tool("forget_scope", {})
+            return [other, session, rest, whole]
+
+        other, session, rest, whole = asyncio.run(main())
+        assert other.is_error
+        assert "forbidden" in other.content[0].text
+        assert session == {"forgotten": 1}
+        assert rest == {"forgotten": 2}
+        assert whole.is_error
+        assert "a whole namespace is not forgotten over MCP" in whole.content[0].text
+        left = memory.browse(namespace="team")
+        assert sorted(r.user_id or "" for r in left) == ["u2", "u2", "u2"]

@@ -209,5 +209,33 @@ def test_the_key_field_and_a_stale_key_error(
     assert page.locator("#status").inner_text() == ""
     page.goto(open_server.url + "/")
     page.wait_for_function(
-        "document.getElementById('key').placeholder === 'none needed on this server'"
+        "document.getElementById('key')?.placeholder === 'none needed on this server'"
     )
+
+
+def test_a_superseded_hit_says_what_superseded_it_and_when(page: Any, keyed_server: Server) -> None:
+    stamp = uuid.uuid4().hex[:6]
+    headers = keyed_server.headers("beta")
+    old = httpx.post(
+        keyed_server.url + "/v1/memories",
+        json={"content": f"Ilse {stamp} lives in Graz", "event_at": "2026-01-05"},
+        headers=headers,
+    ).json()
+    new = httpx.post(
+        keyed_server.url + "/v1/memories",
+        json={
+            "content": f"Ilse {stamp} lives in Linz",
+            "event_at": "2026-02-10",
+            "supersedes": old["id"],
+        },
+        headers=headers,
+    ).json()
+    page.goto(keyed_server.url + "/")
+    page.fill("#key", keyed_server.tokens["beta"])
+    page.dispatch_event("#key", "change")
+    page.fill("#query", f"where did Ilse {stamp} live?")
+    page.click("#search button")
+    note = page.locator(f"#results li[data-id='{old['id']}'] .superseded")
+    note.wait_for()
+    assert note.inner_text() == f"superseded by #{new['id']} (2026-02-10)"
+    assert page.locator(f"#results li[data-id='{new['id']}'] .superseded").count() == 0

@@ -57,6 +57,9 @@ class _Cli(click.Group):
         "mcp": ("fivefold.cli.serve", "mcp"),
         "keys": ("fivefold.cli.serve", "keys"),
         "reembed": ("fivefold.cli.reembed", "reembed_command"),
+        "export": ("fivefold.cli.scoped", "export_command"),
+        "forget-scope": ("fivefold.cli.scoped", "forget_scope_command"),
+        "history": ("fivefold.cli.scoped", "history_command"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -172,7 +175,10 @@ def recall(
             if as_json:
                 click.echo(json.dumps(explanation_json(explanation), indent=2))
             else:
-                print_explanation(Console(), explanation)
+                # The hits' records, for the memory that superseded each (explain has no such).
+                scope = {k: opts[k] for k in ("namespace", "user_id", "agent_id")}
+                records = {h.id: mem.get(h.id, **scope) for h in explanation.hits}
+                print_explanation(Console(), explanation, records)
             return
         result = mem.recall(query, types=list(types) or None, **opts)
     if as_json:
@@ -235,7 +241,7 @@ def forget(ctx: click.Context, /, memory_id: int, namespace: str) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["auto", "jsonl", "locomo"]),
+    type=click.Choice(["auto", "jsonl", "chat", "export", "locomo"]),
     default="auto",
     show_default=True,
 )
@@ -266,11 +272,24 @@ def import_(
     on_error: Literal["stop", "skip"],
     again: bool,
 ) -> None:
-    """Import memories from a JSONL file (one remember() record per line) or LoCoMo JSON.
-    Each batch is one transaction; a bad record is reported with its line number. Run again
-    (after an interrupt, a fixed line, or on a file that has grown), it starts after the
-    records an earlier import of them wrote to this store."""
+    """Import memories from a JSONL file (one remember() record per line, a chat per line,
+    or a `fivefold export`) or LoCoMo JSON. Each batch is one transaction; a bad record is
+    reported with its line number. Run again (after an interrupt, a fixed line, or on a file
+    that has grown), it starts after the records an earlier import of them wrote to this
+    store. Chats and exports are checked whole first: a bad line and nothing is imported."""
+    from fivefold.cli.chats import sniff
     from fivefold.cli.importers import ImportInterrupted, ImportReport, import_file
+
+    if fmt == "auto" and path.suffix.lower() in (".jsonl", ".ndjson"):
+        fmt = sniff(path)
+    if fmt in ("chat", "export"):
+        from fivefold.cli.scoped import import_whole
+
+        settings_of(ctx)  # a broken config file is said first
+        if on_error == "skip":  # checked whole: a bad line stops it with nothing written
+            raise errors.InvalidInput(f"--on-error skip does not apply to --format {fmt}")
+        import_whole(ctx, path, fmt, namespace, batch_size=batch_size)
+        return
 
     report = ImportReport()  # filled as batches commit: read after an interrupt too
     checked = functools.partial(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -27,7 +28,17 @@ def record_json(record: MemoryRecord) -> dict[str, Any]:
         "agent_id": record.agent_id,
         "session_id": record.session_id,
         "metadata": dict(record.metadata),
+        "superseded_by": record.superseded_by,
+        "valid_to": record.valid_to.isoformat() if record.valid_to else None,
     }
+
+
+def superseded_note(record: MemoryRecord) -> str | None:
+    """ "superseded by #n (date)" of a memory something replaced; None of a current one."""
+    if record.superseded_by is None:
+        return None
+    since = f" ({record.valid_to.date().isoformat()})" if record.valid_to else ""
+    return f"superseded by #{record.superseded_by}{since}"
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:
@@ -128,7 +139,7 @@ def print_hits(console: Console, result: RecallResult) -> None:
             f"{hit.score:.4f}",
             str(hit.memory.id),
             hit.memory.type.value,
-            hit.memory.content,
+            _noted(hit.memory.content, superseded_note(hit.memory)),
             sources,
         )
     console.print(table)
@@ -139,7 +150,18 @@ def print_hits(console: Console, result: RecallResult) -> None:
     console.print(f"[dim]recall_id[/dim] {result.recall_id}", soft_wrap=True)
 
 
-def print_explanation(console: Console, explanation: Explanation) -> None:
+def _noted(content: str, note: str | None) -> str:
+    # Not in square brackets: rich would read those as a style.
+    return content if note is None else f"{content} · {note}"
+
+
+def print_explanation(
+    console: Console,
+    explanation: Explanation,
+    records: Mapping[int, MemoryRecord] | None = None,
+) -> None:
+    """``records``: the hits' memories by id, for what superseded them."""
+    records = records or {}
     query = query_json(explanation.query)
     console.print(f"[bold]query[/bold] {query['original']!r}")
     for key in ("terms", "entity_refs", "temporal_window", "predicate_hints", "negations"):
@@ -164,7 +186,7 @@ def print_explanation(console: Console, explanation: Explanation) -> None:
         )
         fusion.add_row(
             str(hit.id),
-            hit.content
+            _noted(hit.content, superseded_note(records[hit.id]) if hit.id in records else None)
             + (" [demoted]" if hit.demoted else "")
             + (" [matched through its session context]" if hit.via_context else ""),
             terms,

@@ -223,6 +223,29 @@ def build_server(
         return {"forgotten": memory_id}
 
     @tool
+    def forget_scope(
+        namespace: Namespace = None,
+        user_id: UserId = None,
+        agent_id: AgentId = None,
+        session_id: Annotated[
+            str | None, Field(description="Only this conversation's memories")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Forget everything of one user, agent or conversation for good: its memories, the
+        names only they mentioned, its relations and feedback. Call it only when the user
+        asks for all their data to be deleted. Returns how many memories were forgotten."""
+        scope = resolve(namespace, user_id, agent_id)
+        # Never a whole namespace from an agent's call: some user, agent or session must be
+        # named (by the call, or by the key or binding the server is held to).
+        if scope["user_id"] is None and scope["agent_id"] is None and session_id is None:
+            raise ToolError(
+                "bad_request: name the user_id, agent_id or session_id whose memories go; "
+                "a whole namespace is not forgotten over MCP"
+            )
+        forgotten = call(lambda: memory().forget_scope(**scope, session_id=session_id))
+        return {"forgotten": forgotten}
+
+    @tool
     def explain(
         query: Annotated[str, Field(description="The question to explain")],
         k: Annotated[int, Field(ge=1, le=50, description="How many memories")] = 5,

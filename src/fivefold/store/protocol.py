@@ -271,6 +271,10 @@ class Admin(Protocol):
         """(canonical name, alias) of every declared alias of the namespace."""
         ...
 
+    def supersession_reasons(self, namespace: str, ids: Sequence[int]) -> dict[int, str]:
+        """Why each of ``ids`` that was superseded was (for an export); the others left out."""
+        ...
+
     def held_namespaces(self) -> list[str]:
         """Every namespace holding anything (``HELD_NAMESPACES``), sorted."""
         ...

@@ -129,12 +129,25 @@ $("search").addEventListener("submit", async (event) => {
     const confidence = new Map(recalled.hits.map((hit) => [hit.memory.id, hit.confidence]));
     showPlan(explanation);
     $("results").replaceChildren(...explanation.hits.map((hit) => showHit(hit, confidence.get(hit.id))));
+    await noteSuperseded(explanation.hits);
     const engineMs = Object.values(explanation.timings).reduce((a, b) => a + b, 0);
     status(`${explanation.hits.length} memories in ${engineMs.toFixed(1)} ms of engine time`);
   } catch (error) {
     status(error.message, true);
   }
 });
+
+// Explain's hits carry no history: each hit's memory is read for the one that superseded it.
+async function noteSuperseded(hits) {
+  const params = new URLSearchParams(scope());
+  const memories = await Promise.all(hits.map((hit) => api("GET", `/v1/memories/${hit.id}?${params}`).catch(() => null)));
+  for (const memory of memories) {
+    if (!memory || memory.superseded_by == null) continue;
+    const since = memory.valid_to ? ` (${memory.valid_to.slice(0, 10)})` : "";
+    const item = $("results").querySelector(`li[data-id='${memory.id}']`);
+    if (item) item.append(element("p", `superseded by #${memory.superseded_by}${since}`, "superseded"));
+  }
+}
 
 function showMemory(memory) {
   const item = element("li");

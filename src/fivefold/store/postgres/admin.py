@@ -4,7 +4,7 @@ schema, every posting list decoded against the memories) and repairs, a copy's m
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -236,6 +236,15 @@ class PostgresAdmin:
         with self._core.read() as conn:
             rows = conn.execute(schema.SELECT_ALIASES, (namespace,)).fetchall()
         return [(str(name), str(alias)) for name, alias in rows]
+
+    def supersession_reasons(self, namespace: str, ids: Sequence[int]) -> dict[int, str]:
+        with self._core.read() as conn:
+            rows = conn.execute(
+                "SELECT id, supersession FROM memories WHERE namespace = %s AND supersession "
+                "IS NOT NULL AND id = ANY(%s::bigint[])",
+                (namespace, [int(i) for i in ids]),
+            ).fetchall()
+        return {int(i): str(why) for i, why in rows}
 
     def stats(self, namespace: str | None = None) -> StoreStats:
         where, params = (

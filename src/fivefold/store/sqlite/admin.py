@@ -4,7 +4,9 @@ and ids (``fivefold migrate``), export, upkeep of the lexical indexes, and the c
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from fivefold.errors import InvalidInput
@@ -137,6 +139,15 @@ class SQLiteAdmin:
         with self._core.lock:
             rows = self._core.conn.execute(schema.SELECT_ALIASES, (namespace,)).fetchall()
         return [(str(name), str(alias)) for name, alias in rows]
+
+    def supersession_reasons(self, namespace: str, ids: Sequence[int]) -> dict[int, str]:
+        with self._core.lock:
+            rows = self._core.conn.execute(
+                "SELECT id, supersession FROM memories WHERE namespace = ? AND supersession "
+                "IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
+                (namespace, json.dumps([int(i) for i in ids])),
+            ).fetchall()
+        return {int(i): str(why) for i, why in rows}
 
     def held_namespaces(self) -> list[str]:
         with self._core.lock:
