@@ -27,12 +27,12 @@ import numpy as np
 
 from fivefold import validate
 from fivefold.errors import InvalidInput
+from fivefold.extract.frames import slot_keys
 from fivefold.memory import Memory
 from fivefold.store.protocol import Store
 from fivefold.store.records import NewEdge, NewMemory
 from fivefold.text import repeat_key
 from fivefold.types import MemoryRecord, Scope
-from fivefold.write.frames import slot_keys
 from fivefold.write.history import statement
 from fivefold.write.prepare import MAX_PREDICATE_CHARS
 from fivefold.write.relations import alias_of, relation_of

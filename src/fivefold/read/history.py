@@ -16,12 +16,12 @@ from datetime import datetime
 
 import numpy as np
 
+from fivefold.extract.frames import frames
 from fivefold.read.fuse import Fused
 from fivefold.store.protocol import Reads, Store
 from fivefold.store.records import MemoryAttributes
 from fivefold.text import update_cue
 from fivefold.types import MemoryRecord, Scope
-from fivefold.write.frames import frames
 
 # A superseded memory keeps this share of its score for a question about the present: found
 # still, below what replaced it.

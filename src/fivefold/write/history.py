@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from fivefold.extract.frames import Statement, frames, slot_keys, supersedes
 from fivefold.store.protocol import Reads
 from fivefold.store.records import NewMemory, Supersedes
 from fivefold.types import MemoryRecord, Scope
-from fivefold.write.frames import Statement, frames, slot_keys, supersedes
 
 # Older memories of a slot weighed for each new one: the newest current ones.
 SLOT_CANDIDATES = 16

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 
-from fivefold.write import attributes as lex
-from fivefold.write import frame_copula as fc
-from fivefold.write import frame_habits as fh
-from fivefold.write import frame_rules as fr
-from fivefold.write import frame_verbs as fv
-from fivefold.write.frame_rules import Found, Rule
-from fivefold.write.phrases import Context, clauses, phrase
+from fivefold.extract import attributes as lex
+from fivefold.extract import frame_copula as fc
+from fivefold.extract import frame_habits as fh
+from fivefold.extract import frame_rules as fr
+from fivefold.extract import frame_verbs as fv
+from fivefold.extract.frame_rules import Found, Rule
+from fivefold.extract.phrases import Context, clauses, phrase
 
 _I = re.IGNORECASE
 

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from fivefold.extract.attributes import KIN, singular
+from fivefold.extract.frame_table import extract
+from fivefold.extract.values import same_value
 from fivefold.text import UPDATE_CUES, update_cue
-from fivefold.write.attributes import KIN, singular
-from fivefold.write.frame_table import extract
-from fivefold.write.values import same_value
 
 __all__ = ["Frame", "Statement", "Supersession", "frames", "slot_keys", "supersedes"]
 

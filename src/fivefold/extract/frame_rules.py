@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from fivefold.write import attributes as lex
-from fivefold.write.phrases import (
+from fivefold.extract import attributes as lex
+from fivefold.extract.phrases import (
     Context,
     Phrase,
     cut,
@@ -22,7 +22,7 @@ from fivefold.write.phrases import (
     words,
     words_value,
 )
-from fivefold.write.values import (
+from fivefold.extract.values import (
     amount_value,
     code_value,
     email_value,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 
-from fivefold.write import attributes as lex
-from fivefold.write.attributes import singular
-from fivefold.write.frame_rules import Found, _found, _place, _starts_with_when, thing_key
-from fivefold.write.phrases import Context, cut, phrase, words, words_value
-from fivefold.write.values import when_value
+from fivefold.extract import attributes as lex
+from fivefold.extract.attributes import singular
+from fivefold.extract.frame_rules import Found, _found, _place, _starts_with_when, thing_key
+from fivefold.extract.phrases import Context, cut, phrase, words, words_value
+from fivefold.extract.values import when_value
 
 _I = re.IGNORECASE
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from fivefold.write.frames import Statement, frames, slot_keys, supersedes
+from fivefold.extract.frames import Statement, frames, slot_keys, supersedes
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

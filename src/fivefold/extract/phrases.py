@@ -11,8 +11,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from fivefold.extract.attributes import KIN, QUALIFIERS, singular
 from fivefold.text import fold_accents
-from fivefold.write.attributes import KIN, QUALIFIERS, singular
 
 _WORD = re.compile(r"[^\W_]+")
 _ABBREVIATION = re.compile(r"\b(Dr|Dra|Mr|Mrs|Ms|St|Sr|Sra|Jr|No|Prof|vs|approx|Ave|Av)\.", re.I)

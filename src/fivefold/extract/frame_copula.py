@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
-from fivefold.write import attributes as lex
-from fivefold.write.frame_habits import process_status
-from fivefold.write.frame_rules import (
+from fivefold.extract import attributes as lex
+from fivefold.extract.frame_habits import process_status
+from fivefold.extract.frame_rules import (
     _DEVICES,
     _NAMES,
     _WHENS,
@@ -24,8 +24,17 @@ from fivefold.write.frame_rules import (
     _starts_with_when,
     thing_key,
 )
-from fivefold.write.phrases import Context, Phrase, cut, key, name_value, phrase, words, words_value
-from fivefold.write.values import amount_value, when_value
+from fivefold.extract.phrases import (
+    Context,
+    Phrase,
+    cut,
+    key,
+    name_value,
+    phrase,
+    words,
+    words_value,
+)
+from fivefold.extract.values import amount_value, when_value
 
 _I = re.IGNORECASE
 

@@ -7,15 +7,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from fivefold.text import update_cue
-from fivefold.write.frames import (
+from fivefold.extract.frames import (
     Frame,
     Statement,
     frames,
     slot_keys,
     supersedes,
 )
-from fivefold.write.values import same_value
+from fivefold.extract.values import same_value
+from fivefold.text import update_cue
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

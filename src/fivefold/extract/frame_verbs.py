@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 
-from fivefold.write import attributes as lex
-from fivefold.write import frame_rules as fr
-from fivefold.write.attributes import singular
-from fivefold.write.frame_rules import Found, Rule, _found, thing_key
-from fivefold.write.phrases import (
+from fivefold.extract import attributes as lex
+from fivefold.extract import frame_rules as fr
+from fivefold.extract.attributes import singular
+from fivefold.extract.frame_rules import Found, Rule, _found, thing_key
+from fivefold.extract.phrases import (
     Context,
     cut,
     key,
@@ -18,7 +18,7 @@ from fivefold.write.phrases import (
     words,
     words_value,
 )
-from fivefold.write.values import amount_value, when_parts, when_value
+from fivefold.extract.values import amount_value, when_parts, when_value
 
 _I = re.IGNORECASE
 
