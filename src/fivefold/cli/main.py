@@ -475,12 +475,7 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
             click.echo(f"interrupted: {said}", err=True)
             ctx.exit(130)
     for namespace, counts in report.namespaces.items():
-        mark = "ok" if counts.equal else "MISMATCH"
-        click.echo(
-            f"{mark}: namespace {namespace!r}: memories {counts.memories[0]} -> "
-            f"{counts.memories[1]}, entities {counts.entities[0]} -> {counts.entities[1]}, "
-            f"edges {counts.edges[0]} -> {counts.edges[1]}"
-        )
+        click.echo(counts.said(namespace))
     click.echo(
         f"relations {report.relations}, aliases {report.aliases}, feedback {report.feedback}, "
         f"models {report.models}; "

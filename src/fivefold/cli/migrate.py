@@ -42,6 +42,14 @@ class NamespaceCounts:
     def equal(self) -> bool:
         return all(a == b for a, b in (self.memories, self.entities, self.edges))
 
+    def said(self, namespace: str) -> str:
+        """The line a copy's verification prints for ``namespace``."""
+        return (
+            f"{'ok' if self.equal else 'MISMATCH'}: namespace {namespace!r}: memories "
+            f"{self.memories[0]} -> {self.memories[1]}, entities {self.entities[0]} -> "
+            f"{self.entities[1]}, edges {self.edges[0]} -> {self.edges[1]}"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class MigrationReport:

@@ -249,12 +249,7 @@ def reembed_command(
     if report.resumed_after is not None:
         click.echo(f"resumed after memory {report.resumed_after}")
     for namespace, counts in report.namespaces.items():
-        mark = "ok" if counts.equal else "MISMATCH"
-        click.echo(
-            f"{mark}: namespace {namespace!r}: memories {counts.memories[0]} -> "
-            f"{counts.memories[1]}, entities {counts.entities[0]} -> {counts.entities[1]}, "
-            f"edges {counts.edges[0]} -> {counts.edges[1]}"
-        )
+        click.echo(counts.said(namespace))
     click.echo(
         f"{report.copied} memories embedded with {report.model!r}; "
         f"{report.missing_vectors} without a vector; "

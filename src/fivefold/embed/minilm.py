@@ -59,17 +59,7 @@ class MiniLMEmbedder:
         tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
         tokenizer.enable_truncation(MAX_TOKENS)
         tokenizer.enable_padding()  # pad to the longest text of each batch, not to 128
-        options = ort.SessionOptions()
-        if self._threads:
-            options.intra_op_num_threads = self._threads
-        options.log_severity_level = 3
-        # ONNX Runtime's worker threads spin between the model's operators by default. A
-        # recall embeds its query while its other legs run on the same cores, which spinning
-        # threads take from them; batches embed no slower without it.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # The CPU arena stays on: it keeps a batch's buffers for the next one (as large as
-        # the largest batch, which MAX_BATCH_TOKENS bounds); without it each batch allocates
-        # them again, which costs more CPU time than the memory it gives back (BENCHMARKS.md).
+        options = session_options(self._threads)
         try:
             session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         except Exception as exc:
@@ -111,6 +101,25 @@ class MiniLMEmbedder:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         return normalize_rows(pooled)
+
+
+def session_options(threads: int | None) -> Any:
+    """ONNX Runtime's options for an embedding model, ``threads`` for its operators (None: its
+    own choice)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    options.log_severity_level = 3
+    # ONNX Runtime's worker threads spin between the model's operators by default. A recall
+    # embeds its query while its other legs run on the same cores, which spinning threads take
+    # from them; batches embed no slower without it.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # The CPU arena stays on: it keeps a batch's buffers for the next one (as large as the
+    # largest batch, which MAX_BATCH_TOKENS bounds); without it each batch allocates them
+    # again, which costs more CPU time than the memory it gives back (BENCHMARKS.md).
+    return options
 
 
 def _token_batches(lengths: np.ndarray) -> list[slice]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from fivefold.config import Pooling
 from fivefold.embed.base import Vectors, normalize_rows
+from fivefold.embed.minilm import session_options
 from fivefold.errors import EmbedderError
 
 __all__ = ["OnnxEmbedder", "model_file"]
@@ -92,11 +93,7 @@ class OnnxEmbedder:
         tokenizer.enable_padding(
             pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]")
         )
-        options = ort.SessionOptions()
-        if self._threads:
-            options.intra_op_num_threads = self._threads
-        options.log_severity_level = 3
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options = session_options(self._threads)
         try:
             session = ort.InferenceSession(
                 str(self._model), options, providers=["CPUExecutionProvider"]
