@@ -10,6 +10,7 @@ replaced); nothing sinks. ``include_superseded=False`` leaves the superseded out
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -169,6 +170,7 @@ def newer_first(
         for older in head[:position]:
             if (
                 older.id in vector
+                and older.id in said
                 and not (_read(said[older.id].content) and _read(said[newer.id].content))
                 and _when(attributes[older.id]) < when
                 and float(np.dot(vector[older.id], vector[newer.id])) >= SIBLING_SIMILARITY
@@ -182,6 +184,7 @@ def newer_first(
     return sorted(out, key=lambda f: (-f.score, f.id)), moved
 
 
+@functools.lru_cache(maxsize=4096)  # the same candidates come back for recall after recall
 def _read(text: str) -> bool:
     """Whether the write path reads what the text states: of two statements it reads, it has
     judged already whether one replaces the other."""
