@@ -23,6 +23,7 @@ from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.store.sqlite.graph_saves import GraphSaves
 from fivefold.store.sqlite.lexical import LexicalIndexes
+from fivefold.store.sqlite.snapshot import snapshot
 from fivefold.store.sqlite.writer import Writer
 
 log = logging.getLogger("fivefold.store")
@@ -185,7 +186,7 @@ class Core:
         """This namespace's index, brought up to date: unchanged, caught up from the change
         log, or (new to this process, or the log cannot say) read whole. The caller holds the
         lock."""
-        with vector_sync.snapshot(self.conn):
+        with snapshot(self.conn):
             count, _, vector_generation = self.namespace_state(namespace)
             index = self.dense.get(namespace)
             if index is not None and index.generation == vector_generation:

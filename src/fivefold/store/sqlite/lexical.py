@@ -56,6 +56,7 @@ from fivefold.store.shared.tokens import Tokenizer
 from fivefold.store.sqlite import lexical_query, schema
 from fivefold.store.sqlite.indexer import Indexer
 from fivefold.store.sqlite.lexical_documents import BUILD_BATCH, Documents, tantivy_schema
+from fivefold.store.sqlite.snapshot import snapshot
 from fivefold.types import ColumnWeights, Finding, MemoryType, Scope
 
 __all__ = ["LexicalIndexBusy", "LexicalIndexes"]
@@ -340,7 +341,7 @@ class LexicalIndexes:
             held = int(index.index.searcher().num_docs)
             documents: list[tantivy.Document] = []
             expected = 0
-            with _snapshot(self._conn):
+            with snapshot(self._conn):
                 newest = int(self._conn.execute(schema.LEXICAL_LOG_NEWEST).fetchone()[0])
                 if self._log_state(namespace)[1] > index.seq:  # entries it needs were pruned
                     changed = None
@@ -393,7 +394,7 @@ class LexicalIndexes:
         current index (another process built it while this one waited), adopt it instead."""
         with (
             _locked_writer(built, BUILD_HEAP, patient=self._child_busy) as writer,
-            _snapshot(self._conn),
+            snapshot(self._conn),
         ):
             if unless_current and path is not None:
                 adopted = self._current_saved(namespace, built, path)
@@ -526,19 +527,6 @@ def _folder_name(namespace: str) -> str:
 
 def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".json")
-
-
-@contextlib.contextmanager
-def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")
 
 
 @contextlib.contextmanager

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -23,22 +21,7 @@ from fivefold.config import IndexConfig
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.dense import NamespaceIndex
 
-__all__ = ["catch_up", "has_log", "load_index", "snapshot"]
-
-
-@contextmanager
-def snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """One read transaction, so the log bounds, the counts and the rows agree with each
-    other even while another process writes (WAL readers see one commit)."""
-    if conn.in_transaction:
-        yield
-        return
-    conn.execute("BEGIN")
-    try:
-        yield
-    finally:
-        if conn.in_transaction:
-            conn.execute("COMMIT")
+__all__ = ["catch_up", "has_log", "load_index"]
 
 
 def has_log(conn: sqlite3.Connection) -> bool:
