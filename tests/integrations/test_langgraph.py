@@ -344,3 +344,20 @@ def test_the_store_on_a_served_memory(client: fivefold.Client) -> None:
         assert await other.alist_namespaces() == [U1]
 
     asyncio.run(run())
+
+
+def test_a_listing_pages_through_every_item(tmp_path: Path) -> None:
+    with fivefold.Memory.open(tmp_path / "many.db", embedder=fivefold.HashingEmbedder()) as mem:
+        store = FivefoldStore(mem)
+        store.batch([PutOp(U1, f"k{n:03}", {"n": n}) for n in range(130)])
+        listed = store.search(U1, limit=500)
+        assert [item.key for item in listed] == [f"k{n:03}" for n in reversed(range(130))]
+        assert [item.key for item in store.search(U1, limit=3, offset=126)] == [
+            "k003",
+            "k002",
+            "k001",
+        ]
+        last = store.search(U1, filter={"n": {"$gte": 120}}, limit=500)
+        assert [item.value["n"] for item in last] == list(reversed(range(120, 130)))
+        low = store.search(U1, filter={"n": {"$lt": 2}})
+        assert [item.value["n"] for item in low] == [1, 0]

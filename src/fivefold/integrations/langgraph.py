@@ -191,7 +191,9 @@ class FivefoldStore(BaseStore):
                 key=lambda item: -(item.score or 0.0),
             )
         else:
-            found = (item for ns in names for item in self._listing(ns, op.filter))
+            # Unfiltered, a page of offset + limit memories holds every item wanted.
+            size = PAGE if op.filter else min(wanted, PAGE)
+            found = (item for ns in names for item in self._listing(ns, op.filter, size))
         out = []
         for position, item in enumerate(found):
             if position >= wanted:
@@ -209,18 +211,18 @@ class FivefoldStore(BaseStore):
         return [item for item in items if item is not None and _matches(item.value, where)]
 
     def _listing(
-        self, namespace: Namespace, where: Mapping[str, Any] | None
+        self, namespace: Namespace, where: Mapping[str, Any] | None, size: int
     ) -> Iterator[SearchItem]:
         before: int | None = None
         while True:
             page = self._memory.browse(
-                limit=PAGE, before=before, namespace=self.namespace_of(namespace)
+                limit=size, before=before, namespace=self.namespace_of(namespace)
             )
             for record in page:
                 item = _search_item(record, None)
                 if item is not None and _matches(item.value, where):
                     yield item
-            if len(page) < PAGE:
+            if len(page) < size:
                 return
             before = page[-1].id
 
