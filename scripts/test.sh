@@ -14,6 +14,6 @@ fi
 .venv/bin/ruff format --check src tests
 .venv/bin/mypy
 SITE="$(mktemp -d)"
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$SITE"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$SITE"
 rm -rf "$SITE"
 .venv/bin/python -m pytest -q "$@"
