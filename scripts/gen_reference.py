@@ -191,14 +191,16 @@ def config_reference() -> str:
         "optional; `fivefold config show --defaults` prints the same defaults as TOML. How the "
         "file is found, and an example: [configuration guide](../guides/configuration.md).\n",
     ]
-    section = None
+    sections: dict[str, list[tuple[str, str]]] = {}
     for key, default in config_rows():
-        head = key.split(".")[0] if "." in key else ""
-        if head != section:
-            section = head
-            title = f"`[{head}]`" if head else "Top level"
-            lines += ["", f"## {title}\n", "| key | default | meaning |", "|---|---|---|"]
-        lines.append(f"| `{key}` | `{default}` | {_cell(MEANINGS.get(key, ''))} |")
+        sections.setdefault(key.split(".")[0] if "." in key else "", []).append((key, default))
+    # The top-level keys first, as a TOML file must write them before any table.
+    for head in sorted(sections, key=bool):
+        lines += [f"## {f'`[{head}]`' if head else 'Top level'}\n"]
+        lines += ["| key | default | meaning |", "|---|---|---|"]
+        for key, default in sections[head]:
+            lines.append(f"| `{key}` | `{default}` | {_cell(MEANINGS.get(key, ''))} |")
+        lines.append("")
     return "\n".join(lines).strip() + "\n"
 
 

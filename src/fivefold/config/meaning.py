@@ -76,8 +76,9 @@ MEANINGS: Mapping[str, str] = MappingProxyType(
         # [fusion]
         "fusion.k": 'The RRF constant of the balanced plan (`optimizer.mode = "off"`): each '
         "term is w x sqrt(confidence) / (k + rank).",
-        "fusion.weights": "Weight w of each retriever's terms (`semantic`, `lexical`, `graph`, "
-        "`temporal`, `type`); a retriever left out keeps its default.",
+        "fusion.weights": "A table, `[fusion.weights]`: the weight w of each retriever's terms "
+        "(`semantic`, `lexical`, `graph`, `temporal`, `type`); a retriever left out keeps its "
+        "default.",
         "fusion.graph_multi_hop_weight": "Factor on the weight of a graph hit reached over one "
         "hop or more.",
         "fusion.temporal_speculative_weight": "Accepted and validated; no ranking reads it today.",
@@ -88,8 +89,8 @@ MEANINGS: Mapping[str, str] = MappingProxyType(
         "fusion.window_boost": "A memory dated inside the query's time window scores x (1 + "
         "this); 0 turns it off.",
         # [retrieval]
-        "retrieval.depth": "Candidates each retriever returns, by recall budget (`low`, `mid`, "
-        "`high`).",
+        "retrieval.depth": "A table, `[retrieval.depth]`: candidates each retriever returns, by "
+        "recall budget (`low`, `mid`, `high`).",
         "retrieval.type_widen_below": "The type filter run on the optimizer's hints is widened "
         "when fewer than this many results survive it.",
         "retrieval.negation_threshold": "A memory whose own text matches a negated phrase of the "
