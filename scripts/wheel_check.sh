@@ -38,8 +38,8 @@ echo "wheel_check: built $(basename "$SDIST") and $(basename "$WHEEL")"
 
 mkdir "$WORK/run"
 cd "$WORK/run"
-# Nothing of the checkout may be importable from here.
-export PYTHONPATH=""
+# Nothing of the checkout may be importable from here, and no setting of the caller's applies.
+unset PYTHONPATH FIVEFOLD_DB
 export FIVEFOLD_CONFIG="$WORK/run/none.toml"
 printf '' >"$FIVEFOLD_CONFIG"
 PATH="$WORK/venv/bin:$PATH"
