@@ -24,7 +24,20 @@ if ! "$BUILDER" -c "import build" 2>/dev/null; then
 fi
 start=$SECONDS
 
-"$BUILDER" -m build --outdir "$WORK/dist" "$ROOT" >"$WORK/build.log" 2>&1 || {
+# Build from a copy of the project's own files: setuptools reads an existing
+# src/fivefold.egg-info/SOURCES.txt (the editable install of the tests writes one) into the sdist,
+# which would hide a file the package data leaves out.
+mkdir "$WORK/source"
+if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git -C "$ROOT" ls-files -z --cached --others --exclude-standard |
+        while IFS= read -r -d '' file; do
+            if [ -e "$ROOT/$file" ]; then (cd "$ROOT" && cp --parents "$file" "$WORK/source"); fi
+        done
+else
+    cp -r "$ROOT/." "$WORK/source"
+    rm -rf "$WORK"/source/src/*.egg-info "$WORK/source/build" "$WORK/source/.venv"
+fi
+"$BUILDER" -m build --outdir "$WORK/dist" "$WORK/source" >"$WORK/build.log" 2>&1 || {
     cat "$WORK/build.log"
     exit 1
 }
