@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up a virtual environment (if missing) with the pinned dependencies and run every check:
-# ruff (lint and format), mypy --strict on the package, and the full pytest suite.
+# ruff (lint and format), mypy --strict on the package, the docs site (mkdocs build --strict, into a
+# temporary folder) and the full pytest suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -12,4 +13,7 @@ fi
 .venv/bin/ruff check src tests
 .venv/bin/ruff format --check src tests
 .venv/bin/mypy
+SITE="$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$SITE"
+rm -rf "$SITE"
 .venv/bin/python -m pytest -q "$@"

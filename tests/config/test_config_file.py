@@ -429,10 +429,10 @@ def test_a_namespace_override_changes_what_recently_means(tmp_path: Path) -> Non
     assert "temporal" in long.hits[0].sources
 
 
-def test_the_readme_example_is_a_valid_file() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    example = re.search(r"## Configuration.*?```toml\n(.*?)```", readme, re.DOTALL)
+def test_the_docs_example_is_a_valid_file() -> None:
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guides" / "configuration.md"
+    example = re.search(r"# Configuration.*?```toml\n(.*?)```", guide.read_text(), re.DOTALL)
     assert example is not None
-    config = config_from_toml(example.group(1), source="README.md")
+    config = config_from_toml(example.group(1), source="configuration.md")
     assert config.optimizer.mode is OptimizerMode.CACHED
     assert config.temporal_for("standup").recent_days == 7

@@ -215,11 +215,13 @@ def test_the_cli_remembers_and_recalls_through_the_endpoint(
     assert f"openai:{MODEL}" in done.stderr
 
 
-def test_the_readme_example_is_a_valid_file() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    found = re.search(r"### Choosing the embedding model.*?```toml\n(.*?)```", readme, re.DOTALL)
+def test_the_docs_example_is_a_valid_file() -> None:
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guides" / "embedders.md"
+    found = re.search(
+        r"# Choosing the embedding model.*?```toml\n(.*?)```", guide.read_text(), re.DOTALL
+    )
     assert found is not None
-    embed = config_from_toml(found.group(1), source="README.md").embed
+    embed = config_from_toml(found.group(1), source="embedders.md").embed
     assert embed.provider is EmbedProvider.OPENAI
     assert embed.url == "http://localhost:11434/v1"
     assert embed.dim == 768

@@ -239,7 +239,7 @@ def test_unknown_paths_methods_and_ids(http: httpx.Client, ns: str) -> None:
 
 
 def test_a_hostile_pass_finds_on_the_http_surface(http: httpx.Client, ns: str) -> None:
-    """Each answered as the README says (a hostile pass found them answered otherwise)."""
+    """Each answered as the serving guide says (a hostile pass found them answered otherwise)."""
     made = http.post("/v1/memories", json={"content": "kept", "namespace": ns}).json()["id"]
     body = json.dumps({"query": "kept", "namespace": ns}).encode()
     for media in (None, "text/json", "text/plain"):  # 422 "Input should be a valid dictionary"

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # CI installs Chromium and sets this, so there the test can never be skipped.
 REQUIRED = os.environ.get("FIVEFOLD_REQUIRE_BROWSER") == "1"
-# FIVEFOLD_SCREENSHOT=1 refreshes the README's picture of the page; otherwise it goes to tmp.
+# FIVEFOLD_SCREENSHOT=1 refreshes the docs' picture of the page; otherwise it goes to tmp.
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 # The flags a closed network needs: no background calls home, no sandbox as root.
 FLAGS = [
