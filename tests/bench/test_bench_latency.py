@@ -97,6 +97,9 @@ def test_each_recall_is_costed_and_its_answers_kept(report: LatencyReport) -> No
     cpu = off.cpu
     assert {"process", "store", "embed", "other", "store calls", "embeds"} <= set(cpu)
     assert all(p.count == QUERIES for p in cpu.values())
+    assert all(p.count == 5 for p in off.repeat_cpu.values())
+    # Asked again at once, a query is not embedded again.
+    assert off.repeat_cpu["embeds"].max == 0.0
     assert cpu["process"].mean > 0
     assert cpu["store"].mean > 0
     # The balanced plan runs the semantic leg: one query embedding and one vector search each.

@@ -115,8 +115,11 @@ class ModeResult:
     # CPU milliseconds per timed recall: the process's (every thread), and its parts (store
     # calls, query embeddings, the rest), with the store calls a recall makes ("store calls")
     cpu: Mapping[str, Percentiles]
-    # mean calls per timed recall, by store method
+    # the same for the first queries asked again (``repeat``)
+    repeat_cpu: Mapping[str, Percentiles]
+    # mean calls per timed recall, by store method, and their mean CPU milliseconds
     calls: Mapping[str, float]
+    call_cpu: Mapping[str, float]
     # per timed query, its text, forced types and the ids it returned, best first
     answers: tuple[Answer, ...]
 
@@ -373,7 +376,9 @@ def _measure_mode(
         identifier_total=len(identifiers),
         rss_mb=rss,
         cpu=_cpu([t.cost for t in timed]),
-        calls=_calls([t.cost for t in timed]),
+        repeat_cpu=_cpu([t.cost for t in repeated]),
+        calls=_calls([t.cost.calls for t in timed]),
+        call_cpu=_calls([t.cost.call_cpu_ms for t in timed]),
         answers=tuple(
             Answer(text=t.query.text, types=tuple(t.query.types), hits=t.hits) for t in timed
         ),
@@ -391,12 +396,13 @@ def _cpu(costs: Sequence[RecallCost]) -> dict[str, Percentiles]:
     }
 
 
-def _calls(costs: Sequence[RecallCost]) -> dict[str, float]:
-    totals: dict[str, int] = {}
-    for cost in costs:
-        for name, count in cost.calls.items():
-            totals[name] = totals.get(name, 0) + count
-    return {name: totals[name] / max(len(costs), 1) for name in sorted(totals)}
+def _calls(per_recall: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Each name's mean over the recalls (a recall without it counts 0)."""
+    totals: dict[str, float] = {}
+    for values in per_recall:
+        for name, value in values.items():
+            totals[name] = totals.get(name, 0.0) + value
+    return {name: totals[name] / max(len(per_recall), 1) for name in sorted(totals)}
 
 
 def _grouped(pairs: Iterable[tuple[str, float]]) -> dict[str, Percentiles]:

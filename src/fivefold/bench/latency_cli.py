@@ -182,7 +182,10 @@ def _calls_table(report: LatencyReport) -> list[str]:
     cells = _cells(report)
     names = sorted({name for _, m in cells for name in m.calls})
     header = ["store call", *(f"{r.size:,} {m.mode}" for r, m in cells)]
-    rows = [[n, *(f"{m.calls.get(n, 0.0):.2f}" for _, m in cells)] for n in names]
+    rows = [
+        [n, *(f"{m.calls.get(n, 0.0):.2f} ({m.call_cpu.get(n, 0.0):.2f} ms)" for _, m in cells)]
+        for n in names
+    ]
     return _table(header, rows)
 
 
@@ -229,7 +232,10 @@ def render_markdown(report: LatencyReport) -> str:
     lines += _by("stage", report, lambda m: m.stages)
     lines += ["### Recall CPU (ms per recall; store calls per recall)", ""]
     lines += _by("cost", report, lambda m: m.cpu)
-    lines += ["### Store calls per recall (mean)", "", *_calls_table(report)]
+    lines += ["### Recall CPU of the queries asked again (ms per recall)", ""]
+    lines += _by("cost", report, lambda m: m.repeat_cpu)
+    lines += ["### Store calls per recall (mean calls, and their mean CPU ms)", ""]
+    lines += _calls_table(report)
     lines += ["### Build", "", *_build_table(report.results)]
     return "\n".join(lines)
 

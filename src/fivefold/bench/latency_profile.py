@@ -37,6 +37,7 @@ class Profile:
 
     lock: threading.Lock = field(default_factory=threading.Lock)
     calls: Counter[str] = field(default_factory=Counter)
+    call_cpu: dict[str, float] = field(default_factory=dict)
     store_cpu: float = 0.0
     embed_cpu: float = 0.0
     embeds: int = 0
@@ -44,6 +45,7 @@ class Profile:
     def add_call(self, name: str, cpu: float) -> None:
         with self.lock:
             self.calls[name] += 1
+            self.call_cpu[name] = self.call_cpu.get(name, 0.0) + cpu
             self.store_cpu += cpu
 
     def add_embed(self, cpu: float) -> None:
@@ -62,8 +64,10 @@ class Profile:
                 store_calls=sum(self.calls.values()),
                 embeds=self.embeds,
                 calls=dict(self.calls),
+                call_cpu_ms={name: cpu * 1000.0 for name, cpu in self.call_cpu.items()},
             )
             self.calls.clear()
+            self.call_cpu.clear()
             self.store_cpu = self.embed_cpu = 0.0
             self.embeds = 0
         return cost
@@ -81,6 +85,7 @@ class RecallCost:
     store_calls: int
     embeds: int
     calls: dict[str, int]
+    call_cpu_ms: dict[str, float]
 
 
 class _Role:
