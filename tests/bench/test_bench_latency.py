@@ -19,7 +19,8 @@ from fivefold.bench.latency import (
     store_name,
 )
 from fivefold.bench.latency_cli import latency, plot, render_markdown, targets
-from fivefold.bench.synthetic import QueryKind, SyntheticCorpus
+from fivefold.bench.latency_profile import costed, profiled
+from fivefold.bench.synthetic import NOW, QueryKind, SyntheticCorpus
 from fivefold.config import Config, IndexConfig
 from fivefold.types import OptimizerMode, PlanName, RetrieverName
 
@@ -91,6 +92,44 @@ def test_repeats_are_served_from_the_cache_only_when_it_is_on(report: LatencyRep
     assert cached.repeat_cached == cached.repeat.count == 5
 
 
+def test_each_recall_is_costed_and_its_answers_kept(report: LatencyReport) -> None:
+    off, _ = report.results[0].modes
+    cpu = off.cpu
+    assert {"process", "store", "embed", "other", "store calls", "embeds"} <= set(cpu)
+    assert all(p.count == QUERIES for p in cpu.values())
+    assert all(p.count == 5 for p in off.repeat_cpu.values())
+    # Asked again at once, a query is not embedded again.
+    assert off.repeat_cpu["embeds"].max == 0.0
+    assert cpu["process"].mean > 0
+    assert cpu["store"].mean > 0
+    # The balanced plan runs the semantic leg: one query embedding and one vector search each.
+    assert cpu["embeds"].p50 == cpu["embeds"].max == 1.0
+    assert off.calls["search.vector_search"] == 1.0
+    assert off.calls["reads.state"] == 1.0
+    assert cpu["store calls"].mean == pytest.approx(sum(off.calls.values()))
+    assert [a.text for a in off.answers] == [
+        q.text for q in SyntheticCorpus(300, seed=7).queries(QUERIES)
+    ]
+    assert all(len(a.hits) <= 10 for a in off.answers)
+    assert any(a.hits for a in off.answers)
+
+
+def test_the_profile_counts_the_store_calls_of_one_recall(tmp_path: Path) -> None:
+    embedder = fivefold.HashingEmbedder()
+    config = Config()
+    with fivefold.Memory.open(tmp_path / "m.db", embedder=embedder, config=config) as mem:
+        mem.remember("Ada Lovelace wrote the first program")
+        counted, profile = profiled(mem, config)
+        result, cost = costed(lambda: counted.recall("first program", now=NOW), profile)
+        assert [h.memory.content for h in result.hits] == ["Ada Lovelace wrote the first program"]
+        assert cost.store_calls == sum(cost.calls.values()) > 0
+        assert cost.embeds == 1
+        assert cost.calls["search.vector_search"] == 1
+        assert cost.cpu_ms >= cost.store_cpu_ms >= 0
+        # The profile starts empty for the next recall.
+        assert profile.take(0.0).store_calls == 0
+
+
 def test_the_sample_is_ingested_both_ways(report: LatencyReport) -> None:
     assert [i.mode for i in report.sample] == [
         "embedder alone, no store",
@@ -119,6 +158,8 @@ def test_markdown_has_every_section(report: LatencyReport) -> None:
         "retrievers",
         "kind",
         "stages",
+        "Recall CPU",
+        "Store calls",
     ):
         assert section in text
     assert "balanced" in text

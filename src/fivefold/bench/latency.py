@@ -32,6 +32,8 @@ from tempfile import TemporaryDirectory
 
 import numpy as np
 
+from fivefold.bench.latency_profile import Profile, RecallCost, costed, profiled
+
 # The store's half of the benchmark lives in ``latency_store``; its public names are re-exported
 # here, where callers have always imported them from.
 from fivefold.bench.latency_store import (
@@ -51,10 +53,11 @@ from fivefold.bench.synthetic import NOW, SyntheticCorpus, SyntheticQuery
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.memory import Memory
-from fivefold.types import OptimizerMode
+from fivefold.types import OptimizerMode, RecallResult
 
 __all__ = [
     "EMBEDDER_ALONE",
+    "Answer",
     "BuildInfo",
     "Ingest",
     "LatencyReport",
@@ -109,6 +112,23 @@ class ModeResult:
     identifier_found: int
     identifier_total: int
     rss_mb: float
+    # CPU milliseconds per timed recall: the process's (every thread), and its parts (store
+    # calls, query embeddings, the rest), with the store calls a recall makes ("store calls")
+    cpu: Mapping[str, Percentiles]
+    # the same for the first queries asked again (``repeat``)
+    repeat_cpu: Mapping[str, Percentiles]
+    # mean calls per timed recall, by store method, and their mean CPU milliseconds
+    calls: Mapping[str, float]
+    call_cpu: Mapping[str, float]
+    # per timed query, its text, forced types and the ids it returned, best first
+    answers: tuple[Answer, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answer:
+    text: str
+    types: tuple[str, ...]
+    hits: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -249,11 +269,16 @@ class _Timed:
     stages: Mapping[str, float]
     hits: tuple[int, ...]
     cached: bool
+    cost: RecallCost
 
 
-def _recall(mem: Memory, query: SyntheticQuery) -> _Timed:
+def _recall(mem: Memory, query: SyntheticQuery, profile: Profile) -> _Timed:
+    def ask() -> RecallResult:
+        types = list(query.types) or None
+        return mem.recall(query.text, k=10, now=NOW, types=types, budget="mid")
+
     start = time.perf_counter()
-    res = mem.recall(query.text, k=10, now=NOW, types=list(query.types) or None, budget="mid")
+    res, cost = costed(ask, profile)
     ms = (time.perf_counter() - start) * 1000.0
     return _Timed(
         query=query,
@@ -263,6 +288,7 @@ def _recall(mem: Memory, query: SyntheticQuery) -> _Timed:
         stages=dict(res.timings),
         hits=tuple(h.memory.id for h in res.hits),
         cached=res.cached,
+        cost=cost,
     )
 
 
@@ -311,12 +337,13 @@ def _measure_mode(
     recall pays the entity catalog and cold pages), warm up, then time every query."""
     config = replace(s.config, optimizer=replace(s.config.optimizer, mode=mode))
     probe = s.embedder.embed(["which vector is closest to this probe?"])[0]
-    with Memory.open(path, embedder=s.embedder, config=config) as mem:
-        load_seconds = open_index(mem, corpus.namespace, probe)
+    with Memory.open(path, embedder=s.embedder, config=config) as opened:
+        load_seconds = open_index(opened, corpus.namespace, probe)
         s.say(f"{corpus.size:,}, optimizer {mode.value}: index ready in {load_seconds:.1f} s")
-        first = _recall(mem, warm[0]).ms if warm else 0.0
+        mem, profile = profiled(opened, config)
+        first = _recall(mem, warm[0], profile).ms if warm else 0.0
         for query in warm[1:]:
-            _recall(mem, query)
+            _recall(mem, query, profile)
         # What exists after the warm-up (the model, the indexes) is never scanned by the
         # collector again, as ``fivefold serve`` does after start-up: a full collection over it
         # costs milliseconds whenever it happens to fall inside a recall.
@@ -324,10 +351,10 @@ def _measure_mode(
         gc.freeze()
         timed, repeated = [], []
         for position, query in enumerate(queries):
-            timed.append(_recall(mem, query))
+            timed.append(_recall(mem, query, profile))
             if position < s.repeats:
                 # Asked again at once: the cache's TTL (30 s) is shorter than a whole run.
-                repeated.append(_recall(mem, query))
+                repeated.append(_recall(mem, query, profile))
         rss = _current_rss_mb()
     gc.unfreeze()
     identifiers = [t for t in timed if t.query.target is not None]
@@ -348,7 +375,34 @@ def _measure_mode(
         identifier_found=found,
         identifier_total=len(identifiers),
         rss_mb=rss,
+        cpu=_cpu([t.cost for t in timed]),
+        repeat_cpu=_cpu([t.cost for t in repeated]),
+        calls=_calls([t.cost.calls for t in timed]),
+        call_cpu=_calls([t.cost.call_cpu_ms for t in timed]),
+        answers=tuple(
+            Answer(text=t.query.text, types=tuple(t.query.types), hits=t.hits) for t in timed
+        ),
     )
+
+
+def _cpu(costs: Sequence[RecallCost]) -> dict[str, Percentiles]:
+    return {
+        "process": Percentiles.of([c.cpu_ms for c in costs]),
+        "store": Percentiles.of([c.store_cpu_ms for c in costs]),
+        "embed": Percentiles.of([c.embed_cpu_ms for c in costs]),
+        "other": Percentiles.of([c.other_cpu_ms for c in costs]),
+        "store calls": Percentiles.of([float(c.store_calls) for c in costs]),
+        "embeds": Percentiles.of([float(c.embeds) for c in costs]),
+    }
+
+
+def _calls(per_recall: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Each name's mean over the recalls (a recall without it counts 0)."""
+    totals: dict[str, float] = {}
+    for values in per_recall:
+        for name, value in values.items():
+            totals[name] = totals.get(name, 0.0) + value
+    return {name: totals[name] / max(len(per_recall), 1) for name in sorted(totals)}
 
 
 def _grouped(pairs: Iterable[tuple[str, float]]) -> dict[str, Percentiles]:

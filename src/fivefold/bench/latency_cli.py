@@ -178,6 +178,17 @@ def _build_table(results: Sequence[SizeResult]) -> list[str]:
     return _table(header, rows)
 
 
+def _calls_table(report: LatencyReport) -> list[str]:
+    cells = _cells(report)
+    names = sorted({name for _, m in cells for name in m.calls})
+    header = ["store call", *(f"{r.size:,} {m.mode}" for r, m in cells)]
+    rows = [
+        [n, *(f"{m.calls.get(n, 0.0):.2f} ({m.call_cpu.get(n, 0.0):.2f} ms)" for _, m in cells)]
+        for n in names
+    ]
+    return _table(header, rows)
+
+
 def _met(met: bool | None) -> str:
     return {True: "met", False: "**not met**", None: "n/a"}[met]
 
@@ -219,6 +230,12 @@ def render_markdown(report: LatencyReport) -> str:
     lines += ["### By query kind (ms)", "", *_by("query kind", report, lambda m: m.by_kind)]
     lines += ["### Pipeline stages (ms, over the queries that ran each stage)", ""]
     lines += _by("stage", report, lambda m: m.stages)
+    lines += ["### Recall CPU (ms per recall; store calls per recall)", ""]
+    lines += _by("cost", report, lambda m: m.cpu)
+    lines += ["### Recall CPU of the queries asked again (ms per recall)", ""]
+    lines += _by("cost", report, lambda m: m.repeat_cpu)
+    lines += ["### Store calls per recall (mean calls, and their mean CPU ms)", ""]
+    lines += _calls_table(report)
     lines += ["### Build", "", *_build_table(report.results)]
     return "\n".join(lines)
 
@@ -281,12 +298,12 @@ def _modes(_ctx: click.Context, _param: click.Parameter, value: str) -> list[Opt
     return list(dict.fromkeys(modes))
 
 
-def _embedder(name: str) -> Embedder:
+def _embedder(name: str, threads: int | None) -> Embedder:
     if name == "hashing":
         return HashingEmbedder()
     from fivefold.embed.minilm import MiniLMEmbedder
 
-    return MiniLMEmbedder()
+    return MiniLMEmbedder(threads=threads)
 
 
 @click.command("latency")
@@ -359,6 +376,12 @@ def _embedder(name: str) -> Embedder:
     show_default=True,
     help="hashing: the fast test double, for smoke runs only (not semantic).",
 )
+@click.option(
+    "--embed-threads",
+    type=click.IntRange(min=1),
+    help="ONNX threads of the embedding model (default: its own choice); 1, as "
+    "`fivefold serve` runs it, counts all of an embedding's CPU time in the profile.",
+)
 def latency(
     sizes: list[int],
     queries: int,
@@ -371,11 +394,12 @@ def latency(
     seed: int,
     db: str | None,
     embedder_name: str,
+    embed_threads: int | None,
 ) -> None:  # fmt: skip
     """Recall latency and ingest throughput on synthetic stores of the given sizes."""
     report = run_latency(
         sizes,
-        embedder=_embedder(embedder_name),
+        embedder=_embedder(embedder_name, embed_threads),
         queries=queries,
         warmup=warmup,
         sample=sample,

@@ -20,6 +20,7 @@ from fivefold.learn.model import Candidates, LearnedModel, candidate_features
 from fivefold.read import history
 from fivefold.read.demote import demote
 from fivefold.read.fuse import Fused, apply_prior, boost, weighted_rrf
+from fivefold.read.query_vectors import QueryVectors
 from fivefold.read.rerank.cross_encoder import Reranker
 from fivefold.read.rerank.mmr import mmr_order
 from fivefold.read.rerank.rewrite import RewriteError, feedback_rewrites, llm_rewrites
@@ -120,6 +121,7 @@ class ReadPipeline:
     ) -> None:
         self._store = store
         self._embedder = embedder
+        self._query_vectors = QueryVectors(embedder)
         self._config = config
         self._reranker = reranker
 
@@ -187,9 +189,12 @@ class ReadPipeline:
         lexical``); the embedding is waited for only by the semantic leg. The runs keep the
         order semantic, lexical, type, graph, temporal."""
         wanted = set(state.plan.retrievers)
-        if S in wanted:
-            texts, clock = [state.query.focus], state.clock
-            state.embedding = _leg_threads().submit(self._embed, texts, clock)
+        focus = state.query.focus
+        if S in wanted and focus.strip():
+            # A query embedded before needs no thread: handing it over costs more than the look-up.
+            state.vectors = self._query_vectors.cached(focus)
+            if state.vectors is None:
+                state.embedding = _leg_threads().submit(self._embed_query, focus, state.clock)
         others = None
         if G in wanted or T in wanted:
             others = _leg_threads().submit(self._graph_temporal, state, wanted)
@@ -322,6 +327,12 @@ class ReadPipeline:
                 self._store.search, state.scope, vectors, depth=self._depth(state, S), types=types
             ),
         )
+
+    def _embed_query(self, text: str, clock: _Clock) -> Vectors:
+        start = time.perf_counter()
+        vectors = self._query_vectors.embed(text)
+        clock.time("embed", start)
+        return vectors
 
     def _embed(self, texts: Sequence[str], clock: _Clock) -> Vectors | None:
         texts = [t for t in texts if t.strip()]

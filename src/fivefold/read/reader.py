@@ -246,7 +246,7 @@ class Reader:
             now=args.now,
             resolver=self._resolver(stats),
             temporal=self._config.temporal_for(scope.namespace),
-            last_session_end=self._store.reads.last_session_end(scope, args.session),
+            last_session_end=lambda: self._store.reads.last_session_end(scope, args.session),
             visible=None
             if scope.user_id is None and scope.agent_id is None
             else lambda ids: self._store.reads.visible_entities(scope, ids),

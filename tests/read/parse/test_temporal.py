@@ -190,6 +190,23 @@ def test_since_last_session(text: str) -> None:
     assert find_window(text, now=NOW) is None
 
 
+def test_a_session_end_given_as_a_function_is_read_only_when_asked_for() -> None:
+    end = NOW - timedelta(days=2)
+    asked: list[datetime | None] = []
+
+    def read() -> datetime | None:
+        asked.append(end)
+        return end
+
+    assert find_window("what did I do in March?", now=NOW, last_session_end=read) is not None
+    assert asked == []
+    found = find_window("since last time", now=NOW, last_session_end=read)
+    assert found is not None
+    assert (found.start, found.end) == (end, NOW)
+    assert asked == [end]
+    assert find_window("since last time", now=NOW, last_session_end=lambda: None) is None
+
+
 def test_session_end_is_read_in_nows_timezone() -> None:
     naive = datetime(2026, 3, 18, 9, 0)
     assert find_window("since last time", now=NOW, last_session_end=naive) == TimeWindow(

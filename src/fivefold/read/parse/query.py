@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from fivefold.config import TemporalConfig
 from fivefold.read.parse.entities import EntityResolver
 from fivefold.read.parse.negation import find_negations
-from fivefold.read.parse.temporal import find_window
+from fivefold.read.parse.temporal import SessionEnd, find_window
 from fivefold.text import STOP_WORDS, content_terms, with_marks
 from fivefold.types import EntityRef, ParsedQuery, TimeWindow
 
@@ -62,7 +62,7 @@ def parse_query(
     now: datetime,
     resolver: EntityResolver,
     temporal: TemporalConfig,
-    last_session_end: datetime | None = None,
+    last_session_end: SessionEnd = None,
     visible: Callable[[Sequence[int]], set[int]] | None = None,
 ) -> ParsedQuery:
     """Parse a query. Text beyond ``MAX_QUERY_CHARS`` is ignored: a 100 KB paste is not a

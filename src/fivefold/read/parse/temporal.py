@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from enum import Enum
+from typing import TypeAlias
 
 from fivefold.config import TemporalConfig
 from fivefold.read.parse.time_words import (
@@ -52,15 +53,31 @@ _BY_LENGTH = tuple((timedelta(days=d), p) for d, p in ((1, P_DAY), (7, P_DAYS), 
                                                         (92, P_QUARTER)))  # fmt: skip
 
 
+# When the previous session ended, or how to read it: most queries never ask, so a recall need
+# not read it unless an expression like "since last time" does.
+SessionEnd: TypeAlias = datetime | Callable[[], datetime | None] | None
+
+
 @dataclass(frozen=True, slots=True)
 class _Ctx:
     now: datetime  # always tz-aware
     config: TemporalConfig
-    session_end: datetime | None
+    given_session_end: SessionEnd
 
     @property
     def today(self) -> date:
         return self.now.date()
+
+    @property
+    def session_end(self) -> datetime | None:
+        end = self.given_session_end
+        if callable(end):
+            end = end()
+        if end is None:
+            return None
+        if end.tzinfo is None:
+            end = end.replace(tzinfo=UTC)
+        return end.astimezone(self.now.tzinfo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -550,12 +567,8 @@ def _merge(text: str, found: list[_Found]) -> list[_Found]:
     return groups
 
 
-def _context(now: datetime, config: TemporalConfig, session_end: datetime | None) -> _Ctx:
+def _context(now: datetime, config: TemporalConfig, session_end: SessionEnd) -> _Ctx:
     aware = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
-    if session_end is not None:
-        if session_end.tzinfo is None:
-            session_end = session_end.replace(tzinfo=UTC)
-        session_end = session_end.astimezone(aware.tzinfo)
     return _Ctx(aware, config, session_end)
 
 
@@ -564,10 +577,11 @@ def find_window(
     *,
     now: datetime,
     config: TemporalConfig = _DEFAULT_CONFIG,
-    last_session_end: datetime | None = None,
+    last_session_end: SessionEnd = None,
 ) -> TimeWindow | None:
     """The closed interval a query's time expression denotes, in ``now``'s timezone (naive means
-    UTC), or None. Of several separate expressions the most precise wins, then the earliest."""
+    UTC), or None. Of several separate expressions the most precise wins, then the earliest.
+    ``last_session_end`` may be a function: it is called only if an expression needs it."""
     ctx = _context(now, config, last_session_end)
     groups = _merge(text, _scan(text, ctx))
     if not groups:

@@ -14,6 +14,9 @@ from fivefold.text import normalize_name
 from fivefold.types import Edge, EdgeKind, MemoryRecord, MemoryType, Scope
 
 COMENTION = "co_mentioned"  # the relation of the edges co-mentions derive
+# A recall converts a few hundred rows: a dict look-up costs a fraction of the enum's call,
+# which still reports a type this version does not know.
+_TYPES = {t.value: t for t in MemoryType}
 
 
 # The columns a memory row is read with: its own (id to speaker), then its history, which a
@@ -51,7 +54,7 @@ def memory_record(row: Sequence[Any], entities: list[str]) -> MemoryRecord:
     return MemoryRecord(
         id=int(memory_id),
         content=content,
-        type=MemoryType(mtype),
+        type=_TYPES.get(mtype) or MemoryType(mtype),
         predicate=predicate,
         event_at=None if event_at is None else from_ts(event_at),
         created_at=from_ts(created_at),
@@ -77,7 +80,7 @@ def memory_attributes(rows: Sequence[Sequence[Any]]) -> dict[int, MemoryAttribut
     return {
         int(i): MemoryAttributes(
             float(v),
-            MemoryType(t),
+            _TYPES.get(t) or MemoryType(t),
             None if e is None else from_ts(e),
             from_ts(c),
             s,

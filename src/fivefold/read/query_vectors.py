@@ -1,0 +1,63 @@
+"""Query embeddings kept for the next recall of the same text: an agent asks the same question
+again (a retry, a second turn, the same prompt template), and the embedding is most of a
+recall's CPU.
+
+Keyed by the exact text the model embeds, one text a call: a text embedded alone gets the same
+vector every time, while in a batch its padding could move its last bits. A text's vector does
+not depend on the store, so no write invalidates it; the entries are bounded, least recently
+used out first. The vectors handed out are read-only: a caller cannot change the next one's.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from fivefold.embed.base import Embedder, Vectors
+
+__all__ = ["MAX_QUERY_VECTORS", "QueryVectors"]
+
+# 1,024 MiniLM vectors are 1.5 MiB.
+MAX_QUERY_VECTORS = 1024
+
+
+class QueryVectors:
+    """Thread-safe. Two threads missing the same text at once both embed it (the same vector):
+    the model does not run under the lock."""
+
+    def __init__(self, embedder: Embedder, *, max_entries: int = MAX_QUERY_VECTORS) -> None:
+        self._embedder = embedder
+        self._max = max_entries
+        self._entries: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def cached(self, text: str) -> Vectors | None:
+        """``text``'s vector (shape ``(1, dim)``) if it is kept, without embedding it."""
+        with self._lock:
+            vector = self._entries.get(text)
+            if vector is not None:
+                self._entries.move_to_end(text)
+                self.hits += 1
+            return vector
+
+    def embed(self, text: str) -> Vectors:
+        """``text``'s vector, shape ``(1, dim)``: kept, or embedded and kept."""
+        vector = self.cached(text)
+        if vector is not None:
+            return vector
+        vector = self._embedder.embed([text])
+        vector.flags.writeable = False
+        with self._lock:
+            self.misses += 1
+            if self._max <= 0:
+                return vector
+            self._entries[text] = vector
+            self._entries.move_to_end(text)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+        return vector
+
+    def __len__(self) -> int:
+        return len(self._entries)
