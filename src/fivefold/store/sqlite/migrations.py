@@ -189,6 +189,10 @@ def _repeat_keys(conn: sqlite3.Connection) -> None:
     )
 
 
+# Schema 9 -> 10: a learned model may be one user's (``schema.MODEL_USERS_DDL``).
+_TO_10 = schema.MODEL_USERS_DDL
+
+
 # Keyed by the version a step starts from.
 STEPS: Mapping[int, Step] = {
     1: Step(2, tuple(s for s in _TO_2.split(";") if s.strip()), _speakers),
@@ -199,6 +203,7 @@ STEPS: Mapping[int, Step] = {
     6: Step(7, _TO_7, _rekey_names),
     7: Step(8, _TO_8),
     8: Step(9, then=_history),
+    9: Step(10, _TO_10),
 }
 
 
