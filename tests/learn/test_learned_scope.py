@@ -19,6 +19,7 @@ import fivefold
 from fivefold import InvalidInput
 from fivefold.config import Config, LearnedConfig, OptimizerConfig
 from fivefold.errors import ConfigError
+from fivefold.learn.model import FEATURES, LearnedModel
 from fivefold.learn.train import capped
 from fivefold.types import LearnedScope, OptimizerMode
 
@@ -296,3 +297,30 @@ def test_no_user_is_kept_past_the_share(counts: list[int], share: float) -> None
     top = max(sizes)
     if top < max(counts):
         assert top + 1 > bound * sum(min(c, top + 1) for c in counts)
+
+
+def test_a_user_without_a_model_of_their_own_falls_back_to_the_namespaces(
+    opened: Callable[[Config], fivefold.Memory],
+) -> None:
+    flat = LearnedModel(
+        features=FEATURES,
+        coefficients=(0.0,) * len(FEATURES),
+        means=(0.0,) * len(FEATURES),
+        scales=(1.0,) * len(FEATURES),
+    )
+    mem = opened(_config(scope="user"))
+    for user in ("u1", "u2"):
+        mem.remember(f"Priya leads Kestrel, says {user}", namespace=NS, user_id=user)
+    mem.store.models.save_model(NS, flat.to_json(), accepted=True)
+    mine = replace(flat, report={"user_id": "u1"}).to_json()
+    mem.store.models.save_model(NS, mine, accepted=True, user_id="u1")
+
+    def ranks(memory: fivefold.Memory, user: str | None) -> str:
+        found = memory.recall("Kestrel", namespace=NS, user_id=user, now=NOW)
+        return found.plan.reasons[-1]
+
+    assert ranks(mem, "u1") == "learned fusion ranks: model v2 of user 'u1'"
+    assert ranks(mem, "u2") == "learned fusion ranks: model v1"
+    assert ranks(mem, None) == "learned fusion ranks: model v1"
+    shared = opened(_config())  # namespace scope: one model for every user
+    assert ranks(shared, "u1") == "learned fusion ranks: model v1"

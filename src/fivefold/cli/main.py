@@ -393,7 +393,7 @@ def _trained(report: TrainReport) -> str:
         whose = f"user {report.user_id!r} of {whose}"
     held = f"held out {report.held_out}"
     if report.held_out_users:
-        held += f" of {report.held_out_users} users, each by a model fit on the others'"
+        held += f" ({report.held_out_users} users, each ranked by a model fit on the others')"
     capped = f" ({report.capped} left out by learned.max_user_share)" if report.capped else ""
     note = f" ({report.note})" if report.note else ""
     return (
