@@ -103,7 +103,7 @@ def capped(groups: Mapping[K, Sequence[T]], share: float) -> dict[K, list[T]]:
     bound = max(share, 1.0 / len(groups))
     counts = [len(items) for items in groups.values()]
     most = max(counts)
-    # Whatever is kept below the largest group grows with it: the largest group that fits.
+    # A lower cap cuts the total too (the capped groups give less): step down until it fits.
     while most > 1 and most > bound * sum(min(n, most) for n in counts) + 1e-9:
         most -= 1
     return {key: list(items[max(len(items) - most, 0) :]) for key, items in groups.items()}
