@@ -428,8 +428,10 @@ class Memory:
 
     @gated
     def train(self, *, namespace: str = "default") -> TrainReport:
-        """Fit learned fusion on the namespace's feedback and keep it if it does no worse than
-        the rules on held-out recalls (``optimizer.mode = "learned"`` ranks with it)."""
+        """Fit learned fusion on the namespace's feedback and keep it if it does better than
+        the rules on held-out recalls: of users it was not fit on, for the namespace's model;
+        with ``learned.scope = "user"``, a model per user on that user's own feedback
+        (``optimizer.mode = "learned"`` ranks with it)."""
         name = validate.read_name(namespace, "namespace")
         return train(self._reader, self._store, name, self._config.learned)
 

@@ -60,6 +60,16 @@ class OptimizerMode(StrEnum):
     LEARNED = "learned"
 
 
+class LearnedScope(StrEnum):
+    """Whose feedback a learned model is fit on and whose recalls it ranks. ``namespace``: one
+    model for every user of the namespace, accepted only if it beats the rules for users whose
+    feedback it was not fit on. ``user``: each user a model of their own, fit on their
+    feedback alone; a user without one is ranked by the namespace's model, or the rules."""
+
+    NAMESPACE = "namespace"
+    USER = "user"
+
+
 class TypeFilterMode(StrEnum):
     """How the optimizer's type hints act. ``hard``: a pre-filter on the semantic and
     lexical legs (widened below 5 results). ``soft``: no pre-filter; the type leg only adds
@@ -334,7 +344,15 @@ class StoreStats:
 class TrainReport:
     """What ``Memory.train`` did: on how many recalls it fit, recall@10 of the new model and of
     the rules on the held-out ones, and whether it was accepted (it ranks from now on) or not
-    (the rules, or the model before it, keep ranking)."""
+    (the rules, or the model before it, keep ranking).
+
+    ``user_id``: whose model it is (None: the namespace's). ``users``: how many users' feedback
+    it was fit on; ``held_out_users``: how many were held out in turn, each scored by a model
+    fit on the others' (0: held out by recall, one user's feedback alone), recall@10 then the
+    mean over those users. ``capped``: recalls left out so that no user gives more than
+    ``learned.max_user_share``. ``note``: why a model that beat the rules was not accepted.
+    ``per_user``: with ``learned.scope = "user"``, each user's report (the fields above add them
+    up, and average their recall@10)."""
 
     namespace: str
     recalls: int
@@ -343,6 +361,12 @@ class TrainReport:
     rules_recall: float
     accepted: bool
     version: int
+    user_id: str | None = None
+    users: int = 1
+    held_out_users: int = 0
+    capped: int = 0
+    note: str = ""
+    per_user: tuple[TrainReport, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,6 +106,7 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
             result = memory.recall(f"{record.content}, {n}", namespace="acme", now=NOW)
             memory.feedback(result.recall_id, relevant=[record.id])
         trained = memory.train(namespace="acme")
+        memory.store.models.save_model("acme", '{"mine": 1}', accepted=True, user_id="u1")
         # As migrate compares: with statistics of the current rows only (the forget above left
         # the embedded lexical index counting the forgotten text until compacted).
         memory.store.admin.compact()
@@ -119,7 +120,7 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
     with _open(source) as src, _open(target) as dst:
         report = migrate(src, dst, batch=7, on_progress=lambda d, t: progress.append((d, t)))
     assert report.verified, report
-    assert (report.feedback, report.models) == (30, int(trained.accepted))
+    assert (report.feedback, report.models) == (30, int(trained.accepted) + 1)
     assert set(report.namespaces) == {"acme", "globex"}
     assert (report.relations, report.aliases, report.sampled) == (4, 2, 20)
     assert progress[-1][0] == progress[-1][1] == 67  # 64 and 4 relations written, 1 forgotten
@@ -142,6 +143,8 @@ def test_a_store_moves_between_backends_whole(direction: str, tmp_path: Path, pg
             NOW - timedelta(days=3),
         )
         assert memory.explain("PP", namespace="acme", now=NOW).query.entity_refs
+        assert memory.store.models.learned_model("acme", "u1")[1] == '{"mine": 1}'  # type: ignore[index]
+        assert memory.store.models.model_users("acme") == ["u1"]
         copied = memory.store.models.feedback("acme")
         assert len(copied) == 30
         assert all(

@@ -104,7 +104,7 @@ def test_the_schema_is_versioned_and_a_newer_one_refused(url: str) -> None:
         memory.remember("one memory")
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("SELECT value FROM fivefold_meta WHERE key = 'schema_version'")
-        assert row.fetchone() == ("10",)
+        assert row.fetchone() == ("11",)
         conn.execute("UPDATE fivefold_meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(fivefold.NotAFivefoldStore, match="schema version 99"):
         _open(url)

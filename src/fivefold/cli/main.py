@@ -34,6 +34,7 @@ from fivefold.write.relations import alias_of, relation_of
 
 if TYPE_CHECKING:
     from fivefold.cli.importers import ImportReport
+    from fivefold.types import TrainReport
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -376,15 +377,28 @@ def feedback(
 @click.option("--namespace", "-n", default="default", show_default=True)
 @click.pass_context
 def train(ctx: click.Context, /, namespace: str) -> None:
-    """Fit learned fusion on the namespace's feedback; keep it only if it does not lose to the
-    rules on held-out recalls (optimizer.mode = "learned" ranks with it)."""
+    """Fit learned fusion on the namespace's feedback; keep it only if it beats the rules on
+    held-out recalls, of users it was not fit on (optimizer.mode = "learned" ranks with it;
+    learned.scope = "user": a model per user)."""
     with open_memory(ctx, existing=True) as mem:
         report = mem.train(namespace=namespace)
+    for one in report.per_user or (report,):
+        click.echo(_trained(one))
+
+
+def _trained(report: TrainReport) -> str:
     verdict = "accepted: it ranks" if report.accepted else "not accepted: the rules keep ranking"
-    click.echo(
-        f"model v{report.version} of namespace {report.namespace!r}, fit on {report.recalls} "
-        f"recalls; held out {report.held_out}: recall@10 {report.model_recall:.3f} "
-        f"(rules {report.rules_recall:.3f}); {verdict}"
+    whose = f"namespace {report.namespace!r}"
+    if report.user_id is not None:
+        whose = f"user {report.user_id!r} of {whose}"
+    held = f"held out {report.held_out}"
+    if report.held_out_users:
+        held += f" ({report.held_out_users} users, each ranked by a model fit on the others')"
+    capped = f" ({report.capped} left out by learned.max_user_share)" if report.capped else ""
+    note = f" ({report.note})" if report.note else ""
+    return (
+        f"model v{report.version} of {whose}, fit on {report.recalls} recalls{capped}; {held}: "
+        f"recall@10 {report.model_recall:.3f} (rules {report.rules_recall:.3f}); {verdict}{note}"
     )
 
 

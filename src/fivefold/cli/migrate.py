@@ -4,7 +4,8 @@ Memories go over in write order (their ids' order, across namespaces) under thei
 with their own embeddings, so the destination derives the same session context, mentions and
 co-mention edges, and an id saved from the source names the same memory in the copy; then per
 namespace the explicit edges (``relate``, each pointing at its fact memory), the declared
-aliases, learned fusion's feedback and the namespace's ranking model (its newest accepted one).
+aliases, learned fusion's feedback and the namespace's ranking models (its newest accepted one,
+and each user's own).
 The copy is then verified: the counts of every namespace, and a sample of recalls whose
 rankings (ids and scores) must agree.
 """
@@ -201,6 +202,11 @@ def copy_beside(
         if saved is not None:
             dst.models.save_model(namespace, saved[1], accepted=True)
             models += 1
+        for user in src.models.model_users(namespace):  # each user's own, likewise
+            mine = src.models.learned_model(namespace, user)
+            if mine is not None:
+                dst.models.save_model(namespace, mine[1], accepted=True, user_id=user)
+                models += 1
     return relations, aliases, feedback, models, left_out
 
 

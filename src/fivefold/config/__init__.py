@@ -17,6 +17,7 @@ from fivefold.types import (
     Budget,
     ColumnWeights,
     Dedup,
+    LearnedScope,
     OptimizerMode,
     RetrieverName,
     Supersession,
@@ -256,13 +257,19 @@ class OptimizerConfig:
 
 @dataclass(frozen=True, slots=True)
 class LearnedConfig:
-    """Training learned fusion (``Memory.train``): how many recalls with feedback a namespace
-    needs (30 examples before a learned plan is trusted), which of them are held out
-    to compare the model with the rules (every ``holdout_every``-th), and the ridge penalty."""
+    """Training learned fusion (``Memory.train``): how many recalls with feedback a model
+    needs (30 examples before a learned plan is trusted), how many parts are held out in turn
+    to compare the model with the rules (``holdout_every``: of the users, or of one user's
+    recalls), the ridge penalty, whose model it is (``scope``) and the most of a namespace
+    model's training recalls any one user may give (``max_user_share``)."""
 
     min_feedback: int = 30
     holdout_every: int = 5
     l2: float = 1.0
+    scope: LearnedScope = LearnedScope.NAMESPACE
+    # A third: with three users or more, two others together always outweigh any one, so one
+    # user's feedback never sets the model alone; with two, each gives half at most.
+    max_user_share: float = 1 / 3
 
     def __post_init__(self) -> None:
         check_fields(self, "learned")

@@ -95,7 +95,9 @@ _COMMENTS: Mapping[str, str] = MappingProxyType(
         "index": "Exact search below hnsw_threshold vectors per namespace, HNSW above.",
         "optimizer": 'mode: "rule" (plan per query), "cached" (rule + result cache), '
         '"off" (balanced plan), "learned" (a model trained on feedback ranks; rules without one).',
-        "learned": "fivefold train: feedback needed, every n-th recall held out, ridge penalty.",
+        "learned": "fivefold train: feedback needed, held-out parts, ridge penalty; scope:\n"
+        '"namespace" (one model, checked on users it was not fit on) or "user" (one per user);'
+        "\nmax_user_share: the most of a namespace model's recalls one user may give.",
         "cache": 'Result cache, used when optimizer.mode = "cached"; 0 disables.',
         "rerank": 'Cross-encoder directory (ONNX + tokenizer.json); "" = no rerank.',
         "mmr": "Diversity: lambda * relevance - (1 - lambda) * redundancy.",

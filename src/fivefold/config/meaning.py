@@ -139,11 +139,17 @@ MEANINGS: Mapping[str, str] = MappingProxyType(
         '(default), "hard" (drop other types) or "soft" (demote them). A `types=` given by the '
         "caller always filters.",
         # [learned]
-        "learned.min_feedback": "Distinct recalls with feedback a namespace needs before "
-        "`train` fits a model.",
-        "learned.holdout_every": "Every this-many-th recall with feedback is held out to "
-        "compare the model with the rules.",
+        "learned.min_feedback": "Distinct recalls with feedback a model needs before "
+        "`train` fits it.",
+        "learned.holdout_every": "Parts held out in turn to compare the model with the rules: "
+        "of the users (each part ranked by a model fit on the others' feedback), or every "
+        "this-many-th recall of one user's or the namespace's own feedback.",
         "learned.l2": "Ridge penalty of the logistic regression.",
+        "learned.scope": '"namespace" (default): one model ranks every user of the namespace, '
+        'accepted only if it beats the rules for users it was not fit on; "user": a model per '
+        "user, fit on that user's feedback alone.",
+        "learned.max_user_share": "The most of a namespace model's training recalls any one "
+        "user may give (never below an equal share); a user past it keeps their newest.",
         # [cache]
         "cache.ttl_seconds": 'Seconds a cached result lives (`optimizer.mode = "cached"`); any '
         "write in the namespace invalidates it sooner.",

@@ -136,6 +136,8 @@ RANGES: Mapping[str, Range] = MappingProxyType(
         "learned.min_feedback": _ONE_UP,
         "learned.holdout_every": Range(2.0),
         "learned.l2": _NON_NEGATIVE,
+        # Zero would train on nothing; a share of 1 lets one user fill a model alone.
+        "learned.max_user_share": Range(0.0, 1.0, open_low=True),
         "serve.port": Range(1.0, 65535.0),
         "serve.workers": _ONE_UP,
         "serve.threads": _ONE_UP,

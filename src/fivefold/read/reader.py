@@ -35,6 +35,7 @@ from fivefold.types import (
     ExplainedHit,
     Explanation,
     Hit,
+    LearnedScope,
     OptimizerMode,
     ParsedQuery,
     Plan,
@@ -77,7 +78,9 @@ class Reader:
         # recall again the same way.
         self._learning = config.optimizer.mode is OptimizerMode.LEARNED
         self._rules = replace(config, optimizer=replace(config.optimizer, mode=OptimizerMode.RULE))
-        self._models: dict[str, tuple[int, LearnedModel | None]] = {}
+        # Per namespace, at its generation: the model each user's recalls rank by.
+        self._models: dict[str, tuple[int, dict[str | None, LearnedModel | None]]] = {}
+        self._per_user = config.learned.scope is LearnedScope.USER
         self._default_model = _packaged_model()
         reranker = load_reranker(config.rerank.model_path, max_tokens=config.rerank.max_tokens)
         self._pipeline = ReadPipeline(store, embedder, config, reranker)
@@ -105,7 +108,7 @@ class Reader:
                 cached=True,
                 recall_id=args.to_token(),
             )
-        model = self._model(stats)
+        model = self._model(stats, args.scope.user_id)
         planned = self._plan(args, model, stats)
         retrieval = self._run(args, planned, model, stats)
         result = self._result(args, planned, retrieval, started)
@@ -118,7 +121,7 @@ class Reader:
 
     def explain(self, args: RecallArgs) -> Explanation:
         stats = RecallStats(self._store.reads, args.scope.namespace)
-        model = self._model(stats)
+        model = self._model(stats, args.scope.user_id)
         planned = self._plan(args, model, stats)
         retrieval = self._run(args, planned, model, stats)
         top = retrieval.ranked[: args.k]
@@ -180,6 +183,10 @@ class Reader:
         text, forced = " ".join(args.text.split()), tuple(sorted(t.value for t in args.forced))
         return (text, args.k, args.scope, forced, args.budget, args.session)
 
+    def asker(self, entry: Feedback) -> str | None:
+        """The user a feedback's recall was asked for (None: the namespace's own recall)."""
+        return RecallArgs.from_token(entry.args).scope.user_id
+
     def examples(self, entries: Sequence[Feedback]) -> list[Example]:
         """Each feedback's recall asked again as learned fusion asks it (the rule optimizer's
         plan), its candidates labelled by the feedback: what ``learned.fit`` trains on."""
@@ -208,24 +215,31 @@ class Reader:
         planned = self._plan(args, model, stats, rules=True)
         return [f.id for f in self._run(args, planned, model, stats).ranked]
 
-    def _model(self, stats: RecallStats) -> LearnedModel | None:
-        """The namespace's newest accepted model, else the packaged one (learned mode only),
-        read again when the namespace's generation moves (a save bumps it)."""
+    def _model(self, stats: RecallStats, user_id: str | None) -> LearnedModel | None:
+        """With ``learned.scope = "user"`` the user's newest accepted model; else (or without
+        one) the namespace's, else the packaged one (learned mode only); read again when the
+        namespace's generation moves (a save bumps it)."""
         if not self._learning:
             return None
+        user = user_id if self._per_user else None
         namespace, generation = stats.namespace, stats.generation
         with self._lock:
             cached = self._models.get(namespace)
-            if cached is not None and cached[0] == generation:
-                return cached[1]
-        saved = self._store.models.learned_model(namespace)
-        model = None
-        if saved is not None:
-            model = LearnedModel.from_json(saved[1], version=saved[0])
-        model = model or self._default_model
+            if cached is not None and cached[0] == generation and user in cached[1]:
+                return cached[1][user]
+        model = self._saved(namespace, user) if user is not None else None
+        model = model or self._saved(namespace, None) or self._default_model
         with self._lock:
-            self._models[namespace] = (generation, model)
+            cached = self._models.get(namespace)
+            if cached is None or cached[0] != generation:
+                cached = (generation, {})
+                self._models[namespace] = cached
+            cached[1][user] = model
         return model
+
+    def _saved(self, namespace: str, user_id: str | None) -> LearnedModel | None:
+        saved = self._store.models.learned_model(namespace, user_id)
+        return None if saved is None else LearnedModel.from_json(saved[1], version=saved[0])
 
     # -- stages ---------------------------------------------------------------------------------
     def _plan(
@@ -352,7 +366,8 @@ class Reader:
 def _label(model: LearnedModel) -> str:
     if model.turns_only:
         return "the packaged model (trained on LoCoMo conversations; for conversation turns)"
-    return f"model v{model.version}"
+    user = model.report.get("user_id")
+    return f"model v{model.version}" + ("" if user is None else f" of user {user!r}")
 
 
 def _packaged_model() -> LearnedModel | None:

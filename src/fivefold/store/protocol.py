@@ -325,12 +325,21 @@ class Models(Protocol):
         """The namespace's feedback, oldest first."""
         ...
 
-    def save_model(self, namespace: str, payload: str, *, accepted: bool) -> int:
-        """Store a trained model (JSON) as the namespace's next version; the version."""
+    def save_model(
+        self, namespace: str, payload: str, *, accepted: bool, user_id: str | None = None
+    ) -> int:
+        """Store a trained model (JSON) as the namespace's next version (versions count per
+        namespace, its users' models among them); the version. ``user_id``: a model of that
+        user's own, else the namespace's."""
         ...
 
-    def learned_model(self, namespace: str) -> tuple[int, str] | None:
-        """The newest accepted model of the namespace: (version, payload)."""
+    def learned_model(self, namespace: str, user_id: str | None = None) -> tuple[int, str] | None:
+        """The newest accepted model of the namespace (``user_id`` None) or of one of its
+        users: (version, payload). A user's model is never the namespace's, nor the reverse."""
+        ...
+
+    def model_users(self, namespace: str) -> list[str]:
+        """The users of the namespace with an accepted model of their own, sorted."""
         ...
 
 

@@ -75,7 +75,11 @@ class PostgresModels:
             ).fetchall()
         return feedback_entries(rows)
 
-    def save_model(self, namespace: str, payload: str, *, accepted: bool) -> int:
+    def save_model(
+        self, namespace: str, payload: str, *, accepted: bool, user_id: str | None = None
+    ) -> int:
+        no_nul(None, user_id=user_id or "")
+
         def run(conn: psycopg.Connection, deltas: Deltas) -> int:
             # One version at a time per namespace: the next number is taken under a lock.
             conn.execute(
@@ -83,21 +87,37 @@ class PostgresModels:
                 (schema.MODEL_LOCK, namespace),
             )
             row = conn.execute(
-                "INSERT INTO models (namespace, version, accepted, created_at, payload) "
-                "SELECT %s, coalesce(max(version), 0) + 1, %s, %s, %s FROM models "
+                "INSERT INTO models (namespace, version, accepted, created_at, payload, user_id) "
+                "SELECT %s, coalesce(max(version), 0) + 1, %s, %s, %s, %s FROM models "
                 "WHERE namespace = %s RETURNING version",
-                (namespace, accepted, to_ts(datetime.now().astimezone()), payload, namespace),
+                (
+                    namespace,
+                    accepted,
+                    to_ts(datetime.now().astimezone()),
+                    payload,
+                    user_id or "",
+                    namespace,
+                ),
             ).fetchone()
             deltas.memories[namespace] += 0  # the namespace's generation moves: readers reload
             return int(row[0]) if row else 0
 
         return self._core.write(run)
 
-    def learned_model(self, namespace: str) -> tuple[int, str] | None:
+    def learned_model(self, namespace: str, user_id: str | None = None) -> tuple[int, str] | None:
         with self._core.read() as conn:
             row = conn.execute(
-                "SELECT version, payload FROM models WHERE namespace = %s AND accepted "
-                "ORDER BY version DESC LIMIT 1",
-                (namespace,),
+                "SELECT version, payload FROM models WHERE namespace = %s AND user_id = %s "
+                "AND accepted ORDER BY version DESC LIMIT 1",
+                (namespace, user_id or ""),
             ).fetchone()
         return None if row is None else (int(row[0]), str(row[1]))
+
+    def model_users(self, namespace: str) -> list[str]:
+        with self._core.read() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT user_id FROM models WHERE namespace = %s AND user_id <> '' "
+                "AND accepted ORDER BY user_id",
+                (namespace,),
+            ).fetchall()
+        return [str(r[0]) for r in rows]

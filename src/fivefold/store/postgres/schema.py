@@ -30,7 +30,7 @@ from fivefold.store.sql import Dialect
 from fivefold.store.sql import scope_sql as shared_scope_sql
 from fivefold.types import Scope
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 OWN, CONTEXT = 0, 1  # postings.field
 CHUNK_BITS = 10  # a list's part holds the postings of 2 ** CHUNK_BITS consecutive ids at most
@@ -315,6 +315,12 @@ CREATE TABLE IF NOT EXISTS slots (
     PRIMARY KEY (namespace, user_id, agent_id, slot, memory_id)
 );
 CREATE INDEX IF NOT EXISTS slots_memory ON slots (namespace, memory_id);
+""",
+    # 11: a learned model may be one user's (``learned.scope = "user"``); '' is the
+    # namespace's, which every model stored before is. Versions still count per namespace.
+    """
+ALTER TABLE models ADD COLUMN IF NOT EXISTS user_id text NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS models_user ON models (namespace, user_id, version);
 """,
 )
 NAMED_NOT_ASCII = (

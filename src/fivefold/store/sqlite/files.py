@@ -86,7 +86,13 @@ def checkpointer(conn: sqlite3.Connection, path: str) -> Checkpointer | None:
 
 def ddl() -> list[str]:
     tables = [statement for statement in schema.DDL.split(";") if statement.strip()]
-    return [*tables, *schema.CATALOG_TRIGGERS, *schema.VECTOR_LOG_DDL, *schema.LEXICAL_LOG_DDL]
+    return [
+        *tables,
+        *schema.MODEL_USERS_DDL,
+        *schema.CATALOG_TRIGGERS,
+        *schema.VECTOR_LOG_DDL,
+        *schema.LEXICAL_LOG_DDL,
+    ]
 
 
 def meta(embedding_model: str, dim: int, smoothing: str) -> list[tuple[str, str]]:

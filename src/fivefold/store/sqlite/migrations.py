@@ -189,6 +189,15 @@ def _repeat_keys(conn: sqlite3.Connection) -> None:
     )
 
 
+def _model_users(conn: sqlite3.Connection) -> None:
+    """Schema 9 -> 10: a learned model may be one user's (``schema.MODEL_USERS_DDL``)."""
+    held = {str(r[1]) for r in conn.execute("PRAGMA table_info(models)")}
+    add, index = schema.MODEL_USERS_DDL
+    if "user_id" not in held:  # a store made by a version in between may have it
+        conn.execute(add)
+    conn.execute(index)
+
+
 # Keyed by the version a step starts from.
 STEPS: Mapping[int, Step] = {
     1: Step(2, tuple(s for s in _TO_2.split(";") if s.strip()), _speakers),
@@ -199,6 +208,7 @@ STEPS: Mapping[int, Step] = {
     6: Step(7, _TO_7, _rekey_names),
     7: Step(8, _TO_8),
     8: Step(9, then=_history),
+    9: Step(10, then=_model_users),
 }
 
 

@@ -47,18 +47,26 @@ class SQLiteModels:
             rows = self._core.execute(schema.SELECT_FEEDBACK, (namespace,)).fetchall()
         return feedback_entries(rows)
 
-    def save_model(self, namespace: str, payload: str, *, accepted: bool) -> int:
+    def save_model(
+        self, namespace: str, payload: str, *, accepted: bool, user_id: str | None = None
+    ) -> int:
         now = to_ts(datetime.now().astimezone())
         conn = self._core.conn
         with self._core.transaction():
             row = conn.execute(
-                schema.INSERT_MODEL, (namespace, int(accepted), now, payload, namespace)
+                schema.INSERT_MODEL,
+                (namespace, int(accepted), now, payload, user_id or "", namespace),
             ).fetchone()
             # The next recall of the namespace sees the new model (readers cache by generation).
             conn.execute(schema.BUMP_NAMESPACE, (namespace, 0, 0))
         return int(row[0])
 
-    def learned_model(self, namespace: str) -> tuple[int, str] | None:
+    def learned_model(self, namespace: str, user_id: str | None = None) -> tuple[int, str] | None:
         with self._core.lock:
-            row = self._core.execute(schema.SELECT_MODEL, (namespace,)).fetchone()
+            row = self._core.execute(schema.SELECT_MODEL, (namespace, user_id or "")).fetchone()
         return None if row is None else (int(row[0]), str(row[1]))
+
+    def model_users(self, namespace: str) -> list[str]:
+        with self._core.lock:
+            rows = self._core.execute(schema.SELECT_MODEL_USERS, (namespace,)).fetchall()
+        return [str(r[0]) for r in rows]

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from fivefold.store.shared.rows import COMENTION as COMENTION  # one name for both backends
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 # Rows of one namespace among a list of ids (``id_list``): the unary ``+`` keeps SQLite from
 # answering through an index on the namespace (which reads every row of the namespace) rather
 # than looking each id up.
@@ -65,6 +65,12 @@ CREATE TABLE IF NOT EXISTS models (
     PRIMARY KEY (namespace, version)
 );
 """
+# A model may be one user's (``learned.scope = "user"``): '' is the namespace's. Versions still
+# count per namespace. Made apart from ``LEARNING_DDL``, which schema 4 -> 5 runs as it was.
+MODEL_USERS_DDL = (
+    "ALTER TABLE models ADD COLUMN user_id TEXT NOT NULL DEFAULT ''",
+    "CREATE INDEX IF NOT EXISTS models_user ON models(namespace, user_id, version)",
+)
 
 # An edge's strength, as graph.py documents it: a co-mention seen n times has confidence
 # 1 - 0.5^n (1 << n is 2^n: SQLite's math functions are optional), any other edge its own. The
@@ -250,13 +256,17 @@ FROM feedback f LEFT JOIN feedback_labels l ON l.feedback_id = f.id
 WHERE f.namespace = ? ORDER BY f.id, l.memory_id
 """
 INSERT_MODEL = """
-INSERT INTO models (namespace, version, accepted, created_at, payload)
-SELECT ?, coalesce(max(version), 0) + 1, ?, ?, ? FROM models WHERE namespace = ?
+INSERT INTO models (namespace, version, accepted, created_at, payload, user_id)
+SELECT ?, coalesce(max(version), 0) + 1, ?, ?, ?, ? FROM models WHERE namespace = ?
 RETURNING version
 """
 SELECT_MODEL = """
-SELECT version, payload FROM models WHERE namespace = ? AND accepted = 1
+SELECT version, payload FROM models WHERE namespace = ? AND user_id = ? AND accepted = 1
 ORDER BY version DESC LIMIT 1
+"""
+SELECT_MODEL_USERS = """
+SELECT DISTINCT user_id FROM models WHERE namespace = ? AND user_id != '' AND accepted = 1
+ORDER BY user_id
 """
 BUMP_NAMESPACE = """
 INSERT INTO namespaces (namespace, memories, generation, vector_generation) VALUES (?, ?, 1, ?)

@@ -103,6 +103,10 @@ class Writer:
         if scope.user_id is None and scope.agent_id is None:
             for table in ("aliases", "entities", "models", "sessions", "slots", "feedback"):
                 conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (ns,))
+        elif scope.user_id is not None:  # a user's own models learned from what goes now
+            conn.execute(
+                "DELETE FROM models WHERE namespace = ? AND user_id = ?", (ns, scope.user_id)
+            )
         entities = sorted({int(e) for pair in named for e in pair})
         conn.execute(write_sql.DROP_ORPHAN_ENTITIES, (json.dumps(entities),))
         conn.execute(schema.BUMP_NAMESPACE, (ns, 0, 1))
