@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from fivefold.config.rules import InvalidSetting, check_fields, constraint_broken, embed_broken
+from fivefold.config.rules import (
+    InvalidSetting,
+    check_fields,
+    constraint_broken,
+    provider_broken,
+)
 from fivefold.types import (
     Budget,
     ColumnWeights,
@@ -279,19 +284,39 @@ class CacheConfig:
         check_fields(self, "cache")
 
 
+class RerankProvider(StrEnum):
+    """What scores the rerank: a local cross-encoder folder, or a ``/rerank`` endpoint of the
+    shape Cohere, Jina and the servers that copy them answer."""
+
+    ONNX = "onnx"
+    HTTP = "http"
+
+
 @dataclass(frozen=True, slots=True)
 class RerankConfig:
-    """Cross-encoder rerank over the top ``depth`` fused candidates (20-50: the model pays for
-    every candidate it reads), for exploratory plans and budget "high". No model ships;
-    ``model_path`` names a local directory (ONNX + tokenizer.json, or a sentence-transformers
-    model)."""
+    """Rerank of the top ``depth`` fused candidates (20-50: the model pays for every candidate
+    it reads), for exploratory plans and budget "high". No model ships. ``onnx``:
+    ``model_path`` names a local directory (ONNX + tokenizer.json); none: no rerank. ``http``:
+    ``POST {url}/rerank`` with ``model``; the API key is read from the environment variable
+    named by ``api_key_env`` (none: no key is sent)."""
 
+    provider: RerankProvider = RerankProvider.ONNX
     model_path: str | None = None
     depth: int = 30
     max_tokens: int = 256
+    url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    # Shorter than an embedding endpoint's: a recall waits on it, and one request is one recall.
+    timeout_s: float = 10.0
+    # Retries of a request answered 429 or 5xx, or not answered in time, with backoff.
+    retries: int = 2
 
     def __post_init__(self) -> None:
         check_fields(self, "rerank")
+        broken = provider_broken(self, "rerank")
+        if broken is not None:
+            raise InvalidSetting(*broken)
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,7 +423,7 @@ class EmbedConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, "embed")
-        broken = embed_broken(self)
+        broken = provider_broken(self, "embed")
         if broken is not None:
             raise InvalidSetting(*broken)
 
