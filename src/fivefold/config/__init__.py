@@ -381,12 +381,14 @@ class ServeConfig:
 
 
 class EmbedProvider(StrEnum):
-    """Where embeddings come from: the packaged model, a local ONNX folder, or an
-    OpenAI-compatible ``/embeddings`` endpoint (vLLM, Ollama, LM Studio, OpenAI)."""
+    """Where embeddings come from: the packaged model, a local ONNX folder, an
+    OpenAI-compatible ``/embeddings`` endpoint (vLLM, Ollama, LM Studio, OpenAI), or a local
+    sentence-transformers folder (the ``st`` extra: torch)."""
 
     MINILM = "minilm"
     ONNX = "onnx"
     OPENAI = "openai"
+    SENTENCE_TRANSFORMERS = "sentence-transformers"
 
 
 class Pooling(StrEnum):
@@ -404,7 +406,9 @@ class EmbedConfig:
     ``onnx``: ``path`` names a folder with a ``*.onnx`` model and its ``tokenizer.json``
     (``dim`` is read from the model). ``openai``: ``POST {url}/embeddings`` with ``model``,
     vectors of ``dim`` numbers; the API key is read from the environment variable named by
-    ``api_key_env`` (none: no key is sent, as a local server needs none)."""
+    ``api_key_env`` (none: no key is sent, as a local server needs none).
+    ``sentence-transformers``: ``path`` names a model folder as ``SentenceTransformer.save``
+    writes it (``dim`` is read from the model)."""
 
     provider: EmbedProvider = EmbedProvider.MINILM
     path: str | None = None

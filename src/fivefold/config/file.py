@@ -109,8 +109,9 @@ _COMMENTS: Mapping[str, str] = MappingProxyType(
         "API keys are [[keys]] tables, managed with `fivefold keys` (never printed here).",
         "embed": 'provider: "minilm" (packaged, offline), "onnx" (path = a folder with a model'
         ' and tokenizer.json),\n"openai" (url, model, dim: POST {url}/embeddings; the key comes'
-        " from the variable named by api_key_env).\nA store keeps the model it was built with;"
-        " `fivefold reembed` moves it to another.",
+        ' from the variable named by api_key_env),\n"sentence-transformers" (path = a saved'
+        " sentence-transformers folder; the st extra).\nA store keeps the model it was built"
+        " with; `fivefold reembed` moves it to another.",
     }
 )
 

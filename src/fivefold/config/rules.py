@@ -282,7 +282,12 @@ def constraint_broken(config: Any) -> tuple[str, str] | None:
 _NEEDS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
     {
         "embed": MappingProxyType(
-            {"minilm": (), "onnx": ("path",), "openai": ("url", "model", "dim")}
+            {
+                "minilm": (),
+                "onnx": ("path",),
+                "openai": ("url", "model", "dim"),
+                "sentence-transformers": ("path",),
+            }
         ),
         "rerank": MappingProxyType({"onnx": (), "http": ("url", "model")}),
     }
@@ -293,6 +298,7 @@ _TAKES: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
             {
                 "minilm": (),
                 "onnx": ("path", "pooling", "max_tokens", "batch_size"),
+                "sentence-transformers": ("path", "batch_size"),
                 "openai": (
                     "url",
                     "model",
