@@ -81,6 +81,7 @@ def _load(folder: Path, threads: int | None) -> Any:
             'the "sentence-transformers" provider needs the st extra: pip install "fivefold[st]"'
         ) from exc
     if threads is not None:
+        # Process-wide in torch: a server's bound holds for every torch model in the process.
         torch.set_num_threads(threads)
     try:
         return SentenceTransformer(str(folder), device="cpu", local_files_only=True)
