@@ -37,6 +37,7 @@ PUBLIC = {
     "Plan",
     "PlanName",
     "RecallResult",
+    "RerankerError",
     "RetrieverName",
     "Scope",
     "StoreError",

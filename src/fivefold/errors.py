@@ -62,6 +62,11 @@ class EmbedderError(FivefoldError):
     """The embedding model could not be loaded or run."""
 
 
+class RerankerError(FivefoldError):
+    """The rerank model could not be run, or answered something that is not a score for each
+    candidate: the recall fails rather than return an order no model gave."""
+
+
 class ConfigError(FivefoldError):
     """A configuration file or value is invalid."""
 
@@ -85,6 +90,7 @@ __all__ = [
     "InvalidInput",
     "NotAFivefoldStore",
     "NotFound",
+    "RerankerError",
     "StoreError",
     "TooLarge",
     "Unauthenticated",

@@ -22,6 +22,8 @@ from fivefold.read.args import RecallArgs
 from fivefold.read.history import chain
 from fivefold.read.metrics import MetricsSnapshot
 from fivefold.read.reader import Reader
+from fivefold.read.rerank.base import Reranker
+from fivefold.read.rerank.providers import build_reranker, close_reranker
 from fivefold.store import Store, StoreSettings, open_store
 from fivefold.types import (
     Edge,
@@ -41,11 +43,16 @@ from fivefold.write.relations import alias_of, relation_of
 class Memory:
     """A memory store plus the engine that reads and writes it. Thread-safe; a context manager."""
 
-    def __init__(self, store: Store, embedder: Embedder, config: Config) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, config: Config, *, reranker: Reranker | None = None
+    ) -> None:
+        """``reranker``: the one ``config.rerank`` names, if already built (else built here)."""
         self._store = store
         self._embedder = embedder
         self._config = config
-        self._reader = Reader(store, embedder, config)
+        # This memory's to close, as it is built from the config (an endpoint's connections).
+        self._reranker = reranker if reranker is not None else build_reranker(config.rerank)
+        self._reader = Reader(store, embedder, config, self._reranker)
         self._gate = Gate(store.location)
         self._writer = Writer(store, embedder, config, self._gate)
         # An embedder built from the config is this memory's to close (an endpoint's connections).
@@ -70,14 +77,20 @@ class Memory:
             embedder = build_embedder(config.embed)
         settings = StoreSettings(context=config.context, index=config.index, write=config.write)
         try:
-            store = open_store(
-                target, embedding_model=embedder.name, dim=embedder.dim, settings=settings
-            )
+            # Before the store: a missing API key or model setting is said before a file is made.
+            reranker = build_reranker(config.rerank)
+            try:
+                store = open_store(
+                    target, embedding_model=embedder.name, dim=embedder.dim, settings=settings
+                )
+            except BaseException:
+                close_reranker(reranker)
+                raise
         except BaseException:
             if owned:
                 _close_embedder(embedder)
             raise
-        memory = cls(store, embedder, config)
+        memory = cls(store, embedder, config, reranker=reranker)
         memory._owns_embedder = owned
         return memory
 
@@ -95,6 +108,7 @@ class Memory:
 
     def _close(self) -> None:
         self._store.close()
+        close_reranker(self._reranker)
         if self._owns_embedder:
             _close_embedder(self._embedder)
 

@@ -18,7 +18,7 @@ import pytest
 from tests.embed.fake_openai import DIM, MODEL, FakeEndpoint, embed_toml, fake_endpoint
 
 import fivefold
-import fivefold.embed.openai
+import fivefold.endpoint
 from fivefold.config import Config, EmbedConfig, EmbedProvider
 from fivefold.config.file import config_from_toml
 from fivefold.embed.providers import build_embedder
@@ -27,7 +27,7 @@ from fivefold.errors import ConfigError, EmbedderError
 
 @pytest.fixture
 def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeEndpoint]:
-    monkeypatch.setattr(fivefold.embed.openai, "FIRST_BACKOFF_S", 0.01)
+    monkeypatch.setattr(fivefold.endpoint, "FIRST_BACKOFF_S", 0.01)
     with fake_endpoint() as fake:
         yield fake
 
@@ -61,7 +61,7 @@ def test_memories_are_embedded_in_batches_and_recalled(
         assert hits[0].memory.content == TEXTS[1]
     assert endpoint.batches[-1] == 1  # the query
     assert endpoint.authorization == [None] * endpoint.requests  # no key variable: no key sent
-    assert mem.embedder._client is None  # type: ignore[attr-defined]  # closed with the memory
+    assert not mem.embedder._endpoint.open  # type: ignore[attr-defined]  # closed with the memory
 
 
 def test_a_given_embedder_stays_open_after_the_memory(endpoint: FakeEndpoint) -> None:

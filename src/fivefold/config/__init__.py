@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 
-from fivefold.config.rules import InvalidSetting, check_fields, constraint_broken, embed_broken
+from fivefold.config.rules import (
+    InvalidSetting,
+    check_fields,
+    constraint_broken,
+    provider_broken,
+)
 from fivefold.types import (
     Budget,
     ColumnWeights,
@@ -286,19 +291,39 @@ class CacheConfig:
         check_fields(self, "cache")
 
 
+class RerankProvider(StrEnum):
+    """What scores the rerank: a local cross-encoder folder, or a ``/rerank`` endpoint of the
+    shape Cohere, Jina and the servers that copy them answer."""
+
+    ONNX = "onnx"
+    HTTP = "http"
+
+
 @dataclass(frozen=True, slots=True)
 class RerankConfig:
-    """Cross-encoder rerank over the top ``depth`` fused candidates (20-50: the model pays for
-    every candidate it reads), for exploratory plans and budget "high". No model ships;
-    ``model_path`` names a local directory (ONNX + tokenizer.json, or a sentence-transformers
-    model)."""
+    """Rerank of the top ``depth`` fused candidates (20-50: the model pays for every candidate
+    it reads), for exploratory plans and budget "high". No model ships. ``onnx``:
+    ``model_path`` names a local directory (ONNX + tokenizer.json); none: no rerank. ``http``:
+    ``POST {url}/rerank`` with ``model``; the API key is read from the environment variable
+    named by ``api_key_env`` (none: no key is sent)."""
 
+    provider: RerankProvider = RerankProvider.ONNX
     model_path: str | None = None
     depth: int = 30
     max_tokens: int = 256
+    url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    # Shorter than an embedding endpoint's: a recall waits on it, and one request is one recall.
+    timeout_s: float = 10.0
+    # Retries of a request answered 429 or 5xx, or not answered in time, with backoff.
+    retries: int = 2
 
     def __post_init__(self) -> None:
         check_fields(self, "rerank")
+        broken = provider_broken(self, "rerank")
+        if broken is not None:
+            raise InvalidSetting(*broken)
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,12 +388,14 @@ class ServeConfig:
 
 
 class EmbedProvider(StrEnum):
-    """Where embeddings come from: the packaged model, a local ONNX folder, or an
-    OpenAI-compatible ``/embeddings`` endpoint (vLLM, Ollama, LM Studio, OpenAI)."""
+    """Where embeddings come from: the packaged model, a local ONNX folder, an
+    OpenAI-compatible ``/embeddings`` endpoint (vLLM, Ollama, LM Studio, OpenAI), or a local
+    sentence-transformers folder (the ``st`` extra: torch)."""
 
     MINILM = "minilm"
     ONNX = "onnx"
     OPENAI = "openai"
+    SENTENCE_TRANSFORMERS = "sentence-transformers"
 
 
 class Pooling(StrEnum):
@@ -386,7 +413,9 @@ class EmbedConfig:
     ``onnx``: ``path`` names a folder with a ``*.onnx`` model and its ``tokenizer.json``
     (``dim`` is read from the model). ``openai``: ``POST {url}/embeddings`` with ``model``,
     vectors of ``dim`` numbers; the API key is read from the environment variable named by
-    ``api_key_env`` (none: no key is sent, as a local server needs none)."""
+    ``api_key_env`` (none: no key is sent, as a local server needs none).
+    ``sentence-transformers``: ``path`` names a model folder as ``SentenceTransformer.save``
+    writes it (``dim`` is read from the model)."""
 
     provider: EmbedProvider = EmbedProvider.MINILM
     path: str | None = None
@@ -405,7 +434,7 @@ class EmbedConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, "embed")
-        broken = embed_broken(self)
+        broken = provider_broken(self, "embed")
         if broken is not None:
             raise InvalidSetting(*broken)
 

@@ -63,6 +63,8 @@ _SECRETS: Mapping[str, str] = MappingProxyType(
         "rewrite.api_key": f"an API key never goes in this file; set {API_KEY_ENV} instead",
         "embed.api_key": "an API key never goes in this file; name the environment variable "
         "that holds it with embed.api_key_env",
+        "rerank.api_key": "an API key never goes in this file; name the environment variable "
+        "that holds it with rerank.api_key_env",
     }
 )
 # Keys of the YAML read_pipeline layout that this file spells differently: say where they went.
@@ -99,7 +101,9 @@ _COMMENTS: Mapping[str, str] = MappingProxyType(
         '"namespace" (one model, checked on users it was not fit on) or "user" (one per user);'
         "\nmax_user_share: the most of a namespace model's recalls one user may give.",
         "cache": 'Result cache, used when optimizer.mode = "cached"; 0 disables.',
-        "rerank": 'Cross-encoder directory (ONNX + tokenizer.json); "" = no rerank.',
+        "rerank": 'provider: "onnx" (model_path = a cross-encoder folder, ONNX + tokenizer.json;'
+        ' "" = no rerank),\n"http" (url, model: POST {url}/rerank, Cohere or Jina style; the key'
+        " comes from the variable named by api_key_env).",
         "mmr": "Diversity: lambda * relevance - (1 - lambda) * redundancy.",
         "rewrite": 'Query rewrites; endpoint "" = offline feedback rewrites.\n'
         f"The API key comes from the environment variable {API_KEY_ENV}, never from this file.",
@@ -107,8 +111,9 @@ _COMMENTS: Mapping[str, str] = MappingProxyType(
         "API keys are [[keys]] tables, managed with `fivefold keys` (never printed here).",
         "embed": 'provider: "minilm" (packaged, offline), "onnx" (path = a folder with a model'
         ' and tokenizer.json),\n"openai" (url, model, dim: POST {url}/embeddings; the key comes'
-        " from the variable named by api_key_env).\nA store keeps the model it was built with;"
-        " `fivefold reembed` moves it to another.",
+        ' from the variable named by api_key_env),\n"sentence-transformers" (path = a saved'
+        " sentence-transformers folder; the st extra).\nA store keeps the model it was built"
+        " with; `fivefold reembed` moves it to another.",
     }
 )
 

@@ -155,10 +155,19 @@ MEANINGS: Mapping[str, str] = MappingProxyType(
         "write in the namespace invalidates it sooner.",
         "cache.max_entries": "Results the cache keeps (least recently used out); 0 disables it.",
         # [rerank]
-        "rerank.model_path": "A local cross-encoder folder (ONNX + tokenizer.json), relative to "
-        'the config file; "" (default): no rerank. No model ships with fivefold.',
+        "rerank.provider": '"onnx" (default): a local cross-encoder folder (`model_path`); '
+        '"http": a Cohere/Jina-style `/rerank` endpoint.',
+        "rerank.model_path": "onnx: a local cross-encoder folder (ONNX + tokenizer.json), "
+        'relative to the config file; "" (default): no rerank. No model ships with fivefold.',
         "rerank.depth": "Fused candidates the cross-encoder rescores.",
-        "rerank.max_tokens": "Tokens of query and memory the cross-encoder reads.",
+        "rerank.max_tokens": "onnx: tokens of query and memory the cross-encoder reads.",
+        "rerank.url": "http: the API's base URL; fivefold posts to `{url}/rerank`.",
+        "rerank.model": "http: the model named in each request.",
+        "rerank.api_key_env": "http: the environment variable that holds the API key, read "
+        "when the store is opened (unset: an error); none: no key is sent.",
+        "rerank.timeout_s": "http: seconds to wait for an answer before trying again.",
+        "rerank.retries": "http: retries of a request answered 429 or 5xx or not answered in "
+        "time; then the recall fails with a RerankerError.",
         # [mmr]
         "mmr.lambda": "MMR's trade-off: lambda x relevance - (1 - lambda) x redundancy.",
         "mmr.depth": "Candidates MMR reorders.",
@@ -184,9 +193,11 @@ MEANINGS: Mapping[str, str] = MappingProxyType(
         'without keys, not on one with keys), "open" (always, without a key), "off".',
         # [embed]
         "embed.provider": '"minilm" (default): the packaged int8 all-MiniLM-L6-v2, offline; '
-        '"onnx": a local ONNX model; "openai": an OpenAI-compatible `/embeddings` endpoint.',
-        "embed.path": "onnx: a folder with a `*.onnx` model and its `tokenizer.json`, relative "
-        "to the config file.",
+        '"onnx": a local ONNX model; "sentence-transformers": a local sentence-transformers '
+        'folder (extra `st`); "openai": an OpenAI-compatible `/embeddings` endpoint.',
+        "embed.path": "onnx: a folder with a `*.onnx` model and its `tokenizer.json`; "
+        "sentence-transformers: a folder as `SentenceTransformer.save` writes it; relative to "
+        "the config file.",
         "embed.pooling": 'onnx: "mean" of the token vectors over real tokens, or "cls" (the '
         "first token's).",
         "embed.max_tokens": "onnx: tokens of a text the model reads.",

@@ -28,6 +28,7 @@ __all__ = [
     "constraint_broken",
     "describe_kind",
     "expected",
+    "provider_broken",
     "quote",
     "stored_scalar",
     "toml_key",
@@ -126,6 +127,8 @@ RANGES: Mapping[str, Range] = MappingProxyType(
         "cache.max_entries": _NON_NEGATIVE,
         "rerank.depth": _ONE_UP,
         "rerank.max_tokens": _ONE_UP,
+        "rerank.timeout_s": _POSITIVE,
+        "rerank.retries": Range(0.0, 10.0),
         "mmr.lambda": _UNIT,
         "mmr.depth": _ONE_UP,
         "rewrite.count": _NON_NEGATIVE,
@@ -277,36 +280,66 @@ def constraint_broken(config: Any) -> tuple[str, str] | None:
     return None
 
 
-# What each embedding provider needs, and takes: a setting of another provider's is refused.
-_EMBED_NEEDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {"minilm": (), "onnx": ("path",), "openai": ("url", "model", "dim")}
-)
-_EMBED_TAKES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+# What each provider of a section needs, and takes: a setting of another provider's is refused.
+_NEEDS: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
     {
-        "minilm": (),
-        "onnx": ("path", "pooling", "max_tokens", "batch_size"),
-        "openai": ("url", "model", "dim", "api_key_env", "batch_size", "timeout_s", "retries"),
+        "embed": MappingProxyType(
+            {
+                "minilm": (),
+                "onnx": ("path",),
+                "openai": ("url", "model", "dim"),
+                "sentence-transformers": ("path",),
+            }
+        ),
+        "rerank": MappingProxyType({"onnx": (), "http": ("url", "model")}),
+    }
+)
+_TAKES: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "embed": MappingProxyType(
+            {
+                "minilm": (),
+                "onnx": ("path", "pooling", "max_tokens", "batch_size"),
+                "sentence-transformers": ("path", "batch_size"),
+                "openai": (
+                    "url",
+                    "model",
+                    "dim",
+                    "api_key_env",
+                    "batch_size",
+                    "timeout_s",
+                    "retries",
+                ),
+            }
+        ),
+        "rerank": MappingProxyType(
+            {
+                "onnx": ("depth", "model_path", "max_tokens"),
+                "http": ("depth", "url", "model", "api_key_env", "timeout_s", "retries"),
+            }
+        ),
     }
 )
 
 
-def embed_broken(embed: Any) -> tuple[str, str] | None:
-    """The first rule of its provider that ``embed`` (an ``EmbedConfig``) breaks, or None."""
-    provider = str(embed.provider)
-    for name in _EMBED_NEEDS[provider]:
-        if not getattr(embed, name):
-            return f"embed.{name}", f'the "{provider}" provider needs it'
-    for field in fields(embed):
-        if field.name == "provider" or field.name in _EMBED_TAKES[provider]:
+def provider_broken(section: Any, key: str) -> tuple[str, str] | None:
+    """The first rule of its provider that ``section`` (the ``[key]`` table: an
+    ``EmbedConfig`` or a ``RerankConfig``) breaks, or None."""
+    provider = str(section.provider)
+    for name in _NEEDS[key][provider]:
+        if not getattr(section, name):
+            return f"{key}.{name}", f'the "{provider}" provider needs it'
+    for field in fields(section):
+        if field.name == "provider" or field.name in _TAKES[key][provider]:
             continue
-        if getattr(embed, field.name) != field.default:
-            return f"embed.{field.name}", f'not a setting of the "{provider}" provider'
-    if embed.url is not None and not re.match(r"https?://", embed.url):
-        return "embed.url", f"{embed.url!r} is not an http:// or https:// URL"
-    variable = embed.api_key_env
+        if getattr(section, field.name) != field.default:
+            return f"{key}.{field.name}", f'not a setting of the "{provider}" provider'
+    if section.url is not None and not re.match(r"https?://", section.url):
+        return f"{key}.url", f"{section.url!r} is not an http:// or https:// URL"
+    variable = section.api_key_env
     if variable is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", variable):
         return (
-            "embed.api_key_env",
+            f"{key}.api_key_env",
             f"{variable!r} is not the name of an environment variable (the key itself never "
             "goes in this file)",
         )

@@ -68,8 +68,27 @@ def _openai(config: EmbedConfig, threads: int | None, environ: Mapping[str, str]
     )
 
 
+def _sentence_transformers(
+    config: EmbedConfig, threads: int | None, environ: Mapping[str, str]
+) -> Embedder:
+    from fivefold.embed.st import SentenceTransformerEmbedder
+
+    if config.path is None:
+        raise ConfigError(
+            'embed.path: the "sentence-transformers" provider needs the model\'s folder'
+        )
+    return SentenceTransformerEmbedder(
+        Path(config.path).expanduser(), batch_size=config.batch_size, threads=threads
+    )
+
+
 _BUILDERS: Mapping[
     EmbedProvider, Callable[[EmbedConfig, int | None, Mapping[str, str]], Embedder]
 ] = MappingProxyType(
-    {EmbedProvider.MINILM: _minilm, EmbedProvider.ONNX: _onnx, EmbedProvider.OPENAI: _openai}
+    {
+        EmbedProvider.MINILM: _minilm,
+        EmbedProvider.ONNX: _onnx,
+        EmbedProvider.OPENAI: _openai,
+        EmbedProvider.SENTENCE_TRANSFORMERS: _sentence_transformers,
+    }
 )

@@ -21,7 +21,7 @@ from fivefold.read import history
 from fivefold.read.demote import demote
 from fivefold.read.fuse import Fused, apply_prior, boost, weighted_rrf
 from fivefold.read.query_vectors import QueryVectors
-from fivefold.read.rerank.cross_encoder import Reranker
+from fivefold.read.rerank.base import Reranker
 from fivefold.read.rerank.mmr import mmr_order
 from fivefold.read.rerank.rewrite import RewriteError, feedback_rewrites, llm_rewrites
 from fivefold.read.retrieve import (

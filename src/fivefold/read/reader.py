@@ -26,7 +26,7 @@ from fivefold.read.parse.entities import EntityResolver, ordinary_words
 from fivefold.read.parse.query import parse_query
 from fivefold.read.pipeline import ReadPipeline, Retrieval
 from fivefold.read.plan import Features, plan_query
-from fivefold.read.rerank.cross_encoder import load_reranker
+from fivefold.read.rerank.base import Reranker
 from fivefold.read.retrieve.graph import specificity
 from fivefold.read.stats import RecallStats
 from fivefold.store.protocol import Store
@@ -70,7 +70,9 @@ class _Planned:
 
 
 class Reader:
-    def __init__(self, store: Store, embedder: Embedder, config: Config) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder, config: Config, reranker: Reranker | None = None
+    ) -> None:
         self._store = store
         self._config = config
         # Learned fusion ranks the candidates of the rule optimizer's plan (its legs, depths and
@@ -82,7 +84,6 @@ class Reader:
         self._models: dict[str, tuple[int, dict[str | None, LearnedModel | None]]] = {}
         self._per_user = config.learned.scope is LearnedScope.USER
         self._default_model = _packaged_model()
-        reranker = load_reranker(config.rerank.model_path, max_tokens=config.rerank.max_tokens)
         self._pipeline = ReadPipeline(store, embedder, config, reranker)
         self._cache = ResultCache(
             ttl_seconds=config.cache.ttl_seconds, max_entries=config.cache.max_entries

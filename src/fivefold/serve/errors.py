@@ -18,6 +18,7 @@ from fivefold.errors import (
     FivefoldError,
     InvalidInput,
     NotFound,
+    RerankerError,
     StoreError,
     TooLarge,
     Unauthenticated,
@@ -45,6 +46,8 @@ _TABLE: tuple[tuple[type[FivefoldError], int, str], ...] = (
     (AccessDenied, 403, "forbidden"),
     (EmbeddingModelMismatch, 409, "conflict"),
     (StoreError, 503, "unavailable"),
+    # Before EmbedderError: a client reads "unavailable" back as the last class listed with it.
+    (RerankerError, 503, "unavailable"),
     (EmbedderError, 503, "unavailable"),
     (ConfigError, 500, "server_config"),
     (FivefoldError, 500, "internal"),

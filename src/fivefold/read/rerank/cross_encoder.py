@@ -12,19 +12,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from fivefold.errors import ConfigError
 
 BATCH_SIZE = 32
-
-
-class Reranker(Protocol):
-    def score(self, query: str, passages: Sequence[str]) -> list[float]:
-        """A relevance score per passage (higher is better)."""
-        ...
 
 
 class OnnxCrossEncoder:
@@ -81,12 +75,6 @@ class OnnxCrossEncoder:
         if logits.ndim == 2 and logits.shape[1] == 2:
             logits = logits[:, 1] - logits[:, 0]  # two-class head: the "relevant" margin
         return [float(v) for v in logits.reshape(len(passages), -1)[:, 0]]
-
-
-def load_reranker(model_path: str | None, *, max_tokens: int) -> Reranker | None:
-    if model_path is None:
-        return None
-    return OnnxCrossEncoder(model_path, max_tokens=max_tokens)
 
 
 def _find(directory: Path, names: Sequence[str]) -> Path:
