@@ -18,7 +18,7 @@ import pytest
 from tests.embed.fake_openai import DIM, MODEL, FakeEndpoint, embed_toml, fake_endpoint
 
 import fivefold
-import fivefold.endpoint
+import fivefold.embed.endpoint
 from fivefold.config import Config, EmbedConfig, EmbedProvider
 from fivefold.config.file import config_from_toml
 from fivefold.embed.providers import build_embedder
@@ -27,7 +27,7 @@ from fivefold.errors import ConfigError, EmbedderError
 
 @pytest.fixture
 def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeEndpoint]:
-    monkeypatch.setattr(fivefold.endpoint, "FIRST_BACKOFF_S", 0.01)
+    monkeypatch.setattr(fivefold.embed.endpoint, "FIRST_BACKOFF_S", 0.01)
     with fake_endpoint() as fake:
         yield fake
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from fivefold.embed.base import Vectors, normalize_rows
-from fivefold.endpoint import JsonEndpoint, finite_number
+from fivefold.embed.endpoint import JsonEndpoint, finite_number
 from fivefold.errors import EmbedderError
 
 __all__ = ["OpenAIEmbedder"]

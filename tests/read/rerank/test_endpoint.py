@@ -14,7 +14,7 @@ import pytest
 from tests.read.rerank.fake_rerank import MODEL, FakeReranker, fake_reranker, relevance
 
 import fivefold
-import fivefold.endpoint
+import fivefold.embed.endpoint
 from fivefold.config import Config, RerankConfig, RerankProvider
 from fivefold.config.file import config_from_toml, config_to_toml, load_config
 from fivefold.errors import ConfigError, RerankerError
@@ -24,7 +24,7 @@ from fivefold.read.rerank.providers import build_reranker
 
 @pytest.fixture
 def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeReranker]:
-    monkeypatch.setattr(fivefold.endpoint, "FIRST_BACKOFF_S", 0.01)
+    monkeypatch.setattr(fivefold.embed.endpoint, "FIRST_BACKOFF_S", 0.01)
     with fake_reranker() as fake:
         yield fake
 

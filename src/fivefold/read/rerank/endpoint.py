@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fivefold.endpoint import JsonEndpoint, finite_number
+from fivefold.embed.endpoint import JsonEndpoint, finite_number
 from fivefold.errors import RerankerError
 
 __all__ = ["HttpReranker"]
