@@ -3,7 +3,7 @@ throughput, and an import's peak RSS. Not a test: a measurement (BENCHMARKS.md, 
 
     PYTHONPATH=src .venv/bin/python scripts/memory_bounds.py batch
     PYTHONPATH=src .venv/bin/python scripts/memory_bounds.py embed
-    PYTHONPATH=src .venv/bin/python scripts/memory_bounds.py import --format jsonl --mb 50
+    PYTHONPATH=src .venv/bin/python scripts/memory_bounds.py import --format jsonl --mb 50 --vectors
 
 ``batch`` starts ``fivefold serve`` (default settings, a new store in a temporary folder) on a
 free port, and samples the server's RSS every 50 ms: before, during one ``POST
@@ -187,8 +187,14 @@ def embed(args: argparse.Namespace) -> None:
     print(json.dumps(result))
 
 
-def write_import(path: Path, fmt: str, size: int) -> int:
+def write_import(path: Path, fmt: str, size: int, *, vectors: bool) -> int:
+    """A file of ``size`` bytes: memories of 1.5 KB (with ``vectors``, each with a random unit
+    vector, so that the import's own memory is measured and not the model's time), or chats of
+    ten turns of 300 characters."""
+    import numpy as np
+
     rng = random.Random(5)
+    draw = np.random.default_rng(5)
     written = records = 0
     with path.open("w", encoding="utf-8") as out:
         while written < size:
@@ -200,6 +206,9 @@ def write_import(path: Path, fmt: str, size: int) -> int:
                 value: dict[str, object] = {"session_id": f"s{records}", "messages": turns}
             else:
                 value = {"content": text(rng, 1500), "session_id": f"s{records // 20}"}
+                if vectors:
+                    vector = draw.standard_normal(384)
+                    value["vector"] = [round(float(x), 5) for x in vector / np.linalg.norm(vector)]
             line = json.dumps(value) + "\n"
             out.write(line)
             written += len(line)
@@ -211,14 +220,18 @@ def import_(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="fivefold-bounds-import-", dir="/tmp") as scratch:
         folder = Path(scratch)
         path = folder / f"import-{args.format}.jsonl"
-        records = write_import(path, args.format, args.mb * MB)
+        records = write_import(path, args.format, args.mb * MB, vectors=args.vectors)
         command = [sys.executable, "-c", "from fivefold.cli.main import main; main()"]
         command += ["--db", str(folder / "memory.db"), "import", str(path)]
         command += ["--format", args.format]
         started = time.perf_counter()
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         with Sampler(child.pid) as sampler:
-            output, _ = child.communicate()
+            try:
+                output, _ = child.communicate(timeout=args.for_seconds)
+            except subprocess.TimeoutExpired:  # the peak so far: the import goes on alike
+                child.terminate()
+                output, _ = child.communicate()
         took = time.perf_counter() - started
     print(
         json.dumps(
@@ -252,6 +265,8 @@ def main() -> None:
     bulk = commands.add_parser("import")
     bulk.add_argument("--format", choices=["jsonl", "chat"], default="jsonl")
     bulk.add_argument("--mb", type=int, default=50)
+    bulk.add_argument("--vectors", action="store_true", help="memories with their vectors")
+    bulk.add_argument("--for-seconds", type=float, help="stop the import after this long")
     bulk.set_defaults(run=import_)
     args = parser.parse_args()
     args.run(args)
