@@ -152,6 +152,8 @@ def import_file(
     except KeyboardInterrupt:
         done, flight, before = state
         report.skipped.sort(key=_in_order)
+        if flight is None and done == 0:  # while the first batch was read: nothing written
+            raise
         if flight is None:  # nothing in flight: the report is exact
             following = next(itertools.islice(read(), done, None), None)
             where = None if following is None else following.where
