@@ -78,10 +78,12 @@ def test_a_batch_is_bounded_in_word_pieces_and_the_vectors_are_the_same(
     sizes: list[int] = []
     infer = module.MiniLMEmbedder._infer
 
-    def counted(self: module.MiniLMEmbedder, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def counted(
+        self: module.MiniLMEmbedder, ids: np.ndarray, mask: np.ndarray, options: object
+    ) -> np.ndarray:
         assert ids.shape[0] * ids.shape[1] <= 1024 or ids.shape[0] == 1
         sizes.append(ids.shape[0])
-        return infer(self, ids, mask)
+        return infer(self, ids, mask, options)
 
     monkeypatch.setattr(module, "MAX_BATCH_TOKENS", 1024)
     monkeypatch.setattr(module.MiniLMEmbedder, "_infer", counted)
@@ -89,6 +91,36 @@ def test_a_batch_is_bounded_in_word_pieces_and_the_vectors_are_the_same(
     assert len(sizes) > 2
     assert sum(sizes) == len(texts)
     assert np.allclose(bounded, whole, atol=1e-6)
+
+
+def test_a_large_call_gives_the_arena_back_after_its_last_batch_only(
+    minilm: fivefold.MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call with a batch of ``RELEASE_TOKENS`` word pieces or more runs its last batch with
+    the arena's shrinkage, and no other; a small call never does (its arena stays warm)."""
+    from fivefold.embed import minilm as module
+
+    shrinking: list[bool] = []
+    infer = module.MiniLMEmbedder._infer
+
+    def seen(
+        self: module.MiniLMEmbedder, ids: np.ndarray, mask: np.ndarray, options: object
+    ) -> np.ndarray:
+        shrinking.append(options is not None)
+        return infer(self, ids, mask, options)
+
+    monkeypatch.setattr(module.MiniLMEmbedder, "_infer", seen)
+    long = ["the Kestrel review moved to Thursday again " * 40 for _ in range(40)]
+    before = minilm.embed(long[:1])
+    assert shrinking == [False]  # one text of 256 word pieces: below the release
+    shrinking.clear()
+    minilm.embed(long)
+    assert len(shrinking) > 2
+    assert shrinking == [False] * (len(shrinking) - 1) + [True]
+    shrinking.clear()
+    minilm.embed(["a short query", "another one"])
+    assert shrinking == [False]
+    assert np.array_equal(minilm.embed(long[:1]), before)  # the same vector after a release
 
 
 def test_token_batches_fill_each_batch_up_to_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:

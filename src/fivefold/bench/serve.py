@@ -26,6 +26,7 @@ import click
 import httpx
 
 from fivefold.bench.latency_store import build_store, read_manifest, store_name
+from fivefold.bench.soak import render_soak, soak
 from fivefold.bench.synthetic import SyntheticCorpus
 from fivefold.read.metrics import percentile
 
@@ -195,8 +196,8 @@ def _start(db: Path, folder: Path, workers: int) -> tuple[subprocess.Popen[bytes
     config.write_text(f"[serve]\nport = {port}\nworkers = {workers}\n")
     command = [sys.executable, "-c", "from fivefold.cli.main import main; main()"]
     command += ["--db", str(db), "--config", str(config), "serve"]
-    log = (folder / "server.log").open("wb")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    with (folder / "server.log").open("wb") as log:  # the child writes its own copy
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + READY_SECONDS
     while time.monotonic() < deadline and process.poll() is None:
@@ -227,6 +228,19 @@ def _say(text: str) -> None:
 )
 @click.option("--store-dir", type=click.Path(path_type=Path), help="Reuse built stores here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--soak-minutes",
+    type=click.FloatRange(0.0, min_open=True),
+    default=None,
+    help="Drive this long instead of --seconds, reporting RSS and recall p99 per minute.",
+)
+@click.option(
+    "--window-seconds",
+    type=click.FloatRange(0.0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="The soak's reporting window.",
+)
 def serve(
     memories: int,
     clients: int,
@@ -236,8 +250,13 @@ def serve(
     rate: float,
     store_dir: Path | None,
     as_json: bool,
+    soak_minutes: float | None,
+    window_seconds: float,
 ) -> None:
-    """Drive a real `fivefold serve` with N concurrent clients (recall / remember mix)."""
+    """Drive a real `fivefold serve` with N concurrent clients (recall / remember mix); with
+    --soak-minutes, for that long, reporting the server's RSS and recall p99 each minute."""
+    if soak_minutes is not None:
+        seconds = soak_minutes * 60.0
     with tempfile.TemporaryDirectory(prefix="fivefold-bench-serve-") as scratch:
         folder = Path(scratch)
         built = _store(memories, store_dir or folder, _say)
@@ -253,6 +272,16 @@ def serve(
             _say(
                 f"driving {url}: {clients} clients, {rate or 'unpaced'} requests/s, {seconds:.0f} s"
             )
+            if soak_minutes is not None:
+                soaked = soak(
+                    process.pid,
+                    lambda window: drive(url, load, window),
+                    minutes=soak_minutes,
+                    window_seconds=window_seconds,
+                    say=_say,
+                )
+                click.echo(json.dumps(asdict(soaked), indent=2) if as_json else render_soak(soaked))
+                return
             tally, elapsed = asyncio.run(drive(url, load, seconds))
         finally:
             process.send_signal(signal.SIGTERM)

@@ -17,8 +17,9 @@ imports every record whatever was noted.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -100,29 +101,30 @@ def import_file(
         validate.name_text(namespace, "namespace")  # once, not once a record
     if fmt == "auto":
         fmt = "jsonl" if path.suffix.lower() in (".jsonl", ".ndjson") else "locomo"
-    records = list(_jsonl(path) if fmt == "jsonl" else _locomo(path))
-    if namespace is not None:
-        records = [_in(r, namespace) for r in records]
+
+    def read() -> Iterator[Record]:
+        # Read as it is written, a batch at a time: the file is never held whole.
+        records = _jsonl(path) if fmt == "jsonl" else _locomo(path)
+        return records if namespace is None else (_in(r, namespace) for r in records)
+
     report = ImportReport() if report is None else report
-    report.records = len(records)
-    digests = _Digests(records, fmt)
+    digests = _Digests(fmt)
     mem = _Opened(opened, checked=checked, resume=not again)
     # On stderr, as migrate's, and only to a terminal: stdout and a log get the result line
     # alone (the bar left a blank line on stdout, and to a log a blank line before an error).
     console = Console(stderr=True)
-    # Where an interrupt finds the import: (the batch's first record, its end, whether it is
-    # committed, the memories imported before it), set in one assignment so that a signal
-    # between two statements never reads half of it.
-    state = (0, 0, True, 0)
+    # Where an interrupt finds the import: (the records committed, the batch being written or
+    # None, the memories imported before it), set in one assignment so that a signal between
+    # two statements never reads half of it.
+    state: tuple[int, Sequence[Record] | None, int] = (0, None, 0)
     try:  # the whole loop: an interrupt between two batches (in the bar's advance) is one too
         with Progress(console=console, transient=True, disable=not console.is_terminal) as bar:
-            task = bar.add_task(f"importing {path.name}", total=len(records))
-            start = 0
-            while start < len(records):
-                batch = records[start : start + batch_size]
+            task = bar.add_task(f"importing {path.name}", total=None)
+            source, start = read(), 0
+            while batch := list(itertools.islice(source, batch_size)):
                 end = start + len(batch)
-                state = (start, end, False, report.imported)
-                skipped = len(report.skipped)
+                digests.extend(batch)
+                state = (start, batch, report.imported)
                 try:
                     _write_batch(
                         mem,
@@ -131,27 +133,33 @@ def import_file(
                         path=path,
                         on_error=on_error,
                         checked=checked,
-                        progress=(digests.key, digests.note(end)),
+                        progress=(digests.key, digests.note()),
                     )
                 except _Noted as noted:  # the store, just opened, holds a note: nothing written
-                    del report.skipped[skipped:]  # the batch is looked at again from the note
-                    report.earlier = start = _resumed(noted, digests, path)
-                    done = {r.where for r in records[:start]}  # what the earlier run said
-                    report.skipped = [s for s in report.skipped if s[0] not in done]
-                    state = (start, start, True, report.imported)
-                    bar.advance(task, start)
+                    # Read again from the start of the file: the note may lie before this batch
+                    # (the records read since were not kept), or after it. What was left out
+                    # so far is either the earlier run's or is met again.
+                    report.skipped.clear()
+                    source = read()
+                    report.earlier = start = _resumed(noted, digests, source, path)
+                    state = (start, None, report.imported)
+                    bar.update(task, completed=start)
                     continue
-                state = (start, end, True, report.imported)
+                state = (end, None, report.imported)
                 bar.advance(task, len(batch))
                 start = end
+            report.records = start
     except KeyboardInterrupt:
-        start, end, committed, before = state
+        done, flight, before = state
         report.skipped.sort(key=_in_order)
-        if committed:  # nothing in flight: the report is exact
-            following = records[end].where if end < len(records) else None
-            raise ImportInterrupted(report, following, None) from None
+        if flight is None and done == 0:  # while the first batch was read: nothing written
+            raise
+        if flight is None:  # nothing in flight: the report is exact
+            following = next(itertools.islice(read(), done, None), None)
+            where = None if following is None else following.where
+            raise ImportInterrupted(report, where, None) from None
         report.imported = before
-        raise ImportInterrupted(report, records[start].where, records[end - 1].where) from None
+        raise ImportInterrupted(report, flight[0].where, flight[-1].where) from None
     report.skipped.sort(key=_in_order)
     return report
 
@@ -203,17 +211,20 @@ class _Opened:
         return written
 
 
-def _resumed(noted: _Noted, digests: _Digests, path: Path) -> int:
+def _resumed(noted: _Noted, digests: _Digests, source: Iterator[Record], path: Path) -> int:
     """Where an import noted before resumes: after its records, when they are this file's
-    first ones. Other records under the same key are refused, not written again whole: the
-    file changed since (a line left out fixed, say) or another begins as it does, and either
-    way the rows of the earlier import are in the store already."""
-    if noted.done <= digests.records and noted.digest == digests.of(noted.done):
+    first ones (read from ``source``, the file from its start). Other records under the same
+    key are refused, not written again whole: the file changed since (a line left out fixed,
+    say) or another begins as it does, and either way the rows of the earlier import are in
+    the store already."""
+    digests.restart()
+    digests.extend(itertools.islice(source, noted.done))
+    if digests.done == noted.done and digests.of_read() == noted.digest:
         return noted.done
     raise InvalidInput(
         f"{path}: an earlier import into this store began with the same record but went on "
-        f"with other records ({noted.done:,} noted; this file has {digests.records:,}): the "
-        "file changed since, or another file begins as this one does, or the namespace "
+        f"with other records ({noted.done:,} noted; this file has {digests.done:,} or more): "
+        "the file changed since, or another file begins as this one does, or the namespace "
         "given differs. Nothing imported; to import only what is new, put it in a file of "
         "its own; --again imports every record, those already written a second time"
     )
@@ -221,29 +232,31 @@ def _resumed(noted: _Noted, digests: _Digests, path: Path) -> int:
 
 class _Digests:
     """The import's key (its format and first record, as imported: in the namespace it is put
-    in) and a digest of its first n records, one pass for n rising."""
+    in) and a running digest of the records read so far, in order."""
 
-    def __init__(self, records: Sequence[Record], fmt: str) -> None:
-        self._records = records
+    def __init__(self, fmt: str) -> None:
         self._head = hashlib.sha256(f"{fmt}\0".encode())
-        first = _canonical(records[0]) if records else b""
-        self.key = "import:" + hashlib.sha256(self._head.digest() + first).hexdigest()[:32]
-        self._running, self._at = self._head.copy(), 0
+        self.key = ""
+        self._running, self.done = self._head.copy(), 0
 
-    @property
-    def records(self) -> int:
-        return len(self._records)
+    def extend(self, records: Iterable[Record]) -> None:
+        for record in records:
+            canonical = _canonical(record)
+            if not self.key:
+                self.key = (
+                    "import:" + hashlib.sha256(self._head.digest() + canonical).hexdigest()[:32]
+                )
+            self._running.update(canonical)
+            self.done += 1
 
-    def of(self, n: int) -> str:
-        if n < self._at:  # once at most: a note behind the first batch's end
-            self._running, self._at = self._head.copy(), 0
-        for record in self._records[self._at : n]:
-            self._running.update(_canonical(record))
-        self._at = n
+    def restart(self) -> None:
+        self._running, self.done = self._head.copy(), 0
+
+    def of_read(self) -> str:
         return self._running.hexdigest()
 
-    def note(self, n: int) -> str:
-        return json.dumps({"done": n, "digest": self.of(n)})
+    def note(self) -> str:
+        return json.dumps({"done": self.done, "digest": self.of_read()})
 
 
 def _canonical(record: Record) -> bytes:

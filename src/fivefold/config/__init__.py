@@ -381,6 +381,9 @@ class ServeConfig:
     max_body_bytes: int = 1_048_576
     max_k: int = 100
     max_batch: int = 1000
+    # Word pieces a worker's local model embeds at once across its requests (texts times
+    # padded length of the batches running): two of the model's largest batches.
+    max_inflight_tokens: int = 8192
     metrics: MetricsAccess = MetricsAccess.AUTO
 
     def __post_init__(self) -> None:

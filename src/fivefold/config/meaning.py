@@ -189,6 +189,9 @@ MEANINGS: Mapping[str, str] = MappingProxyType(
         "serve.max_body_bytes": "Largest request body (413 above it).",
         "serve.max_k": "Largest `k` a recall may ask for (422 above it).",
         "serve.max_batch": "Most items in one batch write (413 above it).",
+        "serve.max_inflight_tokens": "Word pieces (texts times padded length) a worker's local "
+        "model embeds at once across its requests; a larger request is embedded in batches "
+        "that wait their turn, and one batch larger than the budget runs alone.",
         "serve.metrics": 'Who reads `/metrics`: "auto" (served without keys on a server '
         'without keys, not on one with keys), "open" (always, without a key), "off".',
         # [embed]

@@ -147,6 +147,7 @@ RANGES: Mapping[str, Range] = MappingProxyType(
         "serve.max_body_bytes": Range(1024.0),
         "serve.max_k": _ONE_UP,
         "serve.max_batch": _ONE_UP,
+        "serve.max_inflight_tokens": _ONE_UP,
         "embed.max_tokens": _ONE_UP,
         "embed.dim": _NON_NEGATIVE,
         "embed.batch_size": _ONE_UP,

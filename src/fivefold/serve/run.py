@@ -30,6 +30,7 @@ from fivefold.config import Config
 from fivefold.config.file import settings_in_effect
 from fivefold.errors import ConfigError
 from fivefold.memory import Memory
+from fivefold.serve.budget import TokenBudget
 from fivefold.serve.keys import KeyRing, load_keys
 from fivefold.serve.loopback import loopback
 
@@ -55,10 +56,12 @@ def app_from_env() -> Any:
     if host := os.environ.get(HOST_ENV):
         config = replace(config, serve=replace(config.serve, host=host))
     db = os.environ.get(DB_ENV) or None
+    budget = TokenBudget(config.serve.max_inflight_tokens)
     return create_app(
-        lambda: Memory.open(db, config=config, embedder=_embedder(config)),
+        lambda: Memory.open(db, config=config, embedder=_embedder(config, budget)),
         settings=config.serve,
         keys=KeyRing(load_keys(path)),
+        budget=budget,
     )
 
 
@@ -84,14 +87,14 @@ def _one_blas_thread() -> None:
     threadpool_limits(limits=1, user_api="blas")
 
 
-def _embedder(config: Config) -> Any:
+def _embedder(config: Config, budget: TokenBudget) -> Any:
     """The configured model, a local one with one ONNX thread per worker: requests run side
     by side on the worker's threads and the workers side by side on the cores, so an intra-op
     pool per call only adds threads that spin-wait for each other (bench serve: see
-    BENCHMARKS.md)."""
+    BENCHMARKS.md). Its batches share the worker's ``budget`` of word pieces."""
     from fivefold.embed.providers import build_embedder
 
-    return build_embedder(config.embed, threads=1)
+    return build_embedder(config.embed, threads=1, budget=budget)
 
 
 def check_binding(host: str, keys: KeyRing) -> str:

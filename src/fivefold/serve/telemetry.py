@@ -15,6 +15,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+from fivefold.serve.budget import TokenBudget
 from fivefold.types import RecallResult
 
 __all__ = ["CONTENT_TYPE", "Telemetry"]
@@ -35,10 +36,33 @@ class _StoreSize(Collector):
         yield GaugeMetricFamily("fivefold_store_bytes", "Size of the store on disk", self._size())
 
 
+class _Budget(Collector):
+    """The embedding budget's word pieces held now and at most, read at scrape time (this
+    worker's: each worker has a budget of its own)."""
+
+    def __init__(self, budget: TokenBudget | None) -> None:
+        self._budget = budget
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        if self._budget is None:
+            return
+        held, peak, total = self._budget.held, self._budget.peak, self._budget.total
+        yield GaugeMetricFamily(
+            "fivefold_embed_tokens_in_flight", "Word pieces being embedded now", held
+        )
+        yield GaugeMetricFamily(
+            "fivefold_embed_tokens_peak", "Most word pieces embedded at once so far", peak
+        )
+        yield GaugeMetricFamily(
+            "fivefold_embed_tokens_budget", "Word pieces embedded at once at most", total
+        )
+
+
 class Telemetry:
-    def __init__(self, store_size: Callable[[], int]) -> None:
+    def __init__(self, store_size: Callable[[], int], budget: TokenBudget | None = None) -> None:
         self._registry = CollectorRegistry()
         self._store_size = _StoreSize(store_size)
+        self._budget = _Budget(budget)
         self.requests = Histogram(
             "fivefold_http_request_seconds",
             "HTTP request latency by endpoint and status",
@@ -73,6 +97,7 @@ class Telemetry:
             "fivefold_errors", "Error responses by code", ["code"], registry=self._registry
         )
         self._registry.register(self._store_size)
+        self._registry.register(self._budget)
 
     def recalled(self, result: RecallResult) -> None:
         plan = result.plan.name.value
@@ -91,4 +116,5 @@ class Telemetry:
         merged = CollectorRegistry()
         MultiProcessCollector(merged)  # type: ignore[no-untyped-call]
         merged.register(self._store_size)
+        merged.register(self._budget)
         return generate_latest(merged)
