@@ -11,7 +11,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.fake_json_server import json_server
 
 MODEL = "fake-rerank-v1"
 
@@ -59,40 +60,6 @@ class FakeReranker:
 @contextmanager
 def fake_reranker() -> Iterator[FakeReranker]:
     endpoint = FakeReranker()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", "0"))
-            payload = json.loads(self.rfile.read(length))
-            with endpoint.lock:
-                endpoint.authorization.append(self.headers.get("authorization"))
-            if self.path != "/v1/rerank":
-                status, body = 404, b"{}"
-            else:
-                status, body = endpoint.answer(payload)
-            try:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                if status == 503:
-                    self.send_header("retry-after", "0")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up waiting (a timeout test)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    # A short poll: shutdown() waits up to one poll interval.
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    endpoint.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    try:
+    with json_server("/v1/rerank", endpoint.answer, endpoint.authorization, endpoint.lock) as url:
+        endpoint.url = url
         yield endpoint
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
