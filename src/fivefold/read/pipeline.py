@@ -79,6 +79,20 @@ class Retrieval:
     replaced: dict[int, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What one recall asks of the pipeline: its parsed query, plan and scope, the tenant's
+    statistics, how deep each retriever reads, the time "now" means and any forced types."""
+
+    query: ParsedQuery
+    plan: Plan
+    scope: Scope
+    stats: RecallStats
+    depth: int
+    now: datetime
+    forced: tuple[MemoryType, ...] = ()
+
+
 @dataclass(slots=True)
 class _Clock:
     timings: dict[str, float] = field(default_factory=dict)
@@ -93,14 +107,9 @@ class _Clock:
 class _State:
     """What one recall accumulates on its way through the pipeline."""
 
-    query: ParsedQuery
-    plan: Plan
-    scope: Scope
-    stats: RecallStats
-    depth: int
-    now: datetime
-    forced: tuple[MemoryType, ...]
-    clock: _Clock
+    ask: Question
+    query: ParsedQuery  # the ask's, with the rewrites once they are made
+    clock: _Clock = field(default_factory=_Clock)
     model: LearnedModel | None = None
     include_superseded: bool = True
     learned: bool = False
@@ -127,25 +136,16 @@ class ReadPipeline:
 
     def run(
         self,
-        query: ParsedQuery,
-        plan: Plan,
-        scope: Scope,
-        stats: RecallStats,
+        question: Question,
         *,
-        depth: int,
-        now: datetime,
-        forced_types: Sequence[MemoryType] = (),
         budget: Budget = Budget.MID,
         model: LearnedModel | None = None,
         include_superseded: bool = True,
     ) -> Retrieval:
         """``model``: learned fusion ranks the candidates instead of the plan's RRF."""
-        state = _State(
-            query, plan, scope, stats, depth, now, tuple(forced_types), _Clock(), model,
-            include_superseded,
-        )  # fmt: skip
+        state = _State(question, question.query, model=model, include_superseded=include_superseded)
         self._retrieve(state)
-        if plan.rewrites:
+        if question.plan.rewrites:
             self._rewrite(state)
         ranked, attributes = self._fuse(state)
         ranked = self._post_filter(state, ranked, attributes)
@@ -153,21 +153,23 @@ class ReadPipeline:
             ranked,
             attributes,
             lambda ids: self._attributes(state, ids),
-            lambda ids: self._store.reads.replaced(state.scope.namespace, ids),
+            lambda ids: self._store.reads.replaced(state.ask.scope.namespace, ids),
             past=state.query.asks_past,
             include_superseded=state.include_superseded,
         )
         if not state.query.asks_past and self._config.write.supersede is Supersession.AUTO:
-            ranked, moved = history.newer_first(ranked, state.attributes, self._store, state.scope)
+            ranked, moved = history.newer_first(
+                ranked, state.attributes, self._store, state.ask.scope
+            )
             if moved:
                 state.notes.append(f"{moved} newer statement(s) of a change ranked above the older")
         attributes = state.attributes
         start = time.perf_counter()
         ranked, demoted = self._demote(state, ranked)
         state.clock.time("negation", start)
-        if plan.rerank or budget is Budget.HIGH:
+        if question.plan.rerank or budget is Budget.HIGH:
             ranked = self._rerank(state, ranked, asked=budget is Budget.HIGH)
-        if plan.mmr:
+        if question.plan.mmr:
             ranked = self._mmr(state, ranked)
         return Retrieval(
             state.query,
@@ -188,7 +190,7 @@ class ReadPipeline:
         on another core while the text legs run here), then the lexical leg (``_semantic_
         lexical``); the embedding is waited for only by the semantic leg. The runs keep the
         order semantic, lexical, type, graph, temporal."""
-        wanted = set(state.plan.retrievers)
+        wanted = set(state.ask.plan.retrievers)
         focus = state.query.focus
         if S in wanted and focus.strip():
             # A query embedded before needs no thread: handing it over costs more than the look-up.
@@ -222,48 +224,48 @@ class ReadPipeline:
                     G,
                     lambda: graph_search(
                         store,
-                        state.scope,
+                        state.ask.scope,
                         query.entity_refs,
-                        total=state.stats.memories,
+                        total=state.ask.stats.memories,
                         depth=self._depth(state, G),
-                        now=state.now,
+                        now=state.ask.now,
                         config=self._config.graph,
                         multi_hop=query.multi_hop,
-                        types=state.forced,
-                        frontier_cap=state.plan.graph_frontier,
+                        types=state.ask.forced,
+                        frontier_cap=state.ask.plan.graph_frontier,
                     ),
                 )
             )
         window = query.temporal_window
-        events_allowed = not state.forced or MemoryType.EVENT in state.forced
+        events_allowed = not state.ask.forced or MemoryType.EVENT in state.ask.forced
         if T in wanted and window is not None and events_allowed:
             runs.append(
                 _timed(
                     state.clock,
                     T,
                     lambda: temporal_search(
-                        store.search, state.scope, window, depth=self._depth(state, T)
+                        store.search, state.ask.scope, window, depth=self._depth(state, T)
                     ),
                 )
             )
         return runs
 
     def _depth(self, state: _State, retriever: RetrieverName) -> int:
-        return state.plan.depths.get(retriever, state.depth)
+        return state.ask.plan.depths.get(retriever, state.ask.depth)
 
     def _text_legs(self, state: _State, wanted: set[RetrieverName]) -> None:
         """Semantic and lexical, type-filtered when a type filter is active, widened (filter
         dropped, both run again) when fewer than ``type_widen_below`` results survive, unless
         the caller forced the types."""
         hinted = state.query.type_hints if Y in wanted else ()
-        types = state.forced or hinted
+        types = state.ask.forced or hinted
         # Soft type filtering: no pre-filter; the type leg below still favours on-type memories.
-        soft = not state.forced and self._config.optimizer.type_filter is TypeFilterMode.SOFT
+        soft = not state.ask.forced and self._config.optimizer.type_filter is TypeFilterMode.SOFT
         prefilter = () if soft else tuple(types)
         state.text_types = prefilter
         legs = self._semantic_lexical(state, wanted, prefilter)
         notes: tuple[str, ...] = ()
-        if prefilter and not state.forced:
+        if prefilter and not state.ask.forced:
             found = {item.id for run in legs for item in run.items}
             if len(found) < self._config.retrieval.type_widen_below:
                 notes = (f"widened: only {len(found)} results of type {[t.value for t in types]}",)
@@ -295,8 +297,8 @@ class ReadPipeline:
                 L,
                 lambda: lexical_search(
                     self._store.search,
-                    state.stats,
-                    state.scope,
+                    state.ask.stats,
+                    state.ask.scope,
                     query.terms,
                     hint_terms=hints,
                     depth=self._depth(state, L),
@@ -324,7 +326,11 @@ class ReadPipeline:
             state.clock,
             S,
             lambda: semantic_search(
-                self._store.search, state.scope, vectors, depth=self._depth(state, S), types=types
+                self._store.search,
+                state.ask.scope,
+                vectors,
+                depth=self._depth(state, S),
+                types=types,
             ),
         )
 
@@ -372,30 +378,20 @@ class ReadPipeline:
                 state.notes.append(f"{exc}; used feedback rewrites")
         first, _ = self._fuse(state)
         top = self._store.reads.get_memories(
-            state.scope.namespace, [f.id for f in first[: config.feedback_docs]]
+            state.ask.scope.namespace, [f.id for f in first[: config.feedback_docs]]
         )
         documents = [top[f.id].content for f in first[: config.feedback_docs] if f.id in top]
         return feedback_rewrites(
-            focus, documents, frequencies=state.stats.frequencies, config=config
+            focus, documents, frequencies=state.ask.stats.frequencies, config=config
         )
 
-    def candidates(
-        self,
-        query: ParsedQuery,
-        plan: Plan,
-        scope: Scope,
-        stats: RecallStats,
-        *,
-        depth: int,
-        now: datetime,
-        forced_types: Sequence[MemoryType] = (),
-    ) -> Candidates:
+    def candidates(self, question: Question) -> Candidates:
         """The candidates learned fusion would rank for this recall, with their features (what
         ``Memory.train`` fits on)."""
-        state = _State(query, plan, scope, stats, depth, now, tuple(forced_types), _Clock())
+        state = _State(question, question.query)
         self._retrieve(state)
         fused = self._rule_fused(state)
-        attributes = self._store.reads.attributes(scope.namespace, [f.id for f in fused])
+        attributes = self._store.reads.attributes(state.ask.scope.namespace, [f.id for f in fused])
         return self._candidates(state, fused, attributes)
 
     # -- fusion and post-fusion policies --------------------------------------------------------
@@ -404,15 +400,15 @@ class ReadPipeline:
         known = state.attributes
         missing = [i for i in ids if i not in known]
         if missing:
-            known.update(self._store.reads.attributes(state.scope.namespace, missing))
+            known.update(self._store.reads.attributes(state.ask.scope.namespace, missing))
         return {i: known[i] for i in ids if i in known}
 
     def _rule_fused(self, state: _State) -> list[Fused]:
         fusion = self._config.fusion
         fused = weighted_rrf(
             state.runs,
-            state.plan.weights,
-            k=state.plan.fusion_k or fusion.k,
+            state.ask.plan.weights,
+            k=state.ask.plan.fusion_k or fusion.k,
             multi_hop_factor=fusion.graph_multi_hop_weight,
         )
         # A memory whose every list gave it confidence 0 (a cosine clipped at 0) has no
@@ -427,8 +423,8 @@ class ReadPipeline:
         if state.query.terms and ids:
             own = match_confidence(
                 self._store.search,
-                state.stats,
-                state.scope,
+                state.ask.stats,
+                state.ask.scope,
                 state.query.terms,
                 ids,
                 max_term_share=self._config.lexical.max_term_share,
@@ -477,12 +473,14 @@ class ReadPipeline:
     def _post_filter(
         self, state: _State, ranked: list[Fused], attributes: dict[int, MemoryAttributes]
     ) -> list[Fused]:
-        if state.forced:
+        if state.ask.forced:
             ranked = [
-                f for f in ranked if f.id in attributes and attributes[f.id].type in state.forced
+                f
+                for f in ranked
+                if f.id in attributes and attributes[f.id].type in state.ask.forced
             ]
         window = state.query.temporal_window
-        if state.plan.temporal_post_filter and window is not None:
+        if state.ask.plan.temporal_post_filter and window is not None:
             inside = [
                 f
                 for f in ranked
@@ -497,8 +495,8 @@ class ReadPipeline:
     def _demote(self, state: _State, ranked: list[Fused]) -> tuple[list[Fused], frozenset[int]]:
         return demote(
             self._store,
-            state.stats,
-            state.scope,
+            state.ask.stats,
+            state.ask.scope,
             state.query,
             ranked,
             threshold=self._config.retrieval.negation_threshold,
@@ -518,7 +516,7 @@ class ReadPipeline:
         start = time.perf_counter()
         depth = self._config.rerank.depth
         head, tail = ranked[:depth], ranked[depth:]
-        records = self._store.reads.get_memories(state.scope.namespace, [f.id for f in head])
+        records = self._store.reads.get_memories(state.ask.scope.namespace, [f.id for f in head])
         scores = self._reranker.score(
             state.query.focus, [records[f.id].content if f.id in records else "" for f in head]
         )
@@ -530,7 +528,7 @@ class ReadPipeline:
         start = time.perf_counter()
         config = self._config.mmr
         head, tail = ranked[: config.depth], ranked[config.depth :]
-        vectors = self._store.search.vectors(state.scope.namespace, [f.id for f in head])
+        vectors = self._store.search.vectors(state.ask.scope.namespace, [f.id for f in head])
         order = mmr_order(
             [f.id for f in head],
             [f.score for f in head],

@@ -24,7 +24,7 @@ from fivefold.read.history import SUPERSEDED_WEIGHT
 from fivefold.read.metrics import CACHE_PLAN, Metrics, MetricsSnapshot
 from fivefold.read.parse.entities import EntityResolver, ordinary_words
 from fivefold.read.parse.query import parse_query
-from fivefold.read.pipeline import ReadPipeline, Retrieval
+from fivefold.read.pipeline import Question, ReadPipeline, Retrieval
 from fivefold.read.plan import Features, plan_query
 from fivefold.read.rerank.base import Reranker
 from fivefold.read.retrieve.graph import specificity
@@ -196,15 +196,7 @@ class Reader:
             args = RecallArgs.from_token(entry.args)
             stats = RecallStats(self._store.reads, args.scope.namespace)
             planned = self._plan(args, None, stats, rules=True)
-            candidates = self._pipeline.candidates(
-                planned.query,
-                planned.plan,
-                args.scope,
-                stats,
-                depth=self._depth(args),
-                now=args.now,
-                forced_types=args.forced,
-            )
+            candidates = self._pipeline.candidates(self._question(args, planned, stats))
             labels = np.array([entry.labels.get(i, 0.0) for i in candidates.ids])
             out.append(Example(candidates, labels, entry.id))
         return out
@@ -304,16 +296,15 @@ class Reader:
         self, args: RecallArgs, planned: _Planned, model: LearnedModel | None, stats: RecallStats
     ) -> Retrieval:
         return self._pipeline.run(
-            planned.query,
-            planned.plan,
-            args.scope,
-            stats,
-            depth=self._depth(args),
-            now=args.now,
-            forced_types=args.forced,
+            self._question(args, planned, stats),
             budget=args.budget,
             model=model,
             include_superseded=args.include_superseded,
+        )
+
+    def _question(self, args: RecallArgs, planned: _Planned, stats: RecallStats) -> Question:
+        return Question(
+            planned.query, planned.plan, args.scope, stats, self._depth(args), args.now, args.forced
         )
 
     def _result(

@@ -13,7 +13,7 @@ import pytest
 import fivefold
 from fivefold.read.parse.entities import EntityResolver
 from fivefold.read.parse.query import parse_query
-from fivefold.read.pipeline import ReadPipeline, Retrieval
+from fivefold.read.pipeline import Question, ReadPipeline, Retrieval
 from fivefold.read.plan import balanced_plan
 from fivefold.read.retrieve import type_list
 from fivefold.read.stats import RecallStats
@@ -50,7 +50,7 @@ def run_with_hints(
     plan = balanced_plan(parsed, config.fusion, forced_types=forced)
     pipeline = ReadPipeline(memory.store, fivefold.HashingEmbedder(), config)
     stats = RecallStats(memory.store.reads, "default")
-    return pipeline.run(parsed, plan, Scope(), stats, depth=100, now=NOW, forced_types=forced)
+    return pipeline.run(Question(parsed, plan, Scope(), stats, 100, NOW, tuple(forced)))
 
 
 def runs_by_name(runs: Sequence[RetrieverRun]) -> dict[RetrieverName, RetrieverRun]:
