@@ -59,6 +59,16 @@ Server = Annotated[Served, Depends(state_of)]
 NamespaceQ = Annotated[str | None, Query()]
 
 
+def _query_scope(
+    namespace: NamespaceQ = None, user_id: NamespaceQ = None, agent_id: NamespaceQ = None
+) -> tuple[str | None, str | None, str | None]:
+    """The scope a GET or DELETE names in its query string, for ``scope_for``."""
+    return namespace, user_id, agent_id
+
+
+QueryScope = Annotated[tuple[str | None, str | None, str | None], Depends(_query_scope)]
+
+
 def _json(value: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(to_json(value), status_code=status)
 
@@ -140,54 +150,24 @@ def forget_scope(body: ForgetScopeBody, key: Caller, served: Server) -> JSONResp
 
 @router.get("/memories", summary="Browse the newest memories")
 def browse(
-    key: Caller,
-    served: Server,
-    limit: int = 50,
-    before: int | None = None,
-    namespace: NamespaceQ = None,
-    user_id: NamespaceQ = None,
-    agent_id: NamespaceQ = None,
+    key: Caller, served: Server, asked: QueryScope, limit: int = 50, before: int | None = None
 ) -> JSONResponse:
-    scope = scope_for(key, namespace, user_id, agent_id)
-    return _json(served.memory.browse(limit=limit, before=before, **scope))
+    return _json(served.memory.browse(limit=limit, before=before, **scope_for(key, *asked)))
 
 
 @router.get("/memories/{memory_id}", summary="One memory by id, in the scope")
-def get(
-    memory_id: MemoryId,
-    key: Caller,
-    served: Server,
-    namespace: NamespaceQ = None,
-    user_id: NamespaceQ = None,
-    agent_id: NamespaceQ = None,
-) -> JSONResponse:
-    scope = scope_for(key, namespace, user_id, agent_id)
-    return _json(served.memory.get(int(memory_id), **scope))
+def get(memory_id: MemoryId, key: Caller, served: Server, asked: QueryScope) -> JSONResponse:
+    return _json(served.memory.get(int(memory_id), **scope_for(key, *asked)))
 
 
 @router.get("/memories/{memory_id}/history", summary="A memory's supersession chain")
-def history(
-    memory_id: MemoryId,
-    key: Caller,
-    served: Server,
-    namespace: NamespaceQ = None,
-    user_id: NamespaceQ = None,
-    agent_id: NamespaceQ = None,
-) -> JSONResponse:
-    scope = scope_for(key, namespace, user_id, agent_id)
-    return _json(served.memory.history(int(memory_id), **scope))
+def history(memory_id: MemoryId, key: Caller, served: Server, asked: QueryScope) -> JSONResponse:
+    return _json(served.memory.history(int(memory_id), **scope_for(key, *asked)))
 
 
 @router.delete("/memories/{memory_id}", status_code=204, summary="Forget a memory")
-def forget(
-    memory_id: MemoryId,
-    key: Caller,
-    served: Server,
-    namespace: NamespaceQ = None,
-    user_id: NamespaceQ = None,
-    agent_id: NamespaceQ = None,
-) -> Response:
-    served.memory.forget(int(memory_id), **scope_for(key, namespace, user_id, agent_id))
+def forget(memory_id: MemoryId, key: Caller, served: Server, asked: QueryScope) -> Response:
+    served.memory.forget(int(memory_id), **scope_for(key, *asked))
     served.telemetry.writes.labels("forget").inc()
     return Response(status_code=204)
 
