@@ -446,7 +446,7 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
     verified, 1 when not."""
     from rich.progress import Progress
 
-    from fivefold.cli.migrate import check_source
+    from fivefold.cli.migrate import check_source, echo_verification
     from fivefold.cli.migrate import migrate as copy_store
     from fivefold.embed.providers import build_embedder
     from fivefold.memory import Memory
@@ -488,17 +488,14 @@ def migrate(ctx: click.Context, /, source: str, destination: str, batch: int, sa
                 said = f"nothing was copied into {destination}"
             click.echo(f"interrupted: {said}", err=True)
             ctx.exit(130)
-    for namespace, counts in report.namespaces.items():
-        click.echo(counts.said(namespace))
-    click.echo(
+    echo_verification(
+        report.namespaces,
         f"relations {report.relations}, aliases {report.aliases}, feedback {report.feedback}, "
         f"models {report.models}; "
-        f"{report.same_rankings}/{report.sampled} sampled recalls ranked the same"
+        f"{report.same_rankings}/{report.sampled} sampled recalls ranked the same",
+        report.aliases_left_out,
+        verified=report.verified,
     )
-    for line in report.aliases_left_out:
-        click.echo(f"left out: {line}", err=True)
-    if not report.verified:
-        raise errors.FivefoldError("the copy did not verify (see above)")
 
 
 @cli.command()

@@ -13,15 +13,16 @@ rankings (ids and scores) must agree.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import click
 import numpy as np
 
 from fivefold import validate
-from fivefold.errors import InvalidInput, StoreError
+from fivefold.errors import FivefoldError, InvalidInput, StoreError
 from fivefold.memory import Memory
 from fivefold.store.protocol import Store
 from fivefold.store.records import NewEdge, NewMemory
@@ -50,6 +51,24 @@ class NamespaceCounts:
             f"{self.memories[0]} -> {self.memories[1]}, entities {self.entities[0]} -> "
             f"{self.entities[1]}, edges {self.edges[0]} -> {self.edges[1]}"
         )
+
+
+def echo_verification(
+    namespaces: Mapping[str, NamespaceCounts],
+    summary: str,
+    aliases_left_out: Sequence[str],
+    *,
+    verified: bool,
+) -> None:
+    """What a copy prints once it is verified: a line per namespace, ``summary``, and the
+    aliases it left out (on stderr); a copy that did not verify is an error."""
+    for namespace, counts in namespaces.items():
+        click.echo(counts.said(namespace))
+    click.echo(summary)
+    for line in aliases_left_out:
+        click.echo(f"left out: {line}", err=True)
+    if not verified:
+        raise FivefoldError("the copy did not verify (see above)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,9 +29,10 @@ from fivefold.cli.migrate import (
     _oldest_first,
     check_source,
     copy_beside,
+    echo_verification,
 )
 from fivefold.embed.base import Vectors
-from fivefold.errors import EmbedderError, EmbeddingModelMismatch, FivefoldError, InvalidInput
+from fivefold.errors import EmbedderError, EmbeddingModelMismatch, InvalidInput
 from fivefold.memory import Memory
 from fivefold.store.protocol import Progress, Store
 from fivefold.types import MemoryRecord
@@ -248,15 +249,12 @@ def reembed_command(
         report = reembed(src, dst, batch=batch, sample=sample, on_progress=on_progress)
     if report.resumed_after is not None:
         click.echo(f"resumed after memory {report.resumed_after}")
-    for namespace, counts in report.namespaces.items():
-        click.echo(counts.said(namespace))
-    click.echo(
+    echo_verification(
+        report.namespaces,
         f"{report.copied} memories embedded with {report.model!r}; "
         f"{report.missing_vectors} without a vector; "
-        f"{report.same_vectors}/{report.sampled} sampled vectors are the model's"
+        f"{report.same_vectors}/{report.sampled} sampled vectors are the model's",
+        report.aliases_left_out,
+        verified=report.verified,
     )
-    for line in report.aliases_left_out:
-        click.echo(f"left out: {line}", err=True)
-    if not report.verified:
-        raise FivefoldError("the copy did not verify (see above)")
     click.echo(f"verified: point --db at {destination}")
