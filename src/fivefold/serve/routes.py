@@ -92,6 +92,14 @@ def _write(served: Served, items: list[dict[str, Any]]) -> Any:
     return records
 
 
+def _check_batch(served: Served, count: int, what: str, per: str) -> None:
+    if count > served.settings.max_batch:
+        raise TooLarge(
+            f"{count} {what}; this server takes at most "
+            f"{served.settings.max_batch} per {per} (serve.max_batch)"
+        )
+
+
 @router.post("/memories", status_code=201, summary="Remember one memory")
 def remember(body: RememberBody, key: Caller, served: Server) -> JSONResponse:
     try:
@@ -104,21 +112,13 @@ def remember(body: RememberBody, key: Caller, served: Server) -> JSONResponse:
 
 @router.post("/memories/batch", status_code=201, summary="Remember many, all or nothing")
 def remember_many(body: BatchBody, key: Caller, served: Server) -> JSONResponse:
-    if len(body.items) > served.settings.max_batch:
-        raise TooLarge(
-            f"{len(body.items)} items; this server takes at most "
-            f"{served.settings.max_batch} per batch (serve.max_batch)"
-        )
+    _check_batch(served, len(body.items), "items", "batch")
     return _json(_write(served, [_item(item, key, body.namespace) for item in body.items]), 201)
 
 
 @router.post("/messages", status_code=201, summary="Remember a chat, a memory per turn")
 def remember_messages(body: MessagesBody, key: Caller, served: Server) -> JSONResponse:
-    if len(body.messages) > served.settings.max_batch:
-        raise TooLarge(
-            f"{len(body.messages)} messages; this server takes at most "
-            f"{served.settings.max_batch} per request (serve.max_batch)"
-        )
+    _check_batch(served, len(body.messages), "messages", "request")
     scope = scope_for(key, body.namespace, body.user_id, body.agent_id)
     records = served.memory.remember_messages(
         body.messages, session_id=body.session_id, at=body.at, **scope
