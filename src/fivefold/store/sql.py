@@ -70,6 +70,20 @@ def forget_edges_sql(scope: Scope, dialect: Dialect) -> tuple[str, list[Any]]:
     return f"DELETE FROM edges WHERE {' AND '.join(where)} RETURNING source_id, target_id", params
 
 
+def forget_rows_sql(scope: Scope, dialect: Dialect) -> list[tuple[str, tuple[str, ...]]]:
+    """The deletions, with their parameters, of what a forgotten scope leaves besides its
+    memories and edges: a whole namespace's aliases, entities, models, sessions, slots and
+    feedback; a user's own models, learned from what goes now."""
+    ns, mark = scope.namespace, dialect.mark
+    if scope.user_id is None and scope.agent_id is None:
+        tables = ("aliases", "entities", "models", "sessions", "slots", "feedback")
+        return [(f"DELETE FROM {table} WHERE namespace = {mark}", (ns,)) for table in tables]
+    if scope.user_id is not None:
+        own = f"DELETE FROM models WHERE namespace = {mark} AND user_id = {mark}"
+        return [(own, (ns, scope.user_id))]
+    return []
+
+
 # A session once one of its memories is forgotten: the span of the ones left, or no row (its
 # times stayed, and "since we last talked" counted from a session nothing held any more).
 # Written with ``?`` marks (``Dialect.positional``).

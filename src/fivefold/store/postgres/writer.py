@@ -38,7 +38,7 @@ from fivefold.store.records import NewMemory
 from fivefold.store.shared import batch, context
 from fivefold.store.shared.context import Group, SessionRow
 from fivefold.store.shared.tokens import Tokenizer, window
-from fivefold.store.sql import Dialect, forget_edges_sql
+from fivefold.store.sql import Dialect, forget_edges_sql, forget_rows_sql
 from fivefold.text import normalize_name
 from fivefold.types import MemoryRecord, Scope
 
@@ -394,15 +394,8 @@ class Writer:
         """Entity ``gone`` folded into ``keep``: its mentions, edges and aliases move to it,
         co-mention supports add up, and its name becomes one of ``keep``'s aliases."""
         ns = namespace
-        conn.execute(
-            "DELETE FROM mentions g USING mentions k WHERE g.namespace = %s AND g.entity_id = %s "
-            "AND k.namespace = g.namespace AND k.entity_id = %s AND k.type = g.type "
-            "AND k.memory_id = g.memory_id",
-            (ns, gone, keep),
-        )
-        conn.execute(
-            "UPDATE mentions SET entity_id = %s WHERE namespace = %s AND entity_id = %s",
-            (keep, ns, gone),
+        _move_rows(
+            conn, "mentions", "k.type = g.type AND k.memory_id = g.memory_id", ns, keep, gone
         )
         conn.execute(
             "UPDATE entities SET mentions = (SELECT count(*) FROM mentions WHERE namespace = %s "
@@ -426,15 +419,7 @@ class Writer:
                 (keep, ns, gone),
             )
         conn.execute("DELETE FROM edges WHERE namespace = %s AND source_id = target_id", (ns,))
-        conn.execute(
-            "DELETE FROM aliases g USING aliases k WHERE g.namespace = %s AND g.entity_id = %s "
-            "AND k.namespace = g.namespace AND k.entity_id = %s AND k.norm = g.norm",
-            (ns, gone, keep),
-        )
-        conn.execute(
-            "UPDATE aliases SET entity_id = %s WHERE namespace = %s AND entity_id = %s",
-            (keep, ns, gone),
-        )
+        _move_rows(conn, "aliases", "k.norm = g.norm", ns, keep, gone)
         found = conn.execute(
             "DELETE FROM entities WHERE namespace = %s AND id = %s RETURNING name, norm",
             (ns, gone),
@@ -452,13 +437,8 @@ class Writer:
                 f"DELETE FROM {table} WHERE namespace = %s AND {column} = ANY(%s::bigint[])",
                 (ns, wanted),
             )
-        if scope.user_id is None and scope.agent_id is None:
-            for table in ("aliases", "entities", "models", "sessions", "slots", "feedback"):
-                conn.execute(f"DELETE FROM {table} WHERE namespace = %s", (ns,))
-        elif scope.user_id is not None:  # a user's own models learned from what goes now
-            conn.execute(
-                "DELETE FROM models WHERE namespace = %s AND user_id = %s", (ns, scope.user_id)
-            )
+        for statement, params in forget_rows_sql(scope, Dialect.POSTGRES):
+            conn.execute(statement, params)
         entities = sorted({int(e) for pair in named for e in pair})
         conn.execute(write_sql.DROP_ORPHAN_ENTITIES, (ns, entities))
 
@@ -556,3 +536,19 @@ class Writer:
 
 
 __all__ = ["Writer"]
+
+
+def _move_rows(
+    conn: psycopg.Connection, table: str, same: str, ns: str, keep: int, gone: int
+) -> None:
+    """Entity ``gone``'s rows of ``table`` become ``keep``'s, but for those ``keep`` holds
+    already (``same``: the columns that say so), which go."""
+    conn.execute(
+        f"DELETE FROM {table} g USING {table} k WHERE g.namespace = %s AND g.entity_id = %s "
+        f"AND k.namespace = g.namespace AND k.entity_id = %s AND {same}",
+        (ns, gone, keep),
+    )
+    conn.execute(
+        f"UPDATE {table} SET entity_id = %s WHERE namespace = %s AND entity_id = %s",
+        (keep, ns, gone),
+    )

@@ -25,7 +25,7 @@ from fivefold.store.shared.rows import (
     taken_by,
 )
 from fivefold.store.shared.timeconv import to_ts
-from fivefold.store.sql import Dialect, forget_edges_sql
+from fivefold.store.sql import Dialect, forget_edges_sql, forget_rows_sql
 from fivefold.store.sqlite import schema, write_sql
 from fivefold.store.sqlite.context_rows import SQLiteContextRows
 from fivefold.text import normalize_name
@@ -100,13 +100,8 @@ class Writer:
         named = conn.execute(*forget_edges_sql(scope, Dialect.SQLITE)).fetchall()
         conn.execute("DELETE FROM feedback WHERE id IN (SELECT value FROM json_each(?))",
                      (json.dumps(sorted(int(i) for i in feedback)),))  # fmt: skip
-        if scope.user_id is None and scope.agent_id is None:
-            for table in ("aliases", "entities", "models", "sessions", "slots", "feedback"):
-                conn.execute(f"DELETE FROM {table} WHERE namespace = ?", (ns,))
-        elif scope.user_id is not None:  # a user's own models learned from what goes now
-            conn.execute(
-                "DELETE FROM models WHERE namespace = ? AND user_id = ?", (ns, scope.user_id)
-            )
+        for statement, params in forget_rows_sql(scope, Dialect.SQLITE):
+            conn.execute(statement, params)
         entities = sorted({int(e) for pair in named for e in pair})
         conn.execute(write_sql.DROP_ORPHAN_ENTITIES, (json.dumps(entities),))
         conn.execute(schema.BUMP_NAMESPACE, (ns, 0, 1))
