@@ -8,18 +8,35 @@ import math
 import re
 import threading
 import time
+from collections.abc import Mapping
 from typing import TypeGuard
 
 import httpx
 
-from fivefold.errors import FivefoldError
+from fivefold.errors import ConfigError, FivefoldError
 
-__all__ = ["FIRST_BACKOFF_S", "MAX_BACKOFF_S", "JsonEndpoint", "finite_number"]
+__all__ = ["FIRST_BACKOFF_S", "MAX_BACKOFF_S", "JsonEndpoint", "api_key_of", "finite_number"]
 
 # Backoff before retry n (from 0): FIRST_BACKOFF_S * 2**n, or what Retry-After asks, capped.
 FIRST_BACKOFF_S = 0.25
 MAX_BACKOFF_S = 8.0
 _RETRIED = frozenset({429, 500, 502, 503, 504})
+
+
+def api_key_of(
+    environ: Mapping[str, str], variable: str | None, *, section: str, holder: str
+) -> str | None:
+    """The API key in the environment variable ``variable`` (None: the endpoint takes none);
+    a variable that is not set is an error of the config's ``section``."""
+    if variable is None:
+        return None
+    key = environ.get(variable)
+    if not key:
+        raise ConfigError(
+            f"{section}.api_key_env: the environment variable {variable} is not set "
+            f"(it holds the {holder} API key)"
+        )
+    return key
 
 
 class JsonEndpoint:

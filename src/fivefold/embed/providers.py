@@ -60,18 +60,12 @@ def _onnx(config: EmbedConfig, local: _Local, environ: Mapping[str, str]) -> Emb
 
 
 def _openai(config: EmbedConfig, local: _Local, environ: Mapping[str, str]) -> Embedder:
+    from fivefold.embed.endpoint import api_key_of
     from fivefold.embed.openai import OpenAIEmbedder
 
     if config.url is None or config.model is None or config.dim < 2:
         raise ConfigError('embed: the "openai" provider needs url, model and dim')
-    key = None
-    if config.api_key_env is not None:
-        key = environ.get(config.api_key_env)
-        if not key:
-            raise ConfigError(
-                f"embed.api_key_env: the environment variable {config.api_key_env} is not set "
-                "(it holds the endpoint's API key)"
-            )
+    key = api_key_of(environ, config.api_key_env, section="embed", holder="endpoint's")
     return OpenAIEmbedder(
         url=config.url,
         model=config.model,

@@ -37,18 +37,12 @@ def _onnx(config: RerankConfig, environ: Mapping[str, str]) -> Reranker | None:
 
 
 def _http(config: RerankConfig, environ: Mapping[str, str]) -> Reranker:
+    from fivefold.embed.endpoint import api_key_of
     from fivefold.read.rerank.endpoint import HttpReranker
 
     if config.url is None or config.model is None:
         raise ConfigError('rerank: the "http" provider needs url and model')
-    key = None
-    if config.api_key_env is not None:
-        key = environ.get(config.api_key_env)
-        if not key:
-            raise ConfigError(
-                f"rerank.api_key_env: the environment variable {config.api_key_env} is not set "
-                "(it holds the rerank endpoint's API key)"
-            )
+    key = api_key_of(environ, config.api_key_env, section="rerank", holder="rerank endpoint's")
     return HttpReranker(
         url=config.url,
         model=config.model,
