@@ -15,9 +15,11 @@ import bisect
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from fivefold.store.shared.context import WINDOW_REPEATS
 from fivefold.text import index_text
@@ -74,18 +76,11 @@ class Tokenizer:
         out = [Counted(Counter(), Counter()) for _ in documents]
         if not documents:
             return out
-        with self._lock:
-            self._conn.execute("BEGIN")
-            try:
-                self._conn.executemany(
-                    "INSERT INTO t (rowid, a, b) VALUES (?, ?, ?)",
-                    [(i, index_text(a), index_text(b)) for i, (a, b) in enumerate(documents)],
-                )
-                for doc, column, term in self._conn.execute(f"SELECT doc, col, {_TERM} FROM v"):
-                    counted = out[int(doc)]
-                    (counted.first if column == "a" else counted.second)[str(term)] += 1
-            finally:
-                self._conn.execute("ROLLBACK")
+        rows = [(i, index_text(a), index_text(b)) for i, (a, b) in enumerate(documents)]
+        with self._indexed("INSERT INTO t (rowid, a, b) VALUES (?, ?, ?)", rows) as conn:
+            for doc, column, term in conn.execute(f"SELECT doc, col, {_TERM} FROM v"):
+                counted = out[int(doc)]
+                (counted.first if column == "a" else counted.second)[str(term)] += 1
         return out
 
     def windows(self, texts: Sequence[tuple[str, str, str]]) -> list[Counted]:
@@ -104,20 +99,26 @@ class Tokenizer:
         out = [""] * len(texts)
         if not texts:
             return out
+        rows = [(i, index_text(text)) for i, text in enumerate(texts)]
+        with self._indexed("INSERT INTO t (rowid, a) VALUES (?, ?)", rows) as conn:
+            joined = conn.execute(f"SELECT doc, group_concat({_TERM}, ' ') FROM v GROUP BY doc")
+            for doc, tokens in joined:
+                out[int(doc)] = str(tokens)
+        return out
+
+    @contextmanager
+    def _indexed(
+        self, insert: str, rows: Sequence[tuple[Any, ...]]
+    ) -> Iterator[sqlite3.Connection]:
+        """The connection, its table holding ``rows`` while the caller reads their tokens (the
+        vocabulary table), and empty again after."""
         with self._lock:
             self._conn.execute("BEGIN")
             try:
-                self._conn.executemany(
-                    "INSERT INTO t (rowid, a) VALUES (?, ?)",
-                    [(i, index_text(text)) for i, text in enumerate(texts)],
-                )
-                for doc, joined in self._conn.execute(
-                    f"SELECT doc, group_concat({_TERM}, ' ') FROM v GROUP BY doc"
-                ):
-                    out[int(doc)] = str(joined)
+                self._conn.executemany(insert, rows)
+                yield self._conn
             finally:
                 self._conn.execute("ROLLBACK")
-        return out
 
     def terms(self, text: str) -> tuple[str, ...]:
         """A query term's tokens, in order (usually one)."""
