@@ -21,6 +21,8 @@ KEPT = [
     ("identifier", "My cell is 33 1478 2203.", "My IMSS number is 0412 85 2211 3."),
     ("identifier", "My phone number is +31 6 4182 7730.", "My policy number is ZP-4471-0938."),
     ("identifier", "Alice's desk number is 4B-12.", "Ben's desk number is 5C-03."),
+    ("location", "My seedlings are in tray T4 by the window.",
+     "Rosa's seedlings are in tray T9 by the door."),
     ("identifier", "My student number is 20231187.", "My brother's student number is 20240093."),
     ("identifier", "The front door code is 4471.", "The garage door code is 9902."),
     ("identifier", "My work email is ana@corp.example.", "My personal email is ana@home.example."),

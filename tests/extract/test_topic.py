@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fivefold.extract.topic import same_topic, topic
+from fivefold.extract.topic import owned_apart, same_topic, topic
 
 
 @pytest.mark.parametrize(
@@ -37,11 +37,19 @@ def test_coexisting_facts_are_not_the_same_topic(old: str, new: str) -> None:
     assert not same_topic(old, new)
 
 
+def test_one_thing_of_two_owners_is_owned_apart() -> None:
+    assert owned_apart("My samples are in box F5.", "Aisha's samples are in box F2.")
+    assert owned_apart("Ines's locker is 31.", "Marek's locker is 44.")
+    assert not owned_apart("My badge is 4410.", "Marek's locker is 44.")  # not one thing
+    assert not owned_apart("At St Anne's my manager is Lou.", "My manager is Kit.")
+
+
 def test_what_a_statement_speaks_of() -> None:
     found = topic("Marek's bike locker at the Leeds office is number 44 now.")
-    assert found.owners == {"marek"}
+    assert found.owned == {("marek", "bike")}
     assert {"marek", "leeds"} <= found.names
     assert {"bike", "locker", "office"} <= found.words
-    assert "now" not in found.words and "44" not in found.words
+    assert not {"now", "44"} & found.words
     assert not found.first_person
     assert topic("I moved my desk.").first_person
+    assert topic("I moved my desk.").owned == {("i", "desk")}

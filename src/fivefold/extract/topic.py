@@ -1,11 +1,12 @@
-"""Whether two statements speak of the same thing, when the frame rules read nothing from one of
-them: "Handicap 19 after the spring season" and "My handicap is 21" do, "The kidney dataset has
-88 samples" and "The liver dataset has 64 samples" do not.
+"""Whether two statements speak of the same thing where the frame rules did not judge them:
+"Handicap 19 after the spring season" and "My handicap is 21" do, "The kidney dataset has 88
+samples" and "The liver dataset has 64 samples" do not; and whether two statements give one
+thing of two owners ("my samples", "Aisha's samples"), which no rule may take for a change.
 
-Two statements do when they share a word of what they are about (not a name, a unit, a date or
-a verb any sentence may use), the word is not qualified differently on each side, neither names
-someone the other does not, their owners agree ("my" is not "Noor's"), their contexts agree
-("work" is not "home"), and the newer does not say it adds to what holds ("also").
+Two statements speak of the same thing when they share a word of what they are about (not a
+name, a unit, a date or a verb any sentence may use), the word is not qualified differently on
+each side, neither names someone the other does not, no thing is owned by another on each side,
+their contexts agree ("work" is not "home"), and the newer does not say it adds ("also").
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from fivefold.extract.attributes import singular
-from fivefold.text import STOP_WORDS, UPDATE_CUES
+from fivefold.text import STOP_WORDS, UPDATE_CUES, dictionary_words
 
 _TOKEN = re.compile(r"[£€$]?\d[\d,]*(?:\.\d+)?(?:[^\W\d_]+\d*|[-/:]\d+)*%?|[^\W\d_][\w'’-]*")
 _POSSESSIVE = re.compile(r"['’]s?$")
@@ -46,8 +47,8 @@ _CONTEXTS = frozenset(
 class Topic:
     words: frozenset[str]  # what it is about: "atlas", "cell", "handicap"
     names: frozenset[str]  # who or what it names ("noor", "kyoto")
-    owners: frozenset[str]  # names it gives something of ("noor" of "Noor's extension")
     first_person: bool  # "I", "my", "we"
+    owned: frozenset[tuple[str, str]]  # who owns which word: ("noor", "desk"), ("i", "badge")
 
 
 _ENDS = frozenset(".!?;:")
@@ -55,9 +56,9 @@ _ENDS = frozenset(".!?;:")
 
 @lru_cache(maxsize=4096)  # the same candidates come back for recall after recall
 def topic(text: str) -> Topic:
-    """What ``text`` speaks of: its words (lower case, singular), names, owners, and whether it
-    speaks in the first person. A capitalized word opening a sentence is a word, not a name,
-    unless it owns something ("Tobi's")."""
+    """What ``text`` speaks of: its words (lower case, singular), names, whether it speaks in
+    the first person, and who owns what. A capitalized word opening a sentence is a word, not a
+    name, unless it owns something ("Tobi's") or no dictionary holds it ("Zara")."""
     cues = {m.group(1).lower() for m in UPDATE_CUES.finditer(text)}
     found = list(_TOKEN.finditer(text))
     units = {
@@ -67,7 +68,6 @@ def topic(text: str) -> Topic:
     }
     words: set[str] = set()
     names: set[str] = set()
-    owners: set[str] = set()
     first = False
     for i, m in enumerate(found):
         raw = m.group(0)
@@ -80,17 +80,33 @@ def topic(text: str) -> Topic:
             continue
         opener = i == 0 or text[found[i - 1].end() : m.start()].strip()[-1:] in _ENDS
         possessive = base != low
-        if raw[0].isupper() and (not opener or possessive):
+        if raw[0].isupper() and (not opener or possessive or base not in dictionary_words()):
             names.add(base)
-            if possessive:
-                owners.add(base)
             continue
         if base in STOP_WORDS or base in _ANY:
             continue
         word = singular(base)
         if word not in units:
             words.add(word)
-    return Topic(frozenset(words), frozenset(names), frozenset(owners), first)
+    return Topic(frozenset(words), frozenset(names), first, _owned(found))
+
+
+_MINE = frozenset("my our".split())
+
+
+def _owned(found: list[re.Match[str]]) -> frozenset[tuple[str, str]]:
+    """Who owns which word: ("noor", "extension") of "Noor's desk extension" takes the word
+    right after the owner; "my" and "our" own for the speaker ("i")."""
+    out = set()
+    for owner, word in itertools.pairwise(m.group(0) for m in found):
+        low = word.lower()
+        if not word[0].isalpha() or low in STOP_WORDS or low in _FIRST_PERSON:
+            continue
+        if owner.lower() in _MINE:
+            out.add(("i", singular(low)))
+        elif owner[0].isupper() and _POSSESSIVE.search(owner) and owner[-1] in "sS'’":
+            out.add((_POSSESSIVE.sub("", owner.lower()), singular(low)))
+    return frozenset(out)
 
 
 # A newer statement that says it adds to what holds ("Sam also coaches ...").
@@ -132,11 +148,13 @@ def same_topic(old: str, new: str) -> bool:
         return False
     if a.names - b.names and b.names - a.names:
         return False
-    if a.owners != b.owners and (_owned_apart(a, b) or _owned_apart(b, a)):
+    if owned_apart(old, new):
         return False
     return (a.words & _CONTEXTS) == (b.words & _CONTEXTS)
 
 
-def _owned_apart(a: Topic, b: Topic) -> bool:
-    """``a`` gives something of someone that ``b`` gives of someone else or of the speaker."""
-    return bool(a.owners) and (bool(b.owners) or b.first_person)
+def owned_apart(old: str, new: str) -> bool:
+    """Whether the two give one thing of different owners: "Noor's extension" and "Pieter's
+    extension", or "my samples" and "Aisha's samples"."""
+    a, b = topic(old).owned, topic(new).owned
+    return any(word == other and owner != them for owner, word in a for them, other in b)

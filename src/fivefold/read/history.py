@@ -17,7 +17,7 @@ from datetime import datetime
 
 import numpy as np
 
-from fivefold.extract.frames import frames
+from fivefold.extract.frames import frames, slot_keys
 from fivefold.extract.topic import same_topic
 from fivefold.read.fuse import Fused
 from fivefold.store.protocol import Reads, Store
@@ -147,8 +147,8 @@ def newer_first(
     """For a question about the present: a newer statement that says it changed ("we moved",
     "now", "instead"), or that speaks of the same thing in other words ("Handicap 19 after the
     spring season" after "My handicap is 21"), goes just above a similar older statement the
-    write path did not link to it, when the write path could not read one of the two. The
-    ranking, and how many moved. Conversation turns (they have a speaker) and superseded
+    write path did not link to it and did not judge (``_siblings``). The ranking, and how many
+    moved. Conversation turns (they have a speaker) and superseded
     memories take no part: a turn is no statement of a fact, and a superseded memory has its
     successor already.
     """
@@ -172,7 +172,6 @@ def newer_first(
             if (
                 older.id in vector
                 and older.id in said
-                and not (_read(said[older.id].content) and _read(said[newer.id].content))
                 and _when(attributes[older.id]) < when
                 and _siblings(
                     said[older.id].content,
@@ -191,15 +190,29 @@ def newer_first(
 
 
 def _siblings(older: str, newer: str, similarity: float, *, cued: bool) -> bool:
-    """Whether a newer statement is the change of an older one it is this similar to: it says
-    it changed, or it speaks of the same thing (``same_topic``)."""
-    return similarity >= SIBLING_SIMILARITY and (cued or same_topic(older, newer))
+    """Whether a newer statement this similar to an older one is its change, where the write
+    path has not judged the pair (it reads no value of one slot from both): it says it changed
+    and the write path could not read one of the two, or it speaks of the same thing."""
+    if similarity < SIBLING_SIMILARITY or _judged(older, newer):
+        return False
+    if cued and not (_read(older) and _read(newer)):
+        return True
+    return same_topic(older, newer)
+
+
+def _judged(older: str, newer: str) -> bool:
+    return bool(set(_slots(older)) & set(_slots(newer)))
+
+
+@functools.lru_cache(maxsize=4096)  # the same candidates come back for recall after recall
+def _slots(text: str) -> tuple[str, ...]:
+    return slot_keys(frames(text))
 
 
 @functools.lru_cache(maxsize=4096)  # the same candidates come back for recall after recall
 def _read(text: str) -> bool:
-    """Whether the write path reads what the text states: of two statements it reads, it has
-    judged already whether one replaces the other."""
+    """Whether the write path reads anything the text states: of two statements it reads, an
+    update cue alone does not say which thing changed."""
     return bool(frames(text))
 
 
