@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from fivefold.extract.attributes import singular
+from fivefold.extract.attributes import KIN, singular
 from fivefold.text import STOP_WORDS, UPDATE_CUES, dictionary_words
 
 _TOKEN = re.compile(r"[£€$]?\d[\d,]*(?:\.\d+)?(?:[^\W\d_]+\d*|[-/:]\d+)*%?|[^\W\d_][\w'’-]*")
@@ -92,20 +92,27 @@ def topic(text: str) -> Topic:
 
 
 _MINE = frozenset("my our".split())
+# Words before a kin word that leave its owner unsaid ("his mum", "a friend").
+_OTHERS = frozenset("his her their its your a an the one some whose".split())
 
 
 def _owned(found: list[re.Match[str]]) -> frozenset[tuple[str, str]]:
-    """Who owns which word: ("noor", "extension") of "Noor's desk extension" takes the word
-    right after the owner; "my" and "our" own for the speaker ("i")."""
+    """Who owns which word: ("noor", "desk") of "Noor's desk extension" takes the word right
+    after the owner; "my" and "our" own for the speaker ("i"), as does a kin word no one owns
+    ("Mum lives in Leeds")."""
     out = set()
-    for owner, word in itertools.pairwise(m.group(0) for m in found):
+    tokens = [m.group(0) for m in found]
+    for before, word in itertools.pairwise(["", *tokens]):
         low = word.lower()
         if not word[0].isalpha() or low in STOP_WORDS or low in _FIRST_PERSON:
             continue
-        if owner.lower() in _MINE:
-            out.add(("i", singular(low)))
-        elif owner[0].isupper() and _POSSESSIVE.search(owner) and owner[-1] in "sS'’":
-            out.add((_POSSESSIVE.sub("", owner.lower()), singular(low)))
+        thing = KIN.get(low) or singular(low)
+        if before.lower() in _MINE:
+            out.add(("i", thing))
+        elif before[:1].isupper() and _POSSESSIVE.search(before) and before[-1] in "sS'’":
+            out.add((_POSSESSIVE.sub("", before.lower()), thing))
+        elif low in KIN and before.lower() not in _OTHERS and not _POSSESSIVE.search(before):
+            out.add(("i", thing))
     return frozenset(out)
 
 
