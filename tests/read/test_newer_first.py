@@ -59,8 +59,24 @@ def test_a_question_about_the_past_keeps_the_older_first(memory: Memory) -> None
     assert ranked.index(old) < ranked.index(new)
 
 
-def test_a_newer_statement_without_a_cue_moves_nothing(memory: Memory) -> None:
+def test_a_newer_statement_of_the_same_thing_without_a_cue_comes_first(memory: Memory) -> None:
     old, new = _write(memory, "My climbing shoes sit on the garage shelf.")
+    ranked = _ids(memory, QUESTION)
+    assert ranked.index(new) < ranked.index(old)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "My running shoes sit on the garage shelf.",  # another pair of shoes
+        "I also keep climbing shoes on the garage shelf.",  # says it adds
+        "Tom's climbing shoes sit on the garage shelf.",  # someone else's
+    ],
+)
+def test_a_newer_statement_of_another_thing_without_a_cue_moves_nothing(
+    memory: Memory, other: str
+) -> None:
+    old, new = _write(memory, other)
     ranked = _ids(memory, QUESTION)
     assert ranked.index(old) < ranked.index(new)
 

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from fivefold.extract.attributes import KIN, singular
 from fivefold.extract.frame_table import extract
+from fivefold.extract.topic import owned_apart
 from fivefold.extract.values import same_value
 from fivefold.text import UPDATE_CUES, update_cue
 
@@ -93,6 +94,8 @@ def supersedes(old: Statement, new: Statement) -> Supersession | None:
     old.said_at is the caller's business). Never for another subject; never when the new one
     restates the old value; for an additive attribute only on a switching cue that names the
     old value."""
+    if owned_apart(old.text, new.text):
+        return None
     cued = update_cue(new.text) is not None
     for theirs in old.frames:
         matching = [ours for ours in new.frames if _same_slot(theirs, ours, cued=cued)]

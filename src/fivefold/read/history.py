@@ -17,7 +17,8 @@ from datetime import datetime
 
 import numpy as np
 
-from fivefold.extract.frames import frames
+from fivefold.extract.frames import frames, slot_keys
+from fivefold.extract.topic import same_topic
 from fivefold.read.fuse import Fused
 from fivefold.store.protocol import Reads, Store
 from fivefold.store.records import MemoryAttributes
@@ -29,10 +30,10 @@ from fivefold.types import MemoryRecord, Scope
 SUPERSEDED_WEIGHT = 0.5
 # Chains are short; a longer walk is a store edited by hand into a loop.
 MAX_CHAIN = 16
-# A statement that says it changed is weighed against the ones ranked above it among this many,
-# and moves above one it is at least this similar to: two facts that coexist ("Pieter's
-# extension", "Noor's extension") are as similar as a fact and its change, and rarely say
-# "now" or "moved".
+# A statement that says it changed, or speaks of the same thing, is weighed against the ones
+# ranked above it among this many, and moves above one it is at least this similar to: two facts
+# that coexist ("Pieter's extension", "Noor's extension") are as similar as a fact and its
+# change, and rarely say "now" or "moved" or pass ``same_topic``.
 SIBLING_DEPTH = 10
 SIBLING_SIMILARITY = 0.6
 
@@ -144,10 +145,12 @@ def newer_first(
     scope: Scope,
 ) -> tuple[list[Fused], int]:
     """For a question about the present: a newer statement that says it changed ("we moved",
-    "now", "instead") goes just above an older statement on the same topic that the write path
-    did not link to it, when the write path could not read one of the two. The ranking, and
-    how many moved. Conversation turns (they have a speaker) and superseded memories take no
-    part: a turn is no statement of a fact, and a superseded memory has its successor already.
+    "now", "instead"), or that speaks of the same thing in other words ("Handicap 19 after the
+    spring season" after "My handicap is 21"), goes just above a similar older statement the
+    write path did not link to it and did not judge (``_siblings``). The ranking, and how many
+    moved. Conversation turns (they have a speaker) and superseded
+    memories take no part: a turn is no statement of a fact, and a superseded memory has its
+    successor already.
     """
     head = [
         f
@@ -158,22 +161,24 @@ def newer_first(
         return list(ranked), 0
     said = store.reads.get_memories(scope.namespace, [f.id for f in head])
     cued = {f.id for f in head[1:] if f.id in said and update_cue(said[f.id].content)}
-    if not cued:
-        return list(ranked), 0
     vector = store.search.vectors(scope.namespace, [f.id for f in head])
     scores = {f.id: f.score for f in ranked}
     moved = 0
     for position, newer in enumerate(head):
-        if newer.id not in cued or newer.id not in vector:
+        if newer.id not in vector or newer.id not in said:
             continue
         when = _when(attributes[newer.id])
         for older in head[:position]:
             if (
                 older.id in vector
                 and older.id in said
-                and not (_read(said[older.id].content) and _read(said[newer.id].content))
                 and _when(attributes[older.id]) < when
-                and float(np.dot(vector[older.id], vector[newer.id])) >= SIBLING_SIMILARITY
+                and _siblings(
+                    said[older.id].content,
+                    said[newer.id].content,
+                    float(np.dot(vector[older.id], vector[newer.id])),
+                    cued=newer.id in cued,
+                )
             ):
                 scores[newer.id] = math.nextafter(scores[older.id], math.inf)
                 moved += 1
@@ -184,10 +189,30 @@ def newer_first(
     return sorted(out, key=lambda f: (-f.score, f.id)), moved
 
 
+def _siblings(older: str, newer: str, similarity: float, *, cued: bool) -> bool:
+    """Whether a newer statement this similar to an older one is its change, where the write
+    path has not judged the pair (it reads no value of one slot from both): it says it changed
+    and the write path could not read one of the two, or it speaks of the same thing."""
+    if similarity < SIBLING_SIMILARITY or _judged(older, newer):
+        return False
+    if cued and not (_read(older) and _read(newer)):
+        return True
+    return same_topic(older, newer)
+
+
+def _judged(older: str, newer: str) -> bool:
+    return bool(set(_slots(older)) & set(_slots(newer)))
+
+
+@functools.lru_cache(maxsize=4096)  # the same candidates come back for recall after recall
+def _slots(text: str) -> tuple[str, ...]:
+    return slot_keys(frames(text))
+
+
 @functools.lru_cache(maxsize=4096)  # the same candidates come back for recall after recall
 def _read(text: str) -> bool:
-    """Whether the write path reads what the text states: of two statements it reads, it has
-    judged already whether one replaces the other."""
+    """Whether the write path reads anything the text states: of two statements it reads, an
+    update cue alone does not say which thing changed."""
     return bool(frames(text))
 
 
