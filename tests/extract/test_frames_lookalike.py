@@ -35,6 +35,8 @@ KEPT = [
     ("residence", "I live in Toronto.", "My parents live in Chennai."),
     ("residence", "Jonas lives in Bremen.", "Jonas's mum lives in Leeds."),
     ("residence", "Mum lives in Hull.", "Ravi's mum lives in Derby."),
+    ("residence", "We live in a flat in Porto.",
+     "We were moved into the Payments and Risk unit in the reorg."),
     ("residence", "I live in Leeds.", "I went to York for the weekend."),
     ("residence", "I live in Kyoto.", "I'm in Tokyo for a conference this week."),
     ("residence", "We live in Fes.", "My cousin lives in Fes too."),

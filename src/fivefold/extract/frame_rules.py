@@ -84,6 +84,11 @@ _HOMELY = re.compile(
 )
 
 
+def _names_a_team(value: str) -> bool:
+    head = re.split(r"\s+(?:in|at|on|for|with|after|during|since)\s+", value.strip(" ."))[0]
+    return re.search(rf"\b{_TEAM_WORDS}$", head, _I) is not None
+
+
 def _place_like(value: str) -> bool:
     return bool(re.search(r"[A-Z0-9]", value)) or _HOMELY.match(value) is not None
 
@@ -96,6 +101,8 @@ def _lives(m: re.Match[str], ctx: Context) -> list[Found]:
     value = cut(m.group("v"))
     if who is None or not _place_like(value) or _starts_with_when(value[3:]):
         return []  # "went live on 10 September" is no place
+    if _names_a_team(value):
+        return []  # "moved into the Energy and Mining unit in the reorg" is no home
     if who.kind in ("user", "person") and not who.words:
         return _found(who.owner, "residence", _place(value))
     return _found(thing_key(who), "location", _place(value))
@@ -296,7 +303,12 @@ def _valued(obj: Phrase, raw: str, ctx: Context, *, moved: bool = False) -> list
     if slot is not None:
         return slot
     if person:  # a person moved: a home only by a verb of moving, to a place named
-        homely = moved and _place_like(value) and not _WORKPLACE.search(value)
+        homely = (
+            moved
+            and _place_like(value)
+            and not _WORKPLACE.search(value)
+            and not _names_a_team(value)
+        )
         return _found(obj.owner, "residence", _place(value)) if homely else []
     if _place_like(value) or re.match(r"(?:the|a|an|our|my|his|her|their)\s+[a-z]", value, _I):
         return _found(subject, "location", _place(value))  # "the lab moved to the sixth floor"
