@@ -24,6 +24,8 @@ def _found_by_index(old: Statement, new: Statement) -> bool:
 
 
 CHANGED = [
+    ("residence", "I live in a flat in Ghent.", "Moved to a terraced house in Bruges."),
+    ("employer", "I work at Quillfield as a data analyst.", "Joined Brightmoor Insurance today."),
     ("status", "The grant application is under review.", "The grant application was approved."),
     ("status", "My visa application is pending.", "My visa application got approved."),
     ("status", "The paper is in review at a journal.", "The paper was accepted!"),

@@ -14,6 +14,7 @@ from fivefold.extract import frame_rules as fr
 from fivefold.extract import frame_verbs as fv
 from fivefold.extract.frame_rules import Found, Rule
 from fivefold.extract.phrases import Context, clauses, phrase
+from fivefold.text import dictionary_words
 
 _I = re.IGNORECASE
 
@@ -430,6 +431,18 @@ def extract(text: str) -> list[Found]:
 
 
 def _clause(clause: str, ctx: Context) -> list[Found]:
+    found = _read_clause(clause, ctx)
+    diary = _DIARY.match(clause)
+    if not found and diary is not None and diary.group(1).lower() in dictionary_words():
+        # A note that opens with a verb in the past ("Moved to Utrecht.") is the speaker's.
+        found = _read_clause("I " + clause[0].lower() + clause[1:], ctx)
+    return found
+
+
+_DIARY = re.compile(r"^([A-Z][a-z]+ed|Got|Took|Went|Began|Left|Joined|Made|Bought|Sold)\b(?!')")
+
+
+def _read_clause(clause: str, ctx: Context) -> list[Found]:
     found: list[Found] = []
     lowered = clause.lower()
     candidates: set[int] = set()
