@@ -191,6 +191,15 @@ class RetrievalConfig:
         check_fields(self, "retrieval")
 
 
+class GraphVectors(StrEnum):
+    """How the embedded store's HNSW graph holds its vectors. ``i8``: a byte per dimension,
+    its candidates re-scored exactly from the index's half-precision copy; ``f16``: two bytes
+    per dimension, re-scored the same way."""
+
+    I8 = "i8"
+    F16 = "f16"
+
+
 @dataclass(frozen=True, slots=True)
 class IndexConfig:
     """Exact numpy search below this many vectors in a namespace, HNSW (usearch) above it."""
@@ -198,7 +207,14 @@ class IndexConfig:
     hnsw_threshold: int = 20_000
     hnsw_connectivity: int = 16
     hnsw_expansion_add: int = 128
-    hnsw_expansion_search: int = 64
+    # An i8 graph searched with 64 missed one neighbour in thirty of the top 10 on tight
+    # clusters; 128 missed one in 600. A recall asks for its depth (100, twice that re-scored)
+    # and searches at least that wide anyway.
+    hnsw_expansion_search: int = 128
+    # Bytes: at a million memories an f16 graph beside the index's own copy of the vectors
+    # holds 1.8 GB, an i8 one 1.3 GB; re-scoring twice k candidates exactly gives back the
+    # neighbours the coarser graph orders wrongly (BENCHMARKS.md).
+    hnsw_vectors: GraphVectors = GraphVectors.I8
 
     def __post_init__(self) -> None:
         check_fields(self, "index")
