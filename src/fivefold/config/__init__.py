@@ -208,12 +208,12 @@ class IndexConfig:
     hnsw_connectivity: int = 16
     hnsw_expansion_add: int = 128
     # Where the 10th and 11th neighbours differ by a thousandth in cosine (the latency
-    # benchmark's store), a search of 64 found 90 % of the exact top 10, 128 found 96 % and
+    # benchmark's 100k store), a search of 64 found 90 % of the exact top 10, 128 found 96 % and
     # 256 found 98 %, with i8 or f16 alike. A recall asks for its depth (100 at "mid", twice
     # that re-scored), so it searched 200 wide already.
     hnsw_expansion_search: int = 256
     # Bytes: at a million memories an f16 graph beside the index's own copy of the vectors
-    # holds about 1.8 GB, an i8 one 1.3 GB. Re-scored from the copy, the i8 graph found as
+    # holds about 1.8 GB, an i8 one 1.4 GB. Re-scored from the copy, the i8 graph found as
     # many of the exact top 10 as the f16 one (BENCHMARKS.md).
     hnsw_vectors: GraphVectors = GraphVectors.I8
 
