@@ -33,6 +33,7 @@ from tempfile import TemporaryDirectory
 import numpy as np
 
 from fivefold.bench.latency_profile import Profile, RecallCost, costed, profiled
+from fivefold.bench.latency_recall import dense_recall
 
 # The store's half of the benchmark lives in ``latency_store``; its public names are re-exported
 # here, where callers have always imported them from.
@@ -140,6 +141,9 @@ class SizeResult:
     modes: tuple[ModeResult, ...]
     peak_rss_mb: float
     rss_mb: float
+    # the dense leg's recall@10 against exact search over the timed queries (None: a store
+    # named by a URL, whose index this benchmark does not configure)
+    dense_recall: float | None
     disk_bytes: Mapping[str, int]
     memories: int
     entities: int
@@ -302,6 +306,18 @@ def _measure(
         q for q in corpus.queries(s.warmup + 1, salt="warm-up") if (q.text, q.types) not in asked
     ]
     modes = tuple(_measure_mode(corpus, path, build, s, mode, timed, warm) for mode in s.modes)
+    # Read before the recall check, whose exact search holds every vector in float32.
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    recall = None
+    if isinstance(path, Path):
+        s.say(f"{corpus.size:,}: the dense leg's recall@10 against exact search")
+        recall = dense_recall(
+            path,
+            namespace=corpus.namespace,
+            queries=[(q.text, tuple(q.types)) for q in timed],
+            embedder=s.embedder,
+            config=s.config,
+        )
     with Memory.open(path, embedder=s.embedder, config=s.config) as mem:
         stats = mem.stats()
     return SizeResult(
@@ -311,11 +327,9 @@ def _measure(
         build=build,
         modes=modes,
         # The kernel updates ru_maxrss lazily, so it can trail a resident size read since.
-        peak_rss_mb=max(
-            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-            max(m.rss_mb for m in modes),
-        ),
+        peak_rss_mb=max(peak, max(m.rss_mb for m in modes)),
         rss_mb=max(m.rss_mb for m in modes),
+        dense_recall=recall,
         disk_bytes={},
         memories=stats.memories,
         entities=stats.entities,

@@ -119,6 +119,7 @@ def _scale_table(results: Sequence[SizeResult]) -> list[str]:
     header += [
         "peak RSS MB (build)",
         "RSS serving MB",
+        "dense recall@10 vs exact",
         "disk MB (db + lexical + vindex)",
         "entities / edges",
     ]
@@ -130,6 +131,7 @@ def _scale_table(results: Sequence[SizeResult]) -> list[str]:
             f"{r.build.index_build_seconds:.1f}",
             f"{r.peak_rss_mb:,.0f} ({r.build.build_peak_rss_mb:,.0f})",
             f"{r.rss_mb:,.0f}",
+            "-" if r.dense_recall is None else f"{r.dense_recall:.3f}",
             _disk(r.disk_bytes),
             f"{r.entities:,} / {r.edges:,}",
         ]

@@ -103,6 +103,10 @@ MEANINGS: Mapping[str, str] = MappingProxyType(
         "graph.",
         "index.hnsw_expansion_search": "HNSW expansion factor when searching the embedded "
         "store's graph.",
+        "index.hnsw_vectors": '"i8" (default): the embedded store\'s HNSW graph holds a byte '
+        'per dimension; "f16": two. Either way its candidates are re-scored from the index\'s '
+        "half-precision copy of the vectors; below `index.hnsw_threshold` nothing changes "
+        "(exact search on float32).",
         # [optimizer]
         "optimizer.mode": '"learned" (default): a namespace\'s trained model ranks, else the '
         "packaged one where most candidates are conversation turns, else the rules; "

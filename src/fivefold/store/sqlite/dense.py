@@ -2,11 +2,12 @@
 
 SQLite holds the vectors (the source of truth); this index follows it through the change log
 (``vector_sync``), so a crash or another process's write costs a catch-up, never data. Below
-``hnsw_threshold`` vectors the search is exact (one matrix product); above it an HNSW graph
-(usearch) answers; when a scope or type filter leaves too few of its candidates, it is asked
-for more (as many as should hold k admitted ones), or, for a small admitted subset, the subset
-is searched exactly. A saved graph is written atomically with a checksum and ignored if either
-fails.
+``hnsw_threshold`` vectors the search is exact (one matrix product on float32); above it the
+copy is kept in half precision and an HNSW graph (usearch, its vectors in one byte or two per
+dimension, ``hnsw_vectors``) proposes twice k candidates, re-scored exactly from the copy; when
+a scope or type filter leaves too few of its candidates, it is asked for more (as many as
+should hold k admitted ones), or, for a small admitted subset, the subset is searched exactly.
+A saved graph is written atomically with a checksum and ignored if either fails.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ EXACT_SUBSET = 4_096
 # A saved graph's description names how it was built: graphs saved before builds were single-
 # threaded (no "build") may hold unreachable nodes (``_hnsw_add``) and are built again.
 GRAPH_BUILD = "one-thread"
+# Rows per step of a build or of an exact scan over a half-precision copy: each step widens
+# them to float32, so a step's copy stays small (96 MB at 384 dimensions).
+STEP = 65_536
 
 
 class _Codes:
@@ -116,6 +120,11 @@ class NamespaceIndex:
             self.hnsw_dirty = True
         return True
 
+    def compact(self) -> None:
+        """Hold the copy in half precision from now on: the graph's candidates are re-scored
+        from it, and at a million memories float32 would take 1.5 GB."""
+        self._vecs = self._vecs.astype(np.float16)
+
     def reserve(self, size: int) -> None:
         """Room for ``size`` vectors; growing doubles, so it is rare but copies everything."""
         if size <= len(self._ids):
@@ -130,25 +139,30 @@ class NamespaceIndex:
 
     # -- HNSW ----------------------------------------------------------------------------------
     def build_hnsw(self) -> None:
+        if self._vecs.dtype != np.float16:
+            self.compact()
         index_class = _usearch_index()
         cfg = self.config
-        self._hnsw = index_class(
+        graph = index_class(
             ndim=self.dim,
             metric="ip",
-            dtype="f16",
+            dtype=cfg.hnsw_vectors.value,
             connectivity=cfg.hnsw_connectivity,
             expansion_add=cfg.hnsw_expansion_add,
             expansion_search=cfg.hnsw_expansion_search,
         )
         live = np.nonzero(self._alive[: self._n])[0]
-        if len(live):
-            self._hnsw_add(self._ids[live].astype(np.uint64), self._vecs[live])
+        self._hnsw = graph
+        for start in range(0, len(live), STEP):
+            rows = live[start : start + STEP]
+            self._hnsw_add(self._ids[rows].astype(np.uint64), self._vecs[rows])
 
     def _hnsw_add(self, keys: npt.NDArray[np.uint64], vectors: Vectors) -> None:
         # One thread: usearch's concurrent add() can leave a node stored but unreachable by any
         # search (unum-cloud/USearch#735, open), a memory that is never found. One thread
         # leaves none, at about twice the build time.
-        self._hnsw.add(keys, vectors, threads=1)  # type: ignore[union-attr]
+        wide = np.ascontiguousarray(vectors, dtype=np.float32)
+        self._hnsw.add(keys, wide, threads=1)  # type: ignore[union-attr]
         self.hnsw_dirty = True
 
     def save_hnsw(self, path: Path, store_id: str) -> None:
@@ -174,6 +188,7 @@ class NamespaceIndex:
                 "count": len(self._pos),
                 "blake2b": digest,
                 "build": GRAPH_BUILD,
+                "vectors": self.config.hnsw_vectors.value,
             }
             meta_staging.write_text(json.dumps(meta), encoding="utf-8")
             _fsync(meta_staging)
@@ -204,12 +219,24 @@ class NamespaceIndex:
                 return None
             if meta.get("build") != GRAPH_BUILD and not any_build:
                 return None  # built by several threads: it may hold unreachable nodes
+            # Graphs saved before the setting existed hold f16.
+            if meta.get("vectors", "f16") != self.config.hnsw_vectors.value and not any_build:
+                return None
             if meta.get("blake2b") != _checksum(path):
                 return None  # damaged or half-written: never search a graph we cannot trust
-            self._hnsw = _usearch_index().restore(str(path))
+            graph = _usearch_index().restore(str(path))
         except (OSError, ValueError, RuntimeError):
             return None
-        return None if self._hnsw is None else int(meta.get("log_seq", -1))
+        if graph is None:
+            return None
+        # A saved graph keeps neither expansion factor: restored, it would search with
+        # usearch's defaults, not the configured ones.
+        graph.expansion_add = self.config.hnsw_expansion_add
+        graph.expansion_search = self.config.hnsw_expansion_search
+        self._hnsw = graph
+        if self._vecs.dtype != np.float16:
+            self.compact()
+        return int(meta.get("log_seq", -1))
 
     def patch_hnsw(self, changes: dict[int, bool]) -> None:
         """Bring an adopted graph up to the arrays: re-add every memory the log names."""
@@ -270,6 +297,8 @@ class NamespaceIndex:
         rows = np.nonzero(mask)[0]
         if len(rows) == 0:
             return [[] for _ in range(len(queries))]
+        if self._vecs.dtype == np.float16:
+            return [self._scan_half(q, k, rows) for q in queries]
         # A full-matrix product is faster than gathering rows unless the filter is selective.
         if len(rows) * 2 < self._n:
             sims = self._vecs[rows] @ queries.T
@@ -280,20 +309,35 @@ class NamespaceIndex:
             ids = self._ids[: self._n]
         return [_top_k(ids, sims[:, j], min(k, len(rows))) for j in range(len(queries))]
 
+    def _scan_half(self, query: Vectors, k: int, rows: Ids) -> list[tuple[int, float]]:
+        """Exact top k of ``rows`` from the half-precision copy, a step at a time (one float32
+        copy of them all would be as large as the copy it spares)."""
+        best_ids: list[Ids] = []
+        best_sims: list[npt.NDArray[np.float32]] = []
+        for start in range(0, len(rows), STEP):
+            part = rows[start : start + STEP]
+            sims = self._vecs[part].astype(np.float32) @ query
+            top = _top_k(self._ids[part], sims, min(k, len(part)))
+            best_ids.append(np.array([i for i, _ in top], dtype=np.int64))
+            best_sims.append(np.array([s for _, s in top], dtype=np.float32))
+        ids, sims = np.concatenate(best_ids), np.concatenate(best_sims)
+        return _top_k(ids, sims, min(k, len(ids)))
+
     def _search_hnsw(
         self, query: Vectors, k: int, mask: npt.NDArray[np.bool_], filtered: bool
     ) -> list[tuple[int, float]]:
         total = len(self._pos)
         admitted = int(np.count_nonzero(mask)) if filtered else total
-        wanted = min(total, k * 4 if filtered else k)
+        wanted = min(total, k * 4 if filtered else 2 * k)
         while True:
             matches = self._hnsw.search(query, wanted)  # type: ignore[union-attr]
-            keys, distances = self._admitted(matches.keys, matches.distances, mask)
-            found = len(keys)
+            rows = self._admitted(matches.keys, mask)
+            found = len(rows)
             if found >= k or not filtered or wanted >= total:
-                # float64 before subtracting, as 1.0 - float(distance) would be
-                cosines = 1.0 - distances[:k].astype(np.float64)
-                return list(zip(keys[:k].tolist(), cosines.tolist(), strict=True))
+                # The graph's order is approximate (its vectors are coarser than the copy's):
+                # its candidates, at least twice k, are ranked by their exact cosines.
+                sims = self._vecs[rows].astype(np.float32) @ query
+                return _top_k(self._ids[rows], sims, min(k, found))
             # The filter removed too many of HNSW's candidates. Ask for half as many again as
             # the share admitted so far says should hold k, at most four times as many (none
             # admitted: as many as the filter's share of the whole index says, twice over),
@@ -310,16 +354,14 @@ class NamespaceIndex:
             if admitted <= EXACT_SUBSET or wanted * 4 > total:
                 return self._search_exact(query[None, :], k, mask)[0]
 
-    def _admitted(
-        self, keys: npt.NDArray[np.uint64], distances: Vectors, mask: npt.NDArray[np.bool_]
-    ) -> tuple[npt.NDArray[np.uint64], Vectors]:
-        """HNSW's matches that are in this index and admitted by ``mask``, in HNSW's order
+    def _admitted(self, keys: npt.NDArray[np.uint64], mask: npt.NDArray[np.bool_]) -> Ids:
+        """The rows of HNSW's matches that are in this index and admitted by ``mask``
         (vectorized: a Python loop over a few thousand matches costs a millisecond)."""
         get = self._pos.get
         rows = np.array([get(key, -1) for key in keys.tolist()], dtype=np.int64)
         keep = rows >= 0
         keep[keep] = mask[rows[keep]]
-        return keys[keep], distances[keep]
+        return rows[keep]
 
 
 def _checksum(path: Path) -> str:

@@ -23,6 +23,8 @@ from fivefold.store.sqlite.dense import NamespaceIndex
 
 __all__ = ["catch_up", "has_log", "load_index"]
 
+LOAD_BATCH = 8_192
+
 
 def has_log(conn: sqlite3.Connection) -> bool:
     row = conn.execute(
@@ -97,19 +99,25 @@ def load_index(
     last = conn.execute("SELECT max(id) FROM memories").fetchone()[0]
     most = held is not None and last is not None and 2 * int(held[0]) >= int(last)
     statement = schema.SCAN_NAMESPACE_VECTORS if most else schema.SELECT_NAMESPACE_VECTORS
-    ids, users, agents, types, blobs = [], [], [], [], []
-    for memory_id, blob, user, agent, mtype in conn.execute(statement, {"ns": namespace}):
-        ids.append(memory_id)
-        blobs.append(blob)
-        users.append(user)
-        agents.append(agent)
-        types.append(mtype)
-    matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(ids), dim)
+    expected = int(held[0]) if held is not None else 0
+    if expected >= config.hnsw_threshold:
+        index.compact()
     # Headroom: the first catch-up after a load must not copy the whole matrix to grow it
     # (for one new memory, a copy that costs far more than a search).
-    index.reserve(len(ids) + max(1024, len(ids) // 8))
-    index.add(ids, matrix, users, agents, types, auto_hnsw=False)
-    large = len(ids) >= config.hnsw_threshold
+    index.reserve(expected + max(1024, expected // 8))
+    # A batch at a time into the index's own matrix: the rows of a million memories held at
+    # once, then joined, took three times the matrix (and the heap kept much of it).
+    cursor = conn.execute(statement, {"ns": namespace})
+    while rows := cursor.fetchmany(LOAD_BATCH):
+        index.add(
+            [r[0] for r in rows],
+            np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(-1, dim),
+            [r[2] for r in rows],
+            [r[3] for r in rows],
+            [r[4] for r in rows],
+            auto_hnsw=False,
+        )
+    large = len(index) >= config.hnsw_threshold
     adopted = (
         large and saved is not None and _adopt(conn, index, namespace, saved, store_id, logged)
     )
