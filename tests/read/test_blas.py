@@ -57,10 +57,9 @@ def test_recall_and_explain_run_with_one_blas_thread(
     assert _blas_threads() == 2
 
 
-# Two threads: the first to enter takes the limit, the second leaves last and gives it back. In
-# a process of its own, its default of two threads set by the environment: OpenBLAS ignores
-# counts set from other threads once the main thread has set one itself.
-_CONCURRENT = """
+# In a process of its own, two threads by default set by the environment: a count set from
+# the main thread first would change how OpenBLAS takes counts set from others.
+_FROM_A_THREAD = """
 import threading
 import numpy
 from threadpoolctl import threadpool_info
@@ -69,40 +68,36 @@ from fivefold.read.blas import one_blas_thread
 def count():
     return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
 
-first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
 seen = {"before": count()}
 
-def first():
+def recall():
     with one_blas_thread():
-        first_in.set()
-        second_in.wait(5)
-    first_out.set()
+        seen["inside"] = count()
 
-def second():
-    first_in.wait(5)
-    with one_blas_thread():
-        second_in.set()
-        first_out.wait(5)
-        seen["after the first left"] = count()
-
-threads = [threading.Thread(target=first), threading.Thread(target=second)]
-for t in threads:
-    t.start()
-for t in threads:
-    t.join(10)
-seen["after both"] = count()
+thread = threading.Thread(target=recall)
+thread.start()
+thread.join(10)
+seen["after"] = count()
 print(seen)
 """
 
 
-def test_the_limit_lasts_until_the_last_concurrent_recall_ends() -> None:
+def test_a_recall_on_another_thread_leaves_the_count_alone() -> None:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}
     done = subprocess.run(
-        [sys.executable, "-c", _CONCURRENT], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", _FROM_A_THREAD], env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
     seen = ast.literal_eval(done.stdout.strip())
-    assert seen == {"before": [2], "after the first left": [1], "after both": [2]}
+    assert seen == {"before": [2], "inside": [2], "after": [2]}
+
+
+def test_a_nested_recall_keeps_the_limit_until_the_outer_one_ends(two_blas_threads: None) -> None:
+    with one_blas_thread():
+        with one_blas_thread():
+            assert _blas_threads() == 1
+        assert _blas_threads() == 1
+    assert _blas_threads() == 2
 
 
 def test_the_limit_is_given_back_when_a_recall_raises(two_blas_threads: None) -> None:

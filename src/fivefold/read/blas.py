@@ -2,12 +2,11 @@
 
 A recall's matrix products are small (the exact dense search is one matrix-vector product over
 the namespace's vectors, MMR a product of a few dozen rows), and OpenBLAS splits each over a
-thread per core whose workers then spin-wait: at 10k memories that doubles a recall's CPU time
-for no gain in wall time. The caller's own numpy keeps its threads outside a recall: the limit
-is taken when the first of any concurrent recalls starts and given back when the last ends
-(BLAS thread counts are process-wide, so a per-recall restore would race). OpenBLAS ignores a
-count set from another thread once the main thread has set one itself: a recall asked from
-another thread of such a process runs with the caller's count.
+thread per core whose workers then spin-wait: at 10k memories that nearly doubles a recall's
+CPU time for no gain in wall time. The limit is process-wide (the recall's own worker threads
+see it) and the caller's count is given back when the recall ends. It is taken only by a
+recall on the main thread: OpenBLAS (0.3.31) sometimes ignores a count set from another
+thread, so a count given back from one could leave the caller's numpy on one thread for good.
 """
 
 from __future__ import annotations
@@ -20,8 +19,7 @@ from typing import Any
 
 __all__ = ["one_blas_thread"]
 
-_lock = threading.Lock()
-_inside = 0
+_depth = 0
 _limiter: Any = None
 
 
@@ -35,16 +33,17 @@ def _controller() -> Any:
 
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
-    global _inside, _limiter
-    with _lock:
-        if _inside == 0:
-            _limiter = _controller().limit(limits=1, user_api="blas")
-        _inside += 1
+    global _depth, _limiter
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if _depth == 0:
+        _limiter = _controller().limit(limits=1, user_api="blas")
+    _depth += 1
     try:
         yield
     finally:
-        with _lock:
-            _inside -= 1
-            if _inside == 0:
-                _limiter.restore_original_limits()
-                _limiter = None
+        _depth -= 1
+        if _depth == 0:
+            _limiter.restore_original_limits()
+            _limiter = None
