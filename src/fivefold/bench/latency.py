@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from tempfile import TemporaryDirectory
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -55,6 +56,9 @@ from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.memory import Memory
 from fivefold.types import OptimizerMode, RecallResult
+
+if TYPE_CHECKING:
+    from fivefold.bench.latency_peer import PeerResult
 
 __all__ = [
     "EMBEDDER_ALONE",
@@ -149,6 +153,8 @@ class SizeResult:
     entities: int
     edges: int
     load_average: tuple[float, float]
+    # the same memories and queries in a peer's hybrid search (``--peer``), when asked for
+    peers: tuple[PeerResult, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,6 +182,7 @@ class _Settings:
     config: Config
     modes: tuple[OptimizerMode, ...]
     db: str | None = None
+    peer: str | None = None
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -195,13 +202,17 @@ def run_latency(
     config: Config | None = None,
     modes: Sequence[OptimizerMode] = (OptimizerMode.OFF, OptimizerMode.CACHED),
     db: str | None = None,
+    peer: str | None = None,
 ) -> LatencyReport:
     """Build (or reuse) a store of each size and time ``queries`` recalls on it. ``db`` (one
-    size only) builds it in that empty store instead, e.g. a ``postgresql://`` URL."""
+    size only) builds it in that empty store instead, e.g. a ``postgresql://`` URL; ``peer``
+    ("lancedb") times that system's hybrid search on the same memories and queries."""
     if not sizes or min(sizes) < 1 or queries < 1 or warmup < 0 or sample < 0 or not modes:
         raise ValueError("sizes, queries and modes are needed; warmup and sample not negative")
     if db is not None and len(sizes) != 1:
         raise ValueError("a store given by --db holds one size: give one")
+    if peer not in (None, "lancedb"):
+        raise ValueError(f"unknown peer {peer!r}: the one known is lancedb")
     started, clock = datetime.now(UTC), time.perf_counter()
     # Before anything runs: the commit is that of the code about to be measured.
     machine = machine_info(embedder)
@@ -218,6 +229,7 @@ def run_latency(
         config=config or Config(),
         modes=tuple(modes),
         db=db,
+        peer=peer,
     )
     samples = sample_ingest(SyntheticCorpus(sample, seed=seed), embedder, say) if sample else ()
     results = tuple(_run_size(size, settings) for size in sizes)
@@ -318,6 +330,7 @@ def _measure(
             embedder=s.embedder,
             config=s.config,
         )
+    peers = _peers(corpus, path, build, s, timed, warm) if s.peer else ()
     with Memory.open(path, embedder=s.embedder, config=s.config) as mem:
         stats = mem.stats()
     return SizeResult(
@@ -335,6 +348,30 @@ def _measure(
         entities=stats.entities,
         edges=stats.edges,
         load_average=_load_average(),
+        peers=peers,
+    )
+
+
+def _peers(
+    corpus: SyntheticCorpus,
+    path: Path | str,
+    build: BuildInfo,
+    s: _Settings,
+    timed: Sequence[SyntheticQuery],
+    warm: Sequence[SyntheticQuery],
+) -> tuple[PeerResult, ...]:
+    # Imported here: the peer module needs this one's Percentiles.
+    from fivefold.bench.latency_peer import run_lancedb
+
+    return run_lancedb(
+        corpus,
+        path,
+        first_id=build.first_id,
+        embedder=s.embedder,
+        config=s.config,
+        queries=timed,
+        warm=warm,
+        say=s.say,
     )
 
 

@@ -23,6 +23,7 @@ from fivefold.bench.latency import (
     SizeResult,
     run_latency,
 )
+from fivefold.bench.latency_peer import lancedb_available
 from fivefold.embed.base import Embedder, HashingEmbedder
 from fivefold.types import OptimizerMode
 
@@ -191,6 +192,78 @@ def _calls_table(report: LatencyReport) -> list[str]:
     return _table(header, rows)
 
 
+FIVEFOLD_COMPUTES = (
+    "query parse and plan; up to five retrievers (semantic, lexical, graph, temporal, type) "
+    "fused by score weights, with session context, supersession and the read policies; "
+    "records of the top 10"
+)
+
+
+def _peer_tables(report: LatencyReport) -> list[str]:
+    """Each peer's figures, then fivefold's p50 and p99 over each peer's (the same queries)."""
+    sized = [r for r in report.results if r.peers]
+    header = ["memories", "system", "vector index", "p50 ms", "p99 ms", "search alone p50 / p99"]
+    header += ["CPU ms p50", "identifier found@10", "index build s"]
+    rows: list[list[object]] = []
+    ratios: list[list[object]] = []
+    for r in sized:
+        for m in r.modes:
+            rows.append(
+                [
+                    f"{r.size:,}",
+                    f"fivefold, optimizer {m.mode}",
+                    r.build.index_kind,
+                    f"{m.overall.p50:.1f}",
+                    f"{m.overall.p99:.1f}",
+                    "-",
+                    f"{m.cpu['process'].p50:.1f}",
+                    f"{m.identifier_found}/{m.identifier_total}",
+                    f"{r.build.index_build_seconds:.1f}",
+                ]
+            )
+        for p in r.peers:
+            rows.append(
+                [
+                    f"{r.size:,}",
+                    p.system,
+                    p.vector_index,
+                    f"{p.overall.p50:.1f}",
+                    f"{p.overall.p99:.1f}",
+                    f"{p.search.p50:.1f} / {p.search.p99:.1f}",
+                    f"{p.cpu.p50:.1f}",
+                    f"{p.identifier_found}/{p.identifier_total}",
+                    f"{p.index_seconds:.1f}",
+                ]
+            )
+            ratios += [
+                [
+                    f"{r.size:,}",
+                    m.mode,
+                    f"{p.system}, {p.vector_index}",
+                    _ratio(m.overall.p50, p.overall.p50),
+                    _ratio(m.overall.p99, p.overall.p99),
+                ]
+                for m in r.modes
+            ]
+    if not sized:
+        return []
+    what = [f"fivefold: {FIVEFOLD_COMPUTES}."]
+    what += [f"{p.system}: {p.computes}." for p in sized[0].peers[:1]]
+    return [
+        "### Side by side with a peer (the same memories, vectors and queries)",
+        "",
+        " ".join(what) + " Both sides embed each query with the same embedder inside the "
+        "timing; `search alone` leaves the peer's embedding out.",
+        "",
+        *_table(header, rows),
+        *_table(["memories", "fivefold optimizer", "against", "p50 ratio", "p99 ratio"], ratios),
+    ]
+
+
+def _ratio(ours: float, theirs: float) -> str:
+    return f"{ours / theirs:.2f}" if theirs > 0 else "-"
+
+
 def _met(met: bool | None) -> str:
     return {True: "met", False: "**not met**", None: "n/a"}[met]
 
@@ -226,6 +299,7 @@ def render_markdown(report: LatencyReport) -> str:
             "",
             *_ingest_table(report.sample),
         ]
+    lines += _peer_tables(report)
     lines += ["### By plan (ms)", "", *_by("plan", report, lambda m: m.by_plan)]
     lines += ["### By retrievers that ran (ms)", ""]
     lines += _by("retrievers", report, lambda m: m.by_retrievers)
@@ -371,6 +445,13 @@ def _embedder(name: str, threads: int | None) -> Embedder:
     "URL, to time the Postgres backend.",
 )
 @click.option(
+    "--peer",
+    type=click.Choice(["lancedb"]),
+    help="Also time this system's hybrid search on the same memories, vectors and queries, "
+    "without and with its vector index, and report fivefold's p50 and p99 over its "
+    "(needs the bench-peers extra).",
+)
+@click.option(
     "--embedder",
     "embedder_name",
     type=click.Choice(["minilm", "hashing"]),
@@ -397,8 +478,11 @@ def latency(
     db: str | None,
     embedder_name: str,
     embed_threads: int | None,
+    peer: str | None,
 ) -> None:  # fmt: skip
     """Recall latency and ingest throughput on synthetic stores of the given sizes."""
+    if peer == "lancedb" and not lancedb_available():
+        raise click.UsageError("--peer lancedb needs lancedb: pip install 'fivefold[bench-peers]'")
     report = run_latency(
         sizes,
         embedder=_embedder(embedder_name, embed_threads),
@@ -410,6 +494,7 @@ def latency(
         modes=modes,
         progress=lambda message: click.echo(message, err=True),
         db=db,
+        peer=peer,
     )
     markdown = render_markdown(report)
     click.echo(markdown)

@@ -18,6 +18,7 @@ from fivefold.embed.base import Embedder
 from fivefold.errors import InvalidInput
 from fivefold.learn.model import Example, LearnedModel
 from fivefold.read.args import RecallArgs
+from fivefold.read.blas import one_blas_thread
 from fivefold.read.cache import ResultCache
 from fivefold.read.calibrate import COEFFICIENTS, LEARNED_COEFFICIENTS, confidence, result_features
 from fivefold.read.history import SUPERSEDED_WEIGHT
@@ -109,10 +110,11 @@ class Reader:
                 cached=True,
                 recall_id=args.to_token(),
             )
-        model = self._model(stats, args.scope.user_id)
-        planned = self._plan(args, model, stats)
-        retrieval = self._run(args, planned, model, stats)
-        result = self._result(args, planned, retrieval, started)
+        with one_blas_thread():
+            model = self._model(stats, args.scope.user_id)
+            planned = self._plan(args, model, stats)
+            retrieval = self._run(args, planned, model, stats)
+            result = self._result(args, planned, retrieval, started)
         self._metrics.record(
             planned.plan.name.value, result.timings["total"], retrieval.timings.get("rerank")
         )
@@ -122,9 +124,10 @@ class Reader:
 
     def explain(self, args: RecallArgs) -> Explanation:
         stats = RecallStats(self._store.reads, args.scope.namespace)
-        model = self._model(stats, args.scope.user_id)
-        planned = self._plan(args, model, stats)
-        retrieval = self._run(args, planned, model, stats)
+        with one_blas_thread():
+            model = self._model(stats, args.scope.user_id)
+            planned = self._plan(args, model, stats)
+            retrieval = self._run(args, planned, model, stats)
         top = retrieval.ranked[: args.k]
         records = self._store.reads.get_memories(args.scope.namespace, [f.id for f in top])
         via_context = self._context_only(args.scope, retrieval, [f.id for f in top])
