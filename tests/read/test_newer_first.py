@@ -87,3 +87,19 @@ def test_supersession_off_moves_nothing(store_url: str, minilm: fivefold.MiniLME
         old, new = _write(memory)
         ranked = _ids(memory, QUESTION)
         assert ranked.index(old) < ranked.index(new)
+
+
+def test_another_users_statement_is_not_the_change(memory: Memory) -> None:
+    items = [{"content": text, "created_at": T0, "user_id": "ana"} for text in FILLER]
+    old = memory.remember_many([*items, {"content": OLD, "created_at": T0, "user_id": "ana"}])[-1]
+    new = memory.remember_many(
+        [
+            {
+                "content": "My climbing shoes sit on the garage shelf.",
+                "created_at": T1,
+                "user_id": "ben",
+            }
+        ]
+    )[0]
+    ranked = [h.memory.id for h in memory.recall(QUESTION, k=5).hits]  # both users' memories
+    assert ranked.index(old.id) < ranked.index(new.id)

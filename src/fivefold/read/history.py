@@ -172,6 +172,7 @@ def newer_first(
             if (
                 older.id in vector
                 and older.id in said
+                and _same_owner(said[older.id], said[newer.id])
                 and _when(attributes[older.id]) < when
                 and _siblings(
                     said[older.id].content,
@@ -198,6 +199,12 @@ def _siblings(older: str, newer: str, similarity: float, *, cued: bool) -> bool:
     if cued and not (_read(older) and _read(newer)):
         return True
     return same_topic(older, newer)
+
+
+def _same_owner(older: MemoryRecord, newer: MemoryRecord) -> bool:
+    """One user's and one agent's: a recall across users is no place to read one user's words as
+    the change of another's."""
+    return (older.user_id, older.agent_id) == (newer.user_id, newer.agent_id)
 
 
 def _judged(older: str, newer: str) -> bool:
