@@ -29,15 +29,10 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import TYPE_CHECKING
 
-import numpy as np
-
+from fivefold.bench.latency_peer import PeerResult, run_lancedb
 from fivefold.bench.latency_profile import Profile, RecallCost, costed, profiled
 from fivefold.bench.latency_recall import dense_recall
-
-# The store's half of the benchmark lives in ``latency_store``; its public names are re-exported
-# here, where callers have always imported them from.
 from fivefold.bench.latency_store import (
     EMBEDDER_ALONE,
     BuildInfo,
@@ -51,14 +46,15 @@ from fivefold.bench.latency_store import (
     sample_ingest,
     store_name,
 )
+
+# The store's half of the benchmark lives in ``latency_store``; its public names are re-exported
+# here, where callers have always imported them from.
+from fivefold.bench.percentiles import Percentiles
 from fivefold.bench.synthetic import NOW, SyntheticCorpus, SyntheticQuery
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
 from fivefold.memory import Memory
 from fivefold.types import OptimizerMode, RecallResult
-
-if TYPE_CHECKING:
-    from fivefold.bench.latency_peer import PeerResult
 
 __all__ = [
     "EMBEDDER_ALONE",
@@ -74,27 +70,6 @@ __all__ = [
     "run_latency",
     "store_name",
 ]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Percentiles:
-    """Milliseconds. Percentiles interpolate linearly (numpy's default): with fewer than 100
-    samples p99 is close to the maximum, and ``count`` says how many there were."""
-
-    count: int
-    mean: float
-    p50: float
-    p95: float
-    p99: float
-    max: float
-
-    @classmethod
-    def of(cls, samples: Sequence[float]) -> Percentiles:
-        if not samples:
-            return cls(count=0, mean=0.0, p50=0.0, p95=0.0, p99=0.0, max=0.0)
-        p50, p95, p99 = (float(v) for v in np.percentile(samples, [50, 95, 99]))
-        mean, top = float(np.mean(samples)), float(np.max(samples))
-        return cls(count=len(samples), mean=mean, p50=p50, p95=p95, p99=p99, max=top)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -360,9 +335,6 @@ def _peers(
     timed: Sequence[SyntheticQuery],
     warm: Sequence[SyntheticQuery],
 ) -> tuple[PeerResult, ...]:
-    # Imported here: the peer module needs this one's Percentiles.
-    from fivefold.bench.latency_peer import run_lancedb
-
     return run_lancedb(
         corpus,
         path,

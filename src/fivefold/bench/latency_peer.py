@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from fivefold.bench.latency import Percentiles
 from fivefold.bench.latency_store import Progress
+from fivefold.bench.percentiles import Percentiles
 from fivefold.bench.synthetic import SyntheticCorpus, SyntheticQuery
 from fivefold.config import Config
 from fivefold.embed.base import Embedder, Vectors
