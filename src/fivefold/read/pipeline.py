@@ -193,10 +193,13 @@ class ReadPipeline:
         wanted = set(state.ask.plan.retrievers)
         focus = state.query.focus
         if S in wanted and focus.strip():
+            namespace = state.ask.scope.namespace
             # A query embedded before needs no thread: handing it over costs more than the look-up.
-            state.vectors = self._query_vectors.cached(focus)
+            state.vectors = self._query_vectors.cached(namespace, focus)
             if state.vectors is None:
-                state.embedding = _leg_threads().submit(self._embed_query, focus, state.clock)
+                state.embedding = _leg_threads().submit(
+                    self._embed_query, namespace, focus, state.clock
+                )
         others = None
         if G in wanted or T in wanted:
             others = _leg_threads().submit(self._graph_temporal, state, wanted)
@@ -334,9 +337,9 @@ class ReadPipeline:
             ),
         )
 
-    def _embed_query(self, text: str, clock: _Clock) -> Vectors:
+    def _embed_query(self, namespace: str, text: str, clock: _Clock) -> Vectors:
         start = time.perf_counter()
-        vectors = self._query_vectors.embed(text)
+        vectors = self._query_vectors.embed(namespace, text)
         clock.time("embed", start)
         return vectors
 

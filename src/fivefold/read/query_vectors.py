@@ -2,8 +2,10 @@
 again (a retry, a second turn, the same prompt template), and the embedding is most of a
 recall's CPU.
 
-Keyed by the exact text the model embeds, one text a call: a text embedded alone gets the same
-vector every time, while in a batch its padding could move its last bits. A text's vector does
+Keyed by the namespace and the exact text the model embeds, one text a call: a text embedded
+alone gets the same vector every time, while in a batch its padding could move its last bits;
+one tenant's questions never answer (or speed up) another's, so the time a recall takes tells
+nobody what another namespace asked. A text's vector does
 not depend on the store, so no write invalidates it; the entries are bounded, least recently
 used out first. The vectors handed out are read-only: a caller cannot change the next one's.
 """
@@ -28,23 +30,24 @@ class QueryVectors:
     def __init__(self, embedder: Embedder, *, max_entries: int = MAX_QUERY_VECTORS) -> None:
         self._embedder = embedder
         self._max = max_entries
-        self._entries: OrderedDict[str, Vectors] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str], Vectors] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def cached(self, text: str) -> Vectors | None:
-        """``text``'s vector (shape ``(1, dim)``) if it is kept, without embedding it."""
+    def cached(self, namespace: str, text: str) -> Vectors | None:
+        """``text``'s vector (shape ``(1, dim)``) if ``namespace`` keeps it; nothing embedded."""
+        key = (namespace, text)
         with self._lock:
-            vector = self._entries.get(text)
+            vector = self._entries.get(key)
             if vector is not None:
-                self._entries.move_to_end(text)
+                self._entries.move_to_end(key)
                 self.hits += 1
             return vector
 
-    def embed(self, text: str) -> Vectors:
-        """``text``'s vector, shape ``(1, dim)``: kept, or embedded and kept."""
-        vector = self.cached(text)
+    def embed(self, namespace: str, text: str) -> Vectors:
+        """``text``'s vector, shape ``(1, dim)``: kept for ``namespace``, or embedded and kept."""
+        vector = self.cached(namespace, text)
         if vector is not None:
             return vector
         vector = self._embedder.embed([text])
@@ -53,8 +56,8 @@ class QueryVectors:
             self.misses += 1
             if self._max <= 0:
                 return vector
-            self._entries[text] = vector
-            self._entries.move_to_end(text)
+            self._entries[namespace, text] = vector
+            self._entries.move_to_end((namespace, text))
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
         return vector
