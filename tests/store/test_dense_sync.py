@@ -152,6 +152,57 @@ def test_a_graph_saved_before_single_threaded_builds_is_built_again(
     assert len(builds) == (0 if marked else 1)
 
 
+@pytest.mark.parametrize(
+    ("saved", "opened", "rebuilt"),
+    [
+        ({}, {}, False),
+        ({}, {"hnsw_connectivity": 8}, True),
+        ({}, {"hnsw_expansion_add": 64}, True),
+        ({"hnsw_connectivity": 8}, {"hnsw_connectivity": 8}, False),
+        ("unrecorded", {}, False),
+    ],
+    ids=["same", "connectivity", "expansion", "same-changed", "saved-before-recorded"],
+)
+def test_a_saved_graph_is_built_again_when_its_build_settings_changed(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    saved: dict[str, int] | str,
+    opened: dict[str, int],
+    rebuilt: bool,
+) -> None:
+    """A graph restored from disk keeps the connectivity it was built with: opened with other
+    settings, the saved one is not adopted and the configured graph is built."""
+    db = tmp_path / "memory.db"
+    first = IndexConfig(hnsw_threshold=200, **(saved if isinstance(saved, dict) else {}))
+    with _open(db, Config(index=first)) as memory:
+        records = memory.remember_many(_items(0, 300))
+        _nearest(memory, 0)  # builds and saves the graph
+    description = next((tmp_path / "memory.db.vindex").glob("*.json"))
+    meta = json.loads(description.read_text())
+    assert (meta["connectivity"], meta["expansion_add"]) == (
+        first.hnsw_connectivity,
+        first.hnsw_expansion_add,
+    )
+    if saved == "unrecorded":  # a graph saved before the settings were recorded: the defaults
+        del meta["connectivity"], meta["expansion_add"]
+        description.write_text(json.dumps(meta))
+    builds = []
+    build = dense.NamespaceIndex.build_hnsw
+
+    def counted(index: dense.NamespaceIndex) -> None:
+        builds.append(index.config.hnsw_connectivity)
+        build(index)
+
+    monkeypatch.setattr(dense.NamespaceIndex, "build_hnsw", counted)
+    second = IndexConfig(hnsw_threshold=200, **opened)
+    with _open(db, Config(index=second)) as memory:
+        assert _nearest(memory, 9)[0] == records[9].id
+        if rebuilt:
+            findings = memory.store.admin.check()  # type: ignore[attr-defined]
+            assert all(f.ok for f in findings)
+    assert builds == ([second.hnsw_connectivity] if rebuilt else [])
+
+
 KILLED_WRITER = textwrap.dedent(
     """
     import sys

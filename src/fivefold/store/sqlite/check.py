@@ -76,11 +76,12 @@ def check_saved_graph(path: Path, namespace: str, *, valid: bool, repair: bool) 
 
 
 def older_saved_graph(namespace: str) -> Finding:
-    """A sound graph saved before graphs were built on one thread (``dense.GRAPH_BUILD``): not
-    a problem, but not used either (it may hold nodes no search reaches)."""
+    """A sound graph saved before graphs were built on one thread (``dense.GRAPH_BUILD``), or
+    built with other settings than the configured ones: not a problem, but not used either
+    (it may hold nodes no search reaches, or is not the graph the settings ask for)."""
     return Finding(
         f"saved HNSW graph of namespace {namespace!r}",
         True,
-        "saved by an older version (built on several threads): built again when the "
-        "namespace is next loaded",
+        "saved by an older version (built on several threads) or with other index settings: "
+        "built again when the namespace is next loaded",
     )

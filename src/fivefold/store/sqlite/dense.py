@@ -37,6 +37,9 @@ GRAPH_BUILD = "one-thread"
 # Rows per step of a build or of an exact scan over a half-precision copy: each step widens
 # them to float32, so a step's copy stays small (96 MB at 384 dimensions).
 STEP = 65_536
+# What graphs saved before their build settings were recorded were built with (the defaults,
+# unchanged since the first release).
+SAVED_BEFORE_SETTINGS = {"connectivity": 16, "expansion_add": 128}
 
 
 class _Codes:
@@ -189,6 +192,7 @@ class NamespaceIndex:
                 "blake2b": digest,
                 "build": GRAPH_BUILD,
                 "vectors": self.config.hnsw_vectors.value,
+                **self._build_settings(),
             }
             meta_staging.write_text(json.dumps(meta), encoding="utf-8")
             _fsync(meta_staging)
@@ -222,6 +226,11 @@ class NamespaceIndex:
             # Graphs saved before the setting existed hold f16.
             if meta.get("vectors", "f16") != self.config.hnsw_vectors.value and not any_build:
                 return None
+            # A graph built with other settings than the configured ones is built again: a
+            # changed connectivity or expansion is asked for to get another graph.
+            built = {k: meta.get(k, v) for k, v in SAVED_BEFORE_SETTINGS.items()}
+            if built != self._build_settings() and not any_build:
+                return None
             if meta.get("blake2b") != _checksum(path):
                 return None  # damaged or half-written: never search a graph we cannot trust
             graph = _usearch_index().restore(str(path))
@@ -237,6 +246,12 @@ class NamespaceIndex:
         if self._vecs.dtype != np.float16:
             self.compact()
         return int(meta.get("log_seq", -1))
+
+    def _build_settings(self) -> dict[str, int]:
+        return {
+            "connectivity": self.config.hnsw_connectivity,
+            "expansion_add": self.config.hnsw_expansion_add,
+        }
 
     def patch_hnsw(self, changes: dict[int, bool]) -> None:
         """Bring an adopted graph up to the arrays: re-add every memory the log names."""
