@@ -52,7 +52,7 @@ from fivefold.config import Config, ContextConfig
 from fivefold.embed.base import Embedder
 from fivefold.errors import FivefoldError, InvalidInput
 from fivefold.memory import Memory
-from fivefold.read.pipeline import dated_within, spoken_by_named
+from fivefold.read.favour import dated_within, spoken_by_named
 from fivefold.types import Explanation, OptimizerMode, RetrieverName, RetrieverRun
 
 __all__ = [

@@ -19,6 +19,7 @@ from fivefold.embed.base import Embedder, Vectors
 from fivefold.learn.model import Candidates, LearnedModel, candidate_features
 from fivefold.read import history
 from fivefold.read.demote import demote
+from fivefold.read.favour import dated_within, spoken_by_named, when
 from fivefold.read.fuse import Fused, apply_prior, boost, weighted_rrf
 from fivefold.read.query_vectors import QueryVectors
 from fivefold.read.rerank.base import Reranker
@@ -35,7 +36,6 @@ from fivefold.read.retrieve import (
 from fivefold.read.stats import RecallStats
 from fivefold.store.protocol import Store
 from fivefold.store.records import MemoryAttributes
-from fivefold.text import normalize_name
 from fivefold.types import (
     Budget,
     MemoryType,
@@ -487,7 +487,7 @@ class ReadPipeline:
             inside = [
                 f
                 for f in ranked
-                if f.id in attributes and window.start <= _when(attributes[f.id]) <= window.end
+                if f.id in attributes and window.start <= when(attributes[f.id]) <= window.end
             ]
             if inside:
                 ranked = inside
@@ -563,41 +563,9 @@ def _leg_threads() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=8, thread_name_prefix="fivefold-leg")
 
 
-def _when(attributes: MemoryAttributes) -> datetime:
-    """When a memory happened, or else when it was recorded: an undated memory is placed in
-    time by its recording."""
-    return attributes.event_at or attributes.created_at
-
-
 def _timed(
     clock: _Clock, name: RetrieverName, run: Callable[[], tuple[Scored, ...]]
 ) -> RetrieverRun:
     start = time.perf_counter()
     items = run()
     return RetrieverRun(name, items, clock.time(name.value, start))
-
-
-def dated_within(query: ParsedQuery, attributes: Mapping[int, MemoryAttributes]) -> set[int]:
-    """Candidates dated (or, undated, recorded) inside the query's time window."""
-    window = query.temporal_window
-    if window is None:
-        return set()
-    return {i for i, a in attributes.items() if window.start <= _when(a) <= window.end}
-
-
-def spoken_by_named(query: ParsedQuery, attributes: Mapping[int, MemoryAttributes]) -> set[int]:
-    """Candidates whose speaker is a person the query names: by the entity's name, the words
-    the query used for it, or its first name ("Caroline" for "Caroline Diaz")."""
-    names: set[str] = set()
-    for ref in query.entity_refs:
-        for text in (ref.name, ref.text):
-            norm = normalize_name(text)
-            if norm:
-                names.update((norm, norm.split()[0]))
-    if not names:
-        return set()
-    return {
-        i
-        for i, a in attributes.items()
-        if a.speaker is not None and normalize_name(a.speaker) in names
-    }
