@@ -29,6 +29,7 @@ from fivefold.read.pipeline import Question, ReadPipeline, Retrieval
 from fivefold.read.plan import Features, plan_query
 from fivefold.read.rerank.base import Reranker
 from fivefold.read.retrieve.graph import specificity
+from fivefold.read.roles import resolve
 from fivefold.read.stats import RecallStats
 from fivefold.store.protocol import Store
 from fivefold.store.records import CatalogEntry, Feedback
@@ -251,8 +252,9 @@ class Reader:
         config = self._rules if rules or self._learning else self._config
         scope = args.scope
         start = time.perf_counter()
+        text, holders = resolve(args.text, scope, self._store, self._config.own_text_weights())
         parsed = parse_query(
-            args.text,
+            text,
             now=args.now,
             resolver=self._resolver(stats),
             temporal=self._config.temporal_for(scope.namespace),
@@ -264,10 +266,12 @@ class Reader:
         named = [r.entity_id for r in parsed.entity_refs]
         mentions = self._store.reads.entity_frequencies(scope.namespace, named)
         refs = ordinary_words(
-            args.text, parsed.entity_refs, lambda w: stats.frequencies(w)[1], lambda _: mentions
+            text, parsed.entity_refs, lambda w: stats.frequencies(w)[1], lambda _: mentions
         )
         if len(refs) != len(parsed.entity_refs):
             parsed = replace(parsed, entity_refs=tuple(refs))
+        if holders:  # the names are the reader's: the question is the caller's
+            parsed = replace(parsed, original=args.text)
         parse_ms = (time.perf_counter() - start) * 1000.0
         total, frequencies = stats.frequencies(parsed.terms)
         entity_ids = [r.entity_id for r in parsed.entity_refs]
@@ -282,6 +286,8 @@ class Reader:
             config=config,
             forced_types=args.forced,
         )
+        if holders:
+            plan = replace(plan, reasons=(*plan.reasons, *holders))
         if model is not None:
             plan = replace(plan, reasons=(*plan.reasons, f"{LEARNED_RANKS}{_label(model)}"))
         elif self._learning:
