@@ -1,4 +1,4 @@
-"""Bad input never crashes and never corrupts (DESIGN §7): every bad call ends in a
+"""Bad input never crashes and never corrupts: every bad call ends in a
 ``FivefoldError`` subclass whose message names the offending argument, or in a sane result, and
 the store answers a normal remember + recall afterwards."""
 
@@ -1023,7 +1023,7 @@ def test_numpy_scalars_are_numbers_and_numpy_bools_are_not() -> None:
 )
 def test_text_of_invisible_characters_alone_is_refused(mem: Memory, invisible: str) -> None:
     """Zero-width spaces, a byte order mark, direction marks: nothing to read and nothing any
-    leg could match, stored as a memory (an MCP hostile pass's find)."""
+    leg could match, stored as a memory."""
     before = mem.stats().memories
     assert_rejected(lambda: mem.remember(invisible), InvalidInput, "content", "invisible")
     assert_rejected(lambda: mem.recall(invisible), InvalidInput, "query", "invisible")

@@ -1,4 +1,4 @@
-"""Scope isolation (DESIGN §7): a namespace/user/agent scope never sees another's memories, in
+"""Scope isolation: a namespace/user/agent scope never sees another's memories, in
 any retriever, the graph included, and not even as a candidate that fusion later drops."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The public names are a contract (DESIGN §1): this pins them."""
+"""The public names are a contract: this pins them."""
 
 from __future__ import annotations
 

@@ -302,7 +302,7 @@ def test_ctrl_c_while_the_file_is_read_says_nothing_was_imported(
 
 def test_a_command_that_reads_a_store_does_not_make_one_at_a_missing_path(tmp_path: Path) -> None:
     """`doctor` called a store made at a mistyped path ok, and `migrate` copied an empty one
-    "verified" (a hostile pass's find): exit 3, and no file."""
+    "verified": exit 3, and no file."""
     missing = tmp_path / "mistyped.db"
     for args in (
         ["--db", str(missing), "doctor"],
@@ -498,7 +498,7 @@ def test_an_error_of_several_lines_is_printed_on_one(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_of_two_processes_making_one_store_the_one_that_made_it_says_so(tmp_path: Path) -> None:
     """The notice was decided by a look before the open: two processes starting a new store at
-    once both said they made it (4 runs of 5 in a hostile pass)."""
+    once both said they made it (4 runs of 5)."""
     command = [sys.executable, "-c", "from fivefold.cli.main import main; main()"]
     for round_ in range(3):
         db = tmp_path / f"race{round_}.db"

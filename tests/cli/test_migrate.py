@@ -297,8 +297,8 @@ def test_a_postgres_store_copies_to_another_whatever_names_it_holds(
 def test_a_copy_that_did_not_finish_is_reported_and_refused(
     backend: str, tmp_path: Path, pg_url: str
 ) -> None:
-    """A copy cut off half way left a store that `fivefold doctor` called ok (a hostile pass's
-    find: kill -9 during `fivefold migrate`); now its mark stays until the copy is whole."""
+    """A copy cut off half way (kill -9 during `fivefold migrate`) left a store that `fivefold
+    doctor` called ok; now its mark stays until the copy is whole."""
     source = _open(str(tmp_path / "src.db"))
     _seed(source)
     target = _open(str(tmp_path / "dst.db") if backend == "sqlite" else pg_url)
@@ -378,8 +378,8 @@ def test_an_older_stores_alias_naming_two_entities_is_left_out_and_said(
     tmp_path: Path, pg_url: str
 ) -> None:
     """A store made before ``alias`` refused them can hold an alias that is another entity's
-    name, or one key for two entities: the copy crashed on it half way, its mark left behind
-    (a review's find). Left out and listed; the first of a key's entities is kept, as the
+    name, or one key for two entities: the copy crashed on it half way, its mark left behind. Left
+    out and listed; the first of a key's entities is kept, as the
     source's writes resolved it."""
     source = _open(str(tmp_path / "old.db"))
     source.remember("Bob Jones moved to Bergen", entities=["Bob Jones"])
@@ -404,7 +404,7 @@ def test_a_postgres_url_naming_no_store_is_not_made_one(
     tmp_path: Path, postgres_server: str
 ) -> None:
     """`doctor`, `stats` and migrate's source made a mistyped schema and an empty store in it,
-    then said ok (exit 0; a hostile pass's find, after missing schemas were made on open):
+    then said ok (exit 0, after missing schemas were made on open):
     exit 3, and no schema made."""
     name = f"mistyped_{uuid.uuid4().hex[:8]}"
     separator = "&" if "?" in postgres_server else "?"
@@ -427,7 +427,7 @@ def test_a_postgres_url_naming_no_store_is_not_made_one(
 def test_ctrl_c_during_the_command_says_what_the_destination_holds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """It printed click's "Aborted!" alone (a hostile pass's find), while the destination held
+    """It printed click's "Aborted!" alone, while the destination held
     a marked part of the copy."""
     import fivefold.cli.migrate as migrating
 
@@ -454,7 +454,7 @@ def test_ctrl_c_while_the_copy_is_verified_says_it_was_made(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Cut off after the copy (its mark cleared) while recalls were compared, it said nothing
-    was copied (a review's find)."""
+    was copied."""
     import fivefold.cli.migrate as migrating
 
     source = str(tmp_path / "cli.db")
@@ -480,7 +480,7 @@ def test_a_namespace_of_relations_alone_is_copied(
     backend: str, tmp_path: Path, pg_url: str
 ) -> None:
     """A namespace holding a relation (``record=False``) and an alias but no memory was left
-    out, and the copy said it verified (a hostile pass's find)."""
+    out, and the copy said it verified."""
     source = _open(str(tmp_path / "src.db"))
     _seed(source)
     source.relate("Ann", "manages", "Ben", namespace="graphonly", record=False)
@@ -499,8 +499,7 @@ def test_a_namespace_of_relations_alone_is_copied(
 @pytest.mark.slow
 def test_what_the_source_gains_or_loses_during_the_copy_is_counted(tmp_path: Path) -> None:
     """A memory forgotten from the source while the copy ran raised a KeyError traceback, and
-    a namespace another writer began meanwhile was missed by a copy that said it verified (a
-    hostile pass's finds)."""
+    a namespace another writer began meanwhile was missed by a copy that said it verified."""
     source = _open(str(tmp_path / "src.db"))
     _seed(source)
     newest = source.browse(namespace="acme", limit=1)[0].id  # in the namespace's last chunk
@@ -525,7 +524,7 @@ def test_a_destination_holding_relations_or_aliases_is_not_empty(
     backend: str, tmp_path: Path, pg_url: str
 ) -> None:
     """Only memories made a store non-empty: a copy went into one holding an alias of its own,
-    which took over a copied relation's name (a hostile pass's find)."""
+    which took over a copied relation's name."""
     source = _open(str(tmp_path / "src.db"))
     _seed(source)
     target = _empty(backend, tmp_path, pg_url)
@@ -542,7 +541,7 @@ def test_a_destination_holding_relations_or_aliases_is_not_empty(
 
 def test_a_refused_copy_makes_no_destination(tmp_path: Path) -> None:
     """`migrate` from an unfinished copy was refused after it had made the destination (an
-    empty store at a new path; a new Postgres schema's tables: a hostile pass's find)."""
+    empty store at a new path; a new Postgres schema's tables)."""
     source = tmp_path / "part.db"
     with Memory.open(source) as memory:  # the default model, as the command opens it
         memory.store.admin.mark_copy("from elsewhere")

@@ -182,7 +182,7 @@ ERRORS: list[tuple[str, tuple[str, ...]]] = [
             "did you mean temporal.namespaces.work.recent_days?",
         ),
     ),
-    # keys of the seed's YAML block that live elsewhere here
+    # keys of the optimizer's first config layout that live elsewhere now
     ("[cache]\nenabled = true", ("cache.enabled", 'optimizer.mode = "cached"')),
     ("[optimizer.rule]\nprecise_threshold = 0.8", ("optimizer.rule", "directly in [optimizer]")),
     ("[read_pipeline.optimizer]\nmode = 'rule'", ("[read_pipeline]", "[optimizer] and [cache]")),

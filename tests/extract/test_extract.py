@@ -133,7 +133,7 @@ def test_words_without_a_capital_are_no_names(text: str) -> None:
 
 # Capitals of other scripts open no name: the rules that tell a name from a capitalized
 # ordinary word are English, and Russian text made entities of "Вчера" (yesterday), "Важно"
-# (important), the polite "Вы" (a hostile pass), found again in every later text of the word.
+# (important), the polite "Вы", found again in every later text of the word.
 @pytest.mark.parametrize(
     "text",
     [

@@ -156,7 +156,7 @@ def test_training_needs_enough_feedback(hashing_mem: fivefold.Memory) -> None:
 
 def test_feedback_given_twice_on_one_recall_counts_once(hashing_mem: fivefold.Memory) -> None:
     """One recall_id given feedback 30 times satisfied min_feedback, and training held out
-    copies of the recall it fit on (a hostile pass's find)."""
+    copies of the recall it fit on."""
     record = hashing_mem.remember("Priya leads Kestrel")
     result = hashing_mem.recall("Kestrel", now=NOW)
     for _ in range(30):
@@ -167,7 +167,7 @@ def test_feedback_given_twice_on_one_recall_counts_once(hashing_mem: fivefold.Me
 
 def test_training_below_one_held_out_recall_says_so(hashing_mem: fivefold.Memory) -> None:
     """min_feedback below holdout_every held none out, and the comparison raised
-    StatisticsError (a hostile pass's find): one is held out; one recall alone is refused."""
+    StatisticsError: one is held out; one recall alone is refused."""
     small = Config(learned=replace(Config().learned, min_feedback=1))
     mem = fivefold.Memory(hashing_mem.store, hashing_mem.embedder, small)
     made = [mem.remember(f"note {n} about Kestrel") for n in range(3)]
@@ -341,7 +341,7 @@ def test_one_question_counts_once_however_its_recall_id_is_written(
     hashing_mem: fivefold.Memory,
 ) -> None:
     """Training's one-a-recall rule read the raw recall_id: padded, with keys of its own, or
-    the same question asked 30 times, one recall passed min_feedback (a hostile pass's find)."""
+    the same question asked 30 times, one recall passed min_feedback."""
     answers = _corpus(hashing_mem)
     learning = _learning(hashing_mem)
     result = learning.recall("topic3", now=NOW)
@@ -368,7 +368,7 @@ def test_one_question_counts_once_however_its_recall_id_is_written(
 @pytest.mark.slow
 def test_a_model_that_only_ties_the_rules_is_not_used(hashing_mem: fivefold.Memory) -> None:
     """Feedback that called every memory relevant fit a model of a bias alone; it tied the
-    rules, was accepted, and ranked every recall by memory id (a hostile pass's find)."""
+    rules, was accepted, and ranked every recall by memory id."""
     records = hashing_mem.remember_many(
         [{"content": f"note {i} about topic{i % 7} and coffee"} for i in range(40)]
     )
@@ -403,7 +403,7 @@ def test_a_feedback_row_no_longer_readable_does_not_stop_training(
     hashing_mem: fivefold.Memory,
 ) -> None:
     """A row an older version stored (a recall_id with keys of its own) made every train()
-    and examples() of the namespace fail (the review's find): it is left out."""
+    and examples() of the namespace fail: it is left out."""
     answers = _corpus(hashing_mem)
     learning = _learning(hashing_mem)
     _give_feedback(learning, answers, "default")

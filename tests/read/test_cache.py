@@ -141,7 +141,7 @@ def test_queries_the_parser_reads_apart_are_not_served_each_others_answer(
     mem: fivefold.Memory,
 ) -> None:
     """The key lowercased and dropped punctuation, which the parser reads: a date and three
-    numbers, a month and a verb, were one key (a hostile pass's find). Whitespace still folds."""
+    numbers, a month and a verb, were one key. Whitespace still folds."""
     now = datetime(2024, 7, 1, tzinfo=UTC)
     dated = mem.recall("what did I do on 2024-03-05?", now=now)
     assert dated.query.temporal_window is not None
@@ -154,7 +154,8 @@ def test_queries_the_parser_reads_apart_are_not_served_each_others_answer(
 
 
 def test_explain_takes_recalls_arguments(mem: fivefold.Memory) -> None:
-    """DESIGN's ``explain(query, **same_args)``: min_confidence was refused as unknown."""
+    """``explain(query, **same_args)`` takes what recall takes: min_confidence was refused as
+    unknown."""
     assert mem.explain(QUERY, min_confidence=0.2).hits
     with pytest.raises(fivefold.InvalidInput, match="min_confidence"):
         mem.explain(QUERY, min_confidence=2.0)
@@ -262,8 +263,8 @@ def test_other_recall_arguments_are_other_entries(
 
 
 def test_spacing_shares_an_entry_case_and_punctuation_do_not(mem: fivefold.Memory) -> None:
-    """DESIGN §2 folds case and punctuation too; the parser reads them (the test above), so
-    the key keeps them (CHANGELOG, Decisions)."""
+    """Folding case and punctuation too would share an entry between queries the parser reads
+    apart (the test above), so the key keeps what the parser reads (CHANGELOG, Decisions)."""
     first = mem.recall(QUERY)
     for variant in (f"  {QUERY}", QUERY.replace(" ", "   ")):
         res = mem.recall(variant)
@@ -275,7 +276,7 @@ def test_spacing_shares_an_entry_case_and_punctuation_do_not(mem: fivefold.Memor
 
 def test_editing_a_hits_nested_metadata_changes_no_later_recall(mem: fivefold.Memory) -> None:
     """The metadata is read-only at its top level; its nested lists and objects were the
-    cached result's, so an edit of one came back in the next recalls (a hostile pass's find)."""
+    cached result's, so an edit of one came back in the next recalls."""
     made = mem.remember("Kestrel uses Postgres", metadata={"owner": {"name": "Priya"}, "t": ["db"]})
     for _ in range(3):  # the result put in the cache, then two served from it
         hit = next(h for h in mem.recall("Kestrel Postgres").hits if h.memory.id == made.id)

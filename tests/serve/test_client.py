@@ -131,7 +131,7 @@ def test_forget_and_the_same_errors(api: Any, ns: str) -> None:
         api.remember_many([{"content": "ok", "namespace": ns}, {"content": "", "namespace": ns}])
     with pytest.raises(InvalidInput):
         api.remember_many("not a list")
-    # What JSON cannot carry: the client raised a bare TypeError (a hostile pass's find).
+    # What JSON cannot carry: the client raised a bare TypeError.
     for bad in (
         {"metadata": {"a": {1, 2}}},
         {"metadata": {(1, 2): 1}},

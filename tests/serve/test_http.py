@@ -201,7 +201,7 @@ def test_a_chunked_body_is_counted_whatever_length_is_declared(
     open_server: Server, ns: str
 ) -> None:
     """Transfer-Encoding: chunked with a small Content-Length beside it: the server frames the
-    body by its chunks, and the limit read the header: a hostile pass wrote a 2.9 MB batch."""
+    body by its chunks, and the limit read the header: a 2.9 MB batch got in."""
     import socket
 
     items = [{"content": "x" * 90_000} for _ in range(30)]
@@ -238,8 +238,8 @@ def test_unknown_paths_methods_and_ids(http: httpx.Client, ns: str) -> None:
     assert _bad(http, "GET", "/v1/memories", params={"limit": 0}).status_code == 422
 
 
-def test_a_hostile_pass_finds_on_the_http_surface(http: httpx.Client, ns: str) -> None:
-    """Each answered as the serving guide says (a hostile pass found them answered otherwise)."""
+def test_the_http_surface_answers_odd_requests_as_documented(http: httpx.Client, ns: str) -> None:
+    """Each answered as the serving guide says (each was answered otherwise once)."""
     made = http.post("/v1/memories", json={"content": "kept", "namespace": ns}).json()["id"]
     body = json.dumps({"query": "kept", "namespace": ns}).encode()
     for media in (None, "text/json", "text/plain"):  # 422 "Input should be a valid dictionary"

@@ -229,8 +229,8 @@ def test_sigterm_finishes_a_write_that_outlasts_uvicorns_graceful_timeout(
     tmp_path: Path,
 ) -> None:
     """A batch still writing 30 s after SIGTERM (uvicorn's graceful timeout was 30 s, then it
-    cancelled the request with a 500 while the write went on to commit: the hostile pass saw
-    four stored batches answered 500) is finished and answered 201."""
+    cancelled the request with a 500 while the write went on to commit: four
+    stored batches were answered 500) is finished and answered 201."""
     server = start_server(tmp_path)
     words = " ".join(f"word{j}" for j in range(60))
     items = [{"content": f"item {i} {words}"} for i in range(1_000)]  # ~30 s of the model here

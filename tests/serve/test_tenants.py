@@ -34,7 +34,7 @@ def test_no_key_or_a_bad_key_is_401(keyed_server: Server) -> None:
 
 def test_two_keys_in_one_request_are_refused_on_every_endpoint(keyed_server: Server) -> None:
     """Two Authorization headers: the HTTP routes acted as the first key's tenant and /mcp as
-    the last's (a hostile pass's find; a proxy adding its own header does this)."""
+    the last's (a proxy adding its own header does this)."""
     alpha, beta = keyed_server.tokens["alpha"], keyed_server.tokens["beta"]
     mcp = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     accept = ("accept", "application/json, text/event-stream")
@@ -161,8 +161,8 @@ def test_a_keyed_server_answers_any_host_name(keyed_server: Server) -> None:
 
 def test_a_user_bound_key_cannot_change_the_whole_namespace(keyed_server: Server) -> None:
     """Aliases, learned fusion and the counts belong to every user of a namespace: a key bound
-    to one user declared aliases that linked another user's writes to its entities (a hostile
-    pass's find), could fit the model every user's recalls rank with, and read the counts of
+    to one user declared aliases that linked another user's writes to its entities, could fit the
+    model every user's recalls rank with, and read the counts of
     every user's memories."""
     alias = {"name": "Project Nightjar", "alias": "Operation Moonlighting"}
     refused = _call(keyed_server, "alpha-u1", "POST", "/v1/aliases", json=alias)
@@ -182,8 +182,8 @@ def test_a_user_bound_key_cannot_change_the_whole_namespace(keyed_server: Server
 
 
 def test_a_keyed_servers_tenants_are_not_told_where_the_store_lives() -> None:
-    """A store's error names the database (once with a password given as ``?password=``: a
-    hostile pass saw it in a 503's body): a keyed server's tenants get a plain 503, the log
+    """A store's error names the database (once with a password given as ``?password=``, in a
+    503's body): a keyed server's tenants get a plain 503, the log
     the whole message; a keyless (loopback) server's caller, the machine's user, all of it."""
     from fivefold.errors import EmbeddingModelMismatch, InvalidInput, StoreError
     from fivefold.serve.errors import tenant_message
@@ -202,7 +202,7 @@ def test_a_keyed_servers_tenants_are_not_told_where_the_store_lives() -> None:
     assert "pw" not in shown
     assert shown == "postgresql://app@db:5432/memory?options=-cx%3Dy"
     for kept in ("postgresql:///db?host=/sock", "postgresql://u@[::1]:5432/db"):
-        assert _without_password(kept) == kept  # a socket's empty host, IPv6 (a review's find)
+        assert _without_password(kept) == kept  # a socket's empty host, IPv6
     assert _without_password("postgresql://u:p@h1:5432,h2:5433/db") == (
         "postgresql://u@h1:5432,h2:5433/db"  # several hosts: it raised ValueError
     )

@@ -278,7 +278,7 @@ def test_the_records_a_write_returns_are_the_ones_read_back(store_url: str) -> N
 
 def test_an_alias_cannot_name_two_entities(new_store: Callable[[], str]) -> None:
     """Accepted, an alias that is another entity's name linked writes naming it to one entity
-    while queries naming it resolved to the other (a hostile pass's find)."""
+    while queries naming it resolved to the other."""
     with fivefold.Memory.open(new_store(), embedder=fivefold.HashingEmbedder()) as mem:
         mem.remember("Bob Jones moved", entities=["Bob Jones"])
         mem.alias("Ann Smith", "AS")
@@ -292,8 +292,8 @@ def test_an_alias_cannot_name_two_entities(new_store: Callable[[], str]) -> None
 
 
 def test_a_relation_joins_two_entities(new_store: Callable[[], str]) -> None:
-    """Two names of one entity (its spellings, an alias) made a self-edge (a hostile pass's
-    find): refused, and the memory that would record it is not kept."""
+    """Two names of one entity (its spellings, an alias) made a self-edge: refused, and the memory
+    that would record it is not kept."""
     with fivefold.Memory.open(new_store(), embedder=fivefold.HashingEmbedder()) as mem:
         mem.alias("Priya Sharma", "PS")
         for target in ("PRIYA sharma!", "PS"):
@@ -307,7 +307,7 @@ def test_forgetting_a_sessions_memories_takes_its_span_with_them(
     new_store: Callable[[], str],
 ) -> None:
     """A session's row kept the times of memories forgotten (its last one's too), and "since
-    we last talked" counted from them (a hostile pass's find)."""
+    we last talked" counted from them."""
     times = [T0 + timedelta(hours=h) for h in (0, 1, 5)]
     with fivefold.Memory.open(new_store(), embedder=fivefold.HashingEmbedder()) as mem:
         made = mem.remember_many(

@@ -144,7 +144,7 @@ def test_a_graph_saved_before_single_threaded_builds_is_built_again(
 
     monkeypatch.setattr(dense.NamespaceIndex, "build_hnsw", counted)
     with _open(db, HNSW) as memory:
-        if not marked:  # sound: doctor says so (it said "damaged": a review's find)
+        if not marked:  # sound: doctor says so (it once said "damaged")
             findings = memory.store.admin.check()  # type: ignore[attr-defined]
             assert all(f.ok for f in findings)
             assert any("older version" in f.detail for f in findings)

@@ -121,7 +121,7 @@ def test_the_command_prints_one_line_per_part_and_exits_by_outcome(tmp_path: Pat
 
 def test_a_mention_of_another_type_than_its_memorys_is_found_and_retyped(tmp_path: Path) -> None:
     """The type is in a mention's key (schema 6): one that is not its memory's is missed by
-    every read of its entity (a review's find)."""
+    every read of its entity."""
     path = tmp_path / "m.db"
     with Memory.open(path, embedder=fivefold.HashingEmbedder(dim=16)) as memory:
         made = memory.remember("Dana Lee joined Kestrel", entities=["Dana Lee", "Kestrel"])
@@ -145,7 +145,7 @@ def test_a_mention_of_another_type_than_its_memorys_is_found_and_retyped(tmp_pat
         assert types(memory.store.admin.check()).ok
         assert read(memory) == [made.id]
         # A mistyped twin of a well-typed mention: retyped, it broke the key and the whole
-        # repair failed (a review's find); it goes.
+        # repair failed; it goes.
         memory.store._core.conn.execute(  # type: ignore[attr-defined]
             "INSERT INTO mentions (entity_id, type, memory_id, joined) "
             "SELECT entity_id, 'preference', memory_id, joined FROM mentions WHERE memory_id = ?",

@@ -175,7 +175,7 @@ def test_an_old_store_on_read_only_media_says_it_needs_a_writable_copy(
     read_only_folder: Path,
 ) -> None:
     """It said "recall works, writes need a writable copy", and recall failed too: the store
-    must be migrated first (a hostile pass's find)."""
+    must be migrated first."""
     with pytest.raises(StoreError, match=r"holds fivefold schema 5.*open a writable copy once"):
         _open(read_only_folder / "memory.db")
 
@@ -200,8 +200,7 @@ def _overwritten(source: Path, target: Path, page: int) -> None:
 @pytest.mark.slow
 def test_doctor_reports_damaged_pages_and_checks_no_index(tmp_path: Path) -> None:
     """The lexical check read the damaged rows and SQLite's error replaced every finding, and
-    a store too damaged to open said "`fivefold doctor` checks it" to `doctor` itself (a
-    hostile pass's finds)."""
+    a store too damaged to open said "`fivefold doctor` checks it" to `doctor` itself."""
     import numpy as np
     from click.testing import CliRunner
 
@@ -253,8 +252,7 @@ def test_doctor_reports_damaged_pages_and_checks_no_index(tmp_path: Path) -> Non
 
 def test_a_store_file_deleted_or_replaced_while_open_takes_no_write(tmp_path: Path) -> None:
     """SQLite went on writing to the file it had opened: a server whose store file was deleted
-    acknowledged writes that the next start (a new store at the path) did not have (a hostile
-    pass's find)."""
+    acknowledged writes that the next start (a new store at the path) did not have."""
     path = tmp_path / "memory.db"
     with _open(path) as memory:
         kept = memory.remember("Priya Patel wrote this before the file went").id
@@ -285,7 +283,7 @@ def test_a_store_opened_by_a_relative_path_takes_writes_after_a_chdir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The deleted-file check stat'ed the path as given: after the process changed directory,
-    every write was refused as "deleted or replaced" (the review's find)."""
+    every write was refused as "deleted or replaced"."""
     monkeypatch.chdir(tmp_path)
     with _open(Path("relative.db")) as memory:
         memory.remember("before the chdir")
@@ -300,7 +298,7 @@ def test_a_store_opened_by_a_relative_path_takes_writes_after_a_chdir(
 @pytest.mark.slow
 def test_doctor_does_not_wait_on_a_fifo(tmp_path: Path) -> None:
     """Its check of a store too damaged to open opened a FIFO to read it, and waited for a
-    writer forever (the review's find)."""
+    writer forever."""
     fifo = tmp_path / "pipe.db"
     os.mkfifo(fifo)
     done = subprocess.run(
@@ -325,7 +323,7 @@ def test_a_write_that_waited_for_the_lock_is_not_taken_into_a_deleted_file(
     tmp_path: Path,
 ) -> None:
     """The file was checked before the write waited for SQLite's lock: deleted meanwhile, the
-    write was acknowledged into it and gone (a hostile pass's find)."""
+    write was acknowledged into it and gone."""
     path = tmp_path / "memory.db"
     with _open(path) as memory:
         memory.remember("seed")

@@ -296,7 +296,7 @@ def test_a_schema_the_url_names_is_the_stores_even_when_it_did_not_exist(
     postgres_server: str,
 ) -> None:
     """Postgres skips a missing schema of ``search_path``: the tables went to ``public``, and
-    two stores meant apart were one (a hostile pass's find)."""
+    two stores meant apart were one."""
     tag = uuid.uuid4().hex[:8]
     separator = "&" if "?" in postgres_server else "?"
     names = [f"app_one_{tag}", f'"AppTwo_{tag}"']  # quoted: its case is kept
@@ -336,7 +336,7 @@ def test_stores_in_their_own_schemas_share_a_database_without_pgvector(
     postgres_server: str,
 ) -> None:
     """The extension is made in ``public`` (made in the first store's new schema, the others
-    could not name the type: a review's find), and a store that cannot see where it is says
+    could not name the type), and a store that cannot see where it is says
     so."""
     database = f"fresh_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(postgres_server, autocommit=True) as conn:
@@ -369,7 +369,7 @@ def test_stores_in_their_own_schemas_share_a_database_without_pgvector(
         opener.start()
     for opener in openers:
         opener.join(timeout=60)
-    assert failed == []  # two of three failed: CREATE EXTENSION at once (a review's find)
+    assert failed == []  # two of three failed: CREATE EXTENSION at once
     with psycopg.connect(fresh, autocommit=True) as conn:
         where = conn.execute(
             "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
@@ -967,7 +967,7 @@ def test_the_upkeep_outlives_its_failures_and_an_interrupted_close(
     """The statistics run before the vacuum, and a failing vacuum takes neither them nor the
     next upkeep along (an error that was not psycopg's ended the thread and kept its slot: no
     upkeep ran again); a close interrupted while it waits leaves the store open with its
-    upkeep (a review's finds)."""
+    upkeep."""
     from fivefold.store.postgres import schema
 
     lock = "SELECT pg_advisory_lock(4243), pg_advisory_unlock(4243)"
@@ -1027,8 +1027,8 @@ def test_a_namespace_copy_would_read_as_separators_is_written_as_it_is(url: str)
 @pytest.mark.slow
 def test_two_writers_starting_one_session_at_once_link_their_turns(url: str) -> None:
     """Neither writer could read the other's uncommitted turns: each linked its own as if the
-    session were new, and the two runs of turns stayed strangers for good (a helper's
-    hostile pass: 118 of 180 contexts wrong). A session is written by one writer at a time."""
+    session were new, and the two runs of turns stayed strangers for good (118 of
+    180 contexts wrong). A session is written by one writer at a time."""
     rounds = 10
     barrier = threading.Barrier(2)
     with _open(url) as memory:
@@ -1372,7 +1372,7 @@ INTERRUPTED_WRITE = textwrap.dedent(
 @pytest.mark.slow
 def test_a_bulk_write_interrupted_while_its_postings_go_leaves_no_postings(url: str) -> None:
     """Ctrl-C as a bulk write waits for its COPYs: the write is rolled back whole, and no
-    posting of it is committed after the rollback (a hostile pass found 2,401)."""
+    posting of it is committed after the rollback (2,401 were)."""
     from fivefold.store.postgres.beside import THREADED_FROM
 
     done = subprocess.run(
@@ -1487,7 +1487,7 @@ def _declare_at_once(memory: Memory, names: Sequence[str], key: str) -> list[str
 
 
 def test_two_aliases_of_one_name_at_once_name_one_entity(url: str) -> None:
-    """Each passed the check before the other was committed (a review's find): one of them
+    """Each passed the check before the other was committed: one of them
     is refused, every time."""
     with _open(url) as memory:
         memory.remember("Ann Smith and Bob Jones met", entities=["Ann Smith", "Bob Jones"])
@@ -1499,7 +1499,7 @@ def test_two_aliases_of_one_name_at_once_name_one_entity(url: str) -> None:
 @pytest.mark.slow
 def test_an_alias_and_a_write_of_the_same_name_at_once_name_one_entity(url: str) -> None:
     """The write made the name an entity while the alias made it another's alias (each
-    passed its check before the other committed: 14 of 80 in a hostile pass)."""
+    passed its check before the other committed: 14 of 80 tries)."""
     with _open(url) as memory:
         memory.remember("Alpha One started", entities=["Alpha One"])
         for n in range(30):
@@ -1530,7 +1530,7 @@ def test_an_alias_and_a_write_of_the_same_name_at_once_name_one_entity(url: str)
 @pytest.mark.slow
 def test_a_stores_migration_holds_back_only_that_store(postgres_server: str) -> None:
     """One lock for the whole database held every store back while one migrated (a reindex
-    can take minutes: a hostile pass's find); the lock is per schema now."""
+    can take minutes); the lock is per schema now."""
     tag = uuid.uuid4().hex[:8]
     held, other = f"held_{tag}", f"other_{tag}"
     with psycopg.connect(postgres_server, autocommit=True) as lock:
@@ -1559,8 +1559,8 @@ def test_a_stores_migration_holds_back_only_that_store(postgres_server: str) -> 
 @pytest.mark.slow
 def test_reads_after_the_servers_connections_were_cut_succeed(url: str) -> None:
     """After a restart (here: the store's connections terminated, as a restart ends them),
-    each idle pooled connection failed its next call: 8 calls in a row (a hostile pass's
-    find). A read that meets one is made again once the pool has replaced them."""
+    each idle pooled connection failed its next call: 8 calls in a row. A read that meets one is
+    made again once the pool has replaced them."""
     with psycopg.connect(url, autocommit=True) as admin:
         began = admin.execute("SELECT now()").fetchone()[0]
     with _open(url) as memory:
@@ -1605,7 +1605,7 @@ def _cut_idle(url: str, began: Any) -> int:
 @pytest.mark.slow
 def test_writes_after_the_servers_connections_were_cut_succeed(url: str) -> None:
     """A write that did not read first (forget, alias) met the dead pooled connections one
-    after the other: 7 forgets failed after a restart (a hostile pass). A write whose BEGIN
+    after the other: 7 forgets failed after a restart. A write whose BEGIN
     meets one starts again once the pool has replaced them."""
     with psycopg.connect(url, autocommit=True) as admin:
         began = admin.execute("SELECT now()").fetchone()[0]
@@ -1659,7 +1659,7 @@ def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
     url: str, minilm: fivefold.MiniLMEmbedder
 ) -> None:
     """Every write failed (``column "importance" does not exist``) while doctor printed only
-    ``ok`` lines and exited 0 (a hostile pass). The tables are compared with those this
+    ``ok`` lines and exited 0. The tables are compared with those this
     version makes, made afresh as temporary tables and rolled back."""
     from click.testing import CliRunner
 
@@ -1698,7 +1698,7 @@ def test_doctor_finds_a_column_dropped_or_retyped_by_hand(
 def test_given_ids_wait_for_a_writer_that_took_ids(url: str) -> None:
     """A copy's given ids were checked against the sequence while another writer, between its
     ``nextval`` and its commit, held one of them: two memories of one id (in two namespaces,
-    the key allows it), and the sequence set back under them (a hostile pass). The copy now
+    the key allows it), and the sequence set back under them. The copy now
     waits for such a writer and then sees its ids."""
     from fivefold.store.postgres import write_sql
     from fivefold.store.records import NewMemory

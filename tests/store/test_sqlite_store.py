@@ -1,6 +1,6 @@
 """Contract tests of the embedded SQLite store, through the facade and through ``mem.store``:
 persistence, the derived dense index (exact and HNSW), forget, transactions, the pinned
-embedding model, WAL and stats (DESIGN §4, §7)."""
+embedding model, WAL and stats."""
 
 from __future__ import annotations
 
@@ -871,7 +871,7 @@ def test_a_path_that_looks_like_an_sqlite_uri_is_a_file_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A store was made at the literal name, then SQLite (reading it as a URI) opened another
-    file and failed (a hostile pass's find)."""
+    file and failed."""
     monkeypatch.chdir(tmp_path)
     name = "file:y.db?mode=ro"
     for n in range(2):

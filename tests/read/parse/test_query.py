@@ -130,7 +130,7 @@ def test_last_tuesday_sets_a_one_day_window() -> None:
 )
 def test_no_window_from_digits_that_are_not_dates(text: str) -> None:
     window = parse(text).temporal_window
-    # "did we ship ..." implies a recent window (seed 004); the digits must never make one.
+    # "did we ship ..." implies a recent window; the digits must never make one.
     assert window is None or not any(c.isdigit() for c in window.expression)
 
 

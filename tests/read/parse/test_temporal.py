@@ -73,7 +73,7 @@ ABSOLUTE = [
 
 RELATIVE = [
     window("what did I do today", day(2026, 3, 20), eod(2026, 3, 20), "today", 1.0),
-    # [start of yesterday, now]: the seed's [now - 1d, now] plus the whole calendar day.
+    # [start of yesterday, now]: [now - 1d, now] plus the whole calendar day.
     window("yesterday", day(2026, 3, 19), NOW, "yesterday", 1.0),
     window("the day before yesterday", day(2026, 3, 18), eod(2026, 3, 18),
            "the day before yesterday", 1.0),

@@ -1,6 +1,6 @@
-"""The rule optimizer on seed 004's worked examples, on a store that holds the entities they name.
+"""The rule optimizer on the routing worked examples, on a store that holds the entities they name.
 
-Each row asserts the plan the seed derives, except where DESIGN's formula cannot reach the seed's
+Each row asserts the plan the examples derive, except where the formula cannot reach their
 number (noted on the row): spec = 0.35 ed + 0.25 tp + 0.25 lr + 0.15 tc is at most 0.75 without
 a time anchor, so "precise" (spec >= 0.8) needs a time window.
 """
@@ -30,7 +30,7 @@ def _corpus() -> list[dict[str, object]]:
     day = timedelta(days=1)
     items: list[dict[str, object]] = [
         {"content": "User's badge number is 47821.", "predicate": "badge number is 47821"},
-        # Seed 004: "Recall SDK" is not an entity of the graph in its example.
+        # In the worked example "Recall SDK" is not an entity of the graph.
         {"content": "My API key for the Recall SDK is rk_live_8fQ2.", "entities": []},
         {"content": "Sarah Chen's manager is Priya Patel."},
         {"content": "Priya recommended Postgres as the database for Project Kestrel."},
@@ -60,8 +60,8 @@ def _corpus() -> list[dict[str, object]]:
 
 @pytest.fixture(scope="module")
 def rule_mem() -> Iterator[fivefold.Memory]:
-    # The seed's own settings (graph weight 2.0 in entity plans, the hard type filter): the
-    # worked examples are its derivations. The shipped defaults differ by measurement.
+    # The worked examples' own settings (graph weight 2.0 in entity plans, the hard type
+    # filter): the examples are derived with them. The shipped defaults differ by measurement.
     config = Config(
         optimizer=OptimizerConfig(
             mode=OptimizerMode.RULE,
@@ -84,7 +84,7 @@ def rule_mem() -> Iterator[fivefold.Memory]:
 SEED_EXAMPLES = [
     # query, plan, retrievers that must run, retrievers that must not
     ("Who is Sarah's manager?", PlanName.ENTITY_CENTRIC, {G, L}, {S}),
-    # Temporal plans keep BM25 (the seed's template drops it; LoCoMo: -15.8 R@10 without it).
+    # Temporal plans keep BM25 (the examples' template drops it; LoCoMo: -15.8 R@10 without it).
     ("Did I finish the OAuth PR?", PlanName.TEMPORAL, {T, S, L}, {G}),
     ("Something about our API", PlanName.EXPLORATORY, {S, L}, set()),
     ("What's my badge number", PlanName.PRECISION, {L, S}, set()),
@@ -93,8 +93,8 @@ SEED_EXAMPLES = [
     ("who is on the backend team?", PlanName.ENTITY_CENTRIC, {G, L, S}, set()),
     ("what did I work on last Tuesday and Wednesday?", PlanName.TEMPORAL, {T, S, L}, {G}),
     ("what are my general preferences?", PlanName.EXPLORATORY, {S, L, Y}, set()),
-    # Seed: precise at 0.84. Without a time anchor the formula tops out at 0.75, so rule 2
-    # (both entities resolved above 0.85) routes it to entity_centric: graph at weight 2.0.
+    # The examples say precise at 0.84. Without a time anchor the formula tops out at 0.75, so
+    # rule 2 (both entities resolved above 0.85) routes it to entity_centric: graph weight 2.0.
     ("what database did Priya recommend for Project Kestrel?", PlanName.ENTITY_CENTRIC, {G}, set()),
 ]
 

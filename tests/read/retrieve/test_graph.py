@@ -55,7 +55,7 @@ def search(
         roots,
         depth=50,
         now=now,
-        # DESIGN's bare formula; specificity weighting has its own tests below.
+        # The bare formula; specificity weighting has its own tests below.
         config=GraphConfig(rarity_weighting=False),
         multi_hop=multi_hop,
         types=types,
