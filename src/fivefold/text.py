@@ -44,6 +44,7 @@ COMMON_WORDS = frozenset(
     i im ive id ill hey hi hello thanks thank yes yeah yep no nope oh ok okay wow sure well
     so great cool nice awesome sorry please also and but or then today yesterday tomorrow
     tonight monday tuesday wednesday thursday friday saturday sunday january february march
+    mondays tuesdays wednesdays thursdays fridays saturdays sundays
     april may june july august september october november december morning evening night
     week weekend month year user users met went had got finished started talked called asked
     told said bought visited moved booked reviewed shipped merged fixed wrote decided agreed

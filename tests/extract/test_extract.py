@@ -68,6 +68,19 @@ ENTITIES = [
     ("Luckily Marco fixed it.", False, ["Marco"]),
     ("Name: Priya Patel", False, ["Priya Patel"]),
     ("I play CS:GO with Marco every night.", False, ["Marco"]),
+    # A note that opens with a verb in the past: the verb is no part of the name.
+    ("Helped Sanna move her sofa.", False, ["Sanna"]),
+    ("Renewed the CR-V insurance.", False, ["CR-V"]),
+    ("Took Biscuit to the vet.", False, ["Biscuit"]),
+    ("Watched the Raptors lose at home.", False, ["Raptors"]),
+    # Names that open with such a word keep it.
+    ("United Airlines lost my bag.", False, ["United Airlines"]),
+    ("Led Zeppelin played all night.", False, ["Led Zeppelin"]),
+    ("Red Sox won again.", False, ["Red Sox"]),
+    # Weekdays said as a habit are no names.
+    ("Fridays I swim with Ana.", False, ["Ana"]),
+    # An owner and the thing they own are two names, not one.
+    ("Kofi's Lakeshore badge expires in May.", False, ["Kofi", "Lakeshore"]),
 ]
 
 

@@ -154,20 +154,30 @@ def _known_names(text: str, known: Mapping[str, str]) -> Iterable[str]:
 def _capitalized_names(text: str) -> Iterable[str]:
     names = _NAME_SEQ if text.isascii() else _any_name_seq()
     for match in names.finditer(text):
-        words = match.group(0).split()
         start = match.start()
         at_start = start == 0 or bool(_SENTENCE_END.search(text[max(0, start - _LOOKBACK) : start]))
         following = text[match.end() : match.end() + 2]
-        trimmed = _trim(words, at_start)
-        if not trimmed:
-            continue
-        # A lone capitalized word opening a sentence is often just capitalization ("Set up
-        # the build"); it counts as a speaker ("Caroline: ..."), a possessor ("Priya's"), a
-        # codename, or a word no dictionary has.
-        alone_at_start = at_start and len(words) == 1
-        if alone_at_start and not _looks_named(words[0], following):
-            continue
-        yield " ".join(trimmed)
+        for words in _owners_apart(match.group(0).split()):
+            trimmed = _trim(words, at_start)
+            # A lone capitalized word opening a sentence is often just capitalization ("Set
+            # up the build"); it counts as a speaker ("Caroline: ..."), a possessor
+            # ("Priya's"), a codename, or a word no dictionary has.
+            alone_at_start = at_start and len(words) == 1
+            at_start = False
+            if not trimmed or (alone_at_start and not _looks_named(words[0], following)):
+                continue
+            yield " ".join(trimmed)
+
+
+def _owners_apart(words: list[str]) -> list[list[str]]:
+    """A run of capitalized words cut after each possessive: "Kofi's Lakeshore badge" names
+    Kofi and Lakeshore, not "Kofi Lakeshore"."""
+    groups: list[list[str]] = [[]]
+    for word in words:
+        groups[-1].append(word)
+        if _POSSESSIVE.search(word):
+            groups.append([])
+    return [g for g in groups if g]
 
 
 def _looks_named(word: str, following: str) -> bool:
@@ -210,8 +220,34 @@ _CONNECTORS = frozenset(
 
 def _is_common(word: str, at_start: bool) -> bool:
     low = word.lower().replace("’", "'").split("'")[0]
-    if low in COMMON_WORDS or (at_start and low in OPENERS):
+    if low in COMMON_WORDS or (at_start and (low in OPENERS or _past_verb(low))):
         return True
     # Mid-sentence, a capitalized stop word ("The Hague") is part of a name; at the start of a
     # sentence it is just capitalization.
     return at_start and low in STOP_WORDS
+
+
+# Verbs in the past that open a note ("Took Biscuit to the vet", "Helped Sanna move"); "led",
+# "read" and "set" also open names ("Led Zeppelin").
+_IRREGULAR_PAST = frozenset(
+    """
+    took made saw ran did left brought sent gave found came drove flew kept held won lost
+    paid sold spent built caught taught felt heard slept swam rode ate drank began broke
+    chose forgot hung lent put sat stood threw woke wore
+    """.split()
+)
+# Names that open with a word in the past ("United Airlines", "Sacred Heart").
+_NAMED_PAST = frozenset("united sacred blessed limited wicked naked".split())
+
+
+def _past_verb(low: str) -> bool:
+    """Whether a sentence's first word is a verb in the past: a dictionary word of five letters
+    or more ending in "ed" ("helped", "renewed"; not "red" or "ted"), or an irregular one."""
+    if low in _IRREGULAR_PAST:
+        return True
+    return (
+        len(low) >= 5
+        and low.endswith("ed")
+        and low not in _NAMED_PAST
+        and low in dictionary_words()
+    )
