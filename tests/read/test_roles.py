@@ -171,3 +171,25 @@ def test_a_question_naming_many_roles_resolves_a_few(memory: Memory) -> None:
     question = " ".join(["Where does my sister live?"] * 50)
     result = memory.recall(question, user_id="maya", k=3)
     assert sum(r.startswith("my sister") for r in result.plan.reasons) == MAX_ROLES
+
+
+def test_a_holder_the_question_names_already_is_not_added(memory: Memory) -> None:
+    _write(memory, "maya", [*FILLER, WHO, ANSWER])
+    result = memory.recall("Where does my sister Karin live?", user_id="maya", k=3)
+    assert not any(r.startswith("my sister") for r in result.plan.reasons)
+    assert result.query.focus.count("Karin") == 1
+
+
+def test_another_speakers_words_name_no_holder_of_the_users(memory: Memory) -> None:
+    """In a conversation, the other speaker's "my sister" is not the user's."""
+    memory.remember_messages(
+        [
+            {"role": "user", "content": "My older sister Karin is a veterinarian."},
+            {"role": "assistant", "content": "My older sister Ines is a pilot."},
+        ],
+        session_id="s1",
+        user_id="maya",
+        at=T0,
+    )
+    result = memory.recall("Where does my sister live?", user_id="maya", k=3)
+    assert any(r.startswith("my sister: Karin") for r in result.plan.reasons)

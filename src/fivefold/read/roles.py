@@ -167,6 +167,12 @@ def _same_person(a: str, b: str) -> bool:
     return bool(x and y) and (x <= y or y <= x)
 
 
+def _named_in(question: str, name: str) -> bool:
+    """Whether the question already names the holder ("my sister Karin")."""
+    said = {w.lower() for w in re.findall(r"[\w’'-]+", question)}
+    return any(w.lower() in said for w in _TITLE.sub("", name).split())
+
+
 def with_names(question: str, named: Sequence[tuple[Role, str]]) -> str:
     """``question`` with each resolved role followed by its holder's name ("my sister Karin")."""
     out = question
@@ -185,7 +191,7 @@ def resolve(
     notes = []
     for role in asked:
         holder = _holder(scope, store, weights, role)
-        if holder is not None:
+        if holder is not None and not _named_in(question, holder.name):
             named.append((role, holder.name))
             which = "former " if role.earlier else ""
             notes.append(f"my {which}{role.words}: {holder.name} (memory {holder.memory_id})")
@@ -200,6 +206,8 @@ def _holder(scope: Scope, store: Store, weights: ColumnWeights, role: Role) -> H
         holders = [
             Holder(name, r.id, r.event_at or r.created_at, r.superseded_by is None, ended)
             for r in records.values()
+            # Said by the user: a conversation's other speakers' "my sister" is theirs.
+            if r.speaker is None or r.speaker.lower() == "user"
             for name, ended in holders_in(r.content, words)
         ]
         if holders:
