@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 from fivefold.config import TemporalConfig
 from fivefold.read.parse.entities import EntityResolver
 from fivefold.read.parse.negation import find_negations
-from fivefold.read.parse.temporal import SessionEnd, find_window
+from fivefold.read.parse.temporal import find_window
+from fivefold.read.parse.time_span import SessionEnd
 from fivefold.text import STOP_WORDS, content_terms, with_marks
 from fivefold.types import EntityRef, ParsedQuery, TimeWindow
 

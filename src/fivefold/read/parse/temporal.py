@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from enum import Enum
-from typing import TypeAlias
 
 from fivefold.config import TemporalConfig
+from fivefold.read.parse.time_span import Ctx, Found, Rule, SessionEnd, Span
 from fivefold.read.parse.time_words import (
     AMBIGUOUS,
     COUNT_RE,
@@ -53,55 +53,6 @@ _BY_LENGTH = tuple((timedelta(days=d), p) for d, p in ((1, P_DAY), (7, P_DAYS), 
                                                         (92, P_QUARTER)))  # fmt: skip
 
 
-# When the previous session ended, or how to read it: most queries never ask, so a recall need
-# not read it unless an expression like "since last time" does.
-SessionEnd: TypeAlias = datetime | Callable[[], datetime | None] | None
-
-
-@dataclass(frozen=True, slots=True)
-class _Ctx:
-    now: datetime  # always tz-aware
-    config: TemporalConfig
-    given_session_end: SessionEnd
-
-    @property
-    def today(self) -> date:
-        return self.now.date()
-
-    @property
-    def session_end(self) -> datetime | None:
-        end = self.given_session_end
-        if callable(end):
-            end = end()
-        if end is None:
-            return None
-        if end.tzinfo is None:
-            end = end.replace(tzinfo=UTC)
-        return end.astimezone(self.now.tzinfo)
-
-
-@dataclass(frozen=True, slots=True)
-class _Span:
-    start: datetime
-    end: datetime
-    precision: float
-    # The instant a day-precise (or narrower) expression names; what infer_event_at returns.
-    point: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Found:
-    begin: int
-    end: int
-    span: _Span
-
-
-@dataclass(frozen=True, slots=True)
-class _Rule:
-    pattern: re.Pattern[str]
-    resolve: Callable[[re.Match[str], _Ctx], _Span | None]
-
-
 class _Mode(Enum):
     """Which occurrence of a recurring period (a month, quarter, season) an expression means."""
 
@@ -118,21 +69,21 @@ _MODE_OF = (
 )
 
 
-def _at(ctx: _Ctx, day: date) -> datetime:
+def _at(ctx: Ctx, day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=ctx.now.tzinfo)
 
 
-def _eod(ctx: _Ctx, day: date) -> datetime:
+def _eod(ctx: Ctx, day: date) -> datetime:
     return datetime.combine(day, time.max, tzinfo=ctx.now.tzinfo)
 
 
-def _day(ctx: _Ctx, day: date) -> _Span:
+def _day(ctx: Ctx, day: date) -> Span:
     start = _at(ctx, day)
-    return _Span(start, _eod(ctx, day), P_DAY, point=start)
+    return Span(start, _eod(ctx, day), P_DAY, point=start)
 
 
-def _days(ctx: _Ctx, first: date, last: date, precision: float) -> _Span:
-    return _Span(_at(ctx, first), _eod(ctx, last), precision)
+def _days(ctx: Ctx, first: date, last: date, precision: float) -> Span:
+    return Span(_at(ctx, first), _eod(ctx, last), precision)
 
 
 def _shift(year: int, month: int, months: int) -> tuple[int, int]:
@@ -146,7 +97,7 @@ def _shift_dt(moment: datetime, months: int) -> datetime:
     return moment.replace(year=year, month=month, day=min(moment.day, last))
 
 
-def _months(ctx: _Ctx, year: int, month: int, count: int, precision: float) -> _Span:
+def _months(ctx: Ctx, year: int, month: int, count: int, precision: float) -> Span:
     end = date(*_shift(year, month, count), 1) - timedelta(days=1)
     return _days(ctx, date(year, month, 1), end, precision)
 
@@ -163,7 +114,7 @@ def _length_precision(start: datetime, end: datetime) -> float:
     return next((p for limit, p in _BY_LENGTH if end - start <= limit), P_YEAR)
 
 
-def _pick(ctx: _Ctx, mode: _Mode, occurrence: Callable[[int], _Span]) -> _Span | None:
+def _pick(ctx: Ctx, mode: _Mode, occurrence: Callable[[int], Span]) -> Span | None:
     now = ctx.now
     spans = [occurrence(year) for year in range(now.year - 2, now.year + 2)]
     match mode:
@@ -176,7 +127,7 @@ def _pick(ctx: _Ctx, mode: _Mode, occurrence: Callable[[int], _Span]) -> _Span |
     return next((s for s in spans if s.start <= now <= s.end), spans[2])
 
 
-def _weekday(ctx: _Ctx, weekday: int, mode: _Mode) -> date:
+def _weekday(ctx: Ctx, weekday: int, mode: _Mode) -> date:
     today = ctx.today
     match mode:
         case _Mode.THIS:
@@ -187,7 +138,7 @@ def _weekday(ctx: _Ctx, weekday: int, mode: _Mode) -> date:
     return today - timedelta(days=(today.weekday() - weekday - 1) % 7 + 1)
 
 
-def _few(ctx: _Ctx, unit: str) -> tuple[datetime, datetime]:
+def _few(ctx: Ctx, unit: str) -> tuple[datetime, datetime]:
     """Earliest and latest moment of "a few <unit>s ago": 2 to 6 hours, days or weeks, the
     configured months, 2 to 5 years."""
     today, now, cfg = ctx.today, ctx.now, ctx.config
@@ -206,25 +157,25 @@ def _few(ctx: _Ctx, unit: str) -> tuple[datetime, datetime]:
     return _shift_dt(now, -60), _shift_dt(now, -24)
 
 
-def _part(ctx: _Ctx, offset: int, first_hour: int, hours: int) -> _Span:
+def _part(ctx: Ctx, offset: int, first_hour: int, hours: int) -> Span:
     start = _at(ctx, ctx.today + timedelta(days=offset)) + timedelta(hours=first_hour)
-    return _Span(start, start + timedelta(hours=hours) - _TICK, P_DAY, point=start)
+    return Span(start, start + timedelta(hours=hours) - _TICK, P_DAY, point=start)
 
 
-def _yesterday(ctx: _Ctx) -> _Span:
+def _yesterday(ctx: Ctx) -> Span:
     # [start of yesterday, now] rather than [now - 1d, now]: it holds the whole calendar day,
     # which is what people mean.
     start = _at(ctx, ctx.today - timedelta(days=1))
-    return _Span(start, ctx.now, P_DAY, point=start)
+    return Span(start, ctx.now, P_DAY, point=start)
 
 
-def _last_weekend(ctx: _Ctx) -> _Span:
+def _last_weekend(ctx: Ctx) -> Span:
     # The latest weekend over before today: on a Sunday that is the previous one.
     sunday = ctx.today - timedelta(days=(ctx.today.weekday() + 1) % 7 or 7)
     return _days(ctx, sunday - timedelta(days=1), sunday, P_DAYS)
 
 
-def _calendar(ctx: _Ctx, unit: str, step: int) -> _Span:
+def _calendar(ctx: Ctx, unit: str, step: int) -> Span:
     """Last/this/next calendar month, quarter or year. "Last" and "this" run up to now, so that
     "last month" covers both the previous calendar month and the rolling month before now."""
     today = ctx.today
@@ -236,19 +187,19 @@ def _calendar(ctx: _Ctx, unit: str, step: int) -> _Span:
     year, month = _shift(first.year, first.month, step * size)
     if step > 0:
         return _months(ctx, year, month, size, precision)
-    return _Span(_at(ctx, date(year, month, 1)), ctx.now, precision)
+    return Span(_at(ctx, date(year, month, 1)), ctx.now, precision)
 
 
-def _calendar_of(unit: str, step: int) -> Callable[[_Ctx], _Span]:
+def _calendar_of(unit: str, step: int) -> Callable[[Ctx], Span]:
     return lambda c: _calendar(c, unit, step)
 
 
-def _week_days(ctx: _Ctx, weeks: int, first: int, last: int) -> _Span:
+def _week_days(ctx: Ctx, weeks: int, first: int, last: int) -> Span:
     monday = _monday(ctx.today) + timedelta(weeks=weeks)
     return _days(ctx, monday + timedelta(days=first), monday + timedelta(days=last), P_DAYS)
 
 
-_PHRASE_TABLE: tuple[tuple[tuple[str, ...], Callable[[_Ctx], _Span]], ...] = (
+_PHRASE_TABLE: tuple[tuple[tuple[str, ...], Callable[[Ctx], Span]], ...] = (
     (("today", "earlier today"), lambda c: _day(c, c.today)),
     (("this morning",), lambda c: _part(c, 0, 0, 12)),
     (("this afternoon",), lambda c: _part(c, 0, 12, 6)),
@@ -263,15 +214,15 @@ _PHRASE_TABLE: tuple[tuple[tuple[str, ...], Callable[[_Ctx], _Span]], ...] = (
     (("the day after tomorrow",), lambda c: _day(c, c.today + timedelta(days=2))),
     # "last week" = [now - 7d, now]: the seven days before now, not the previous calendar week.
     (("last week", "previous week", "this past week"),
-     lambda c: _Span(c.now - timedelta(days=7), c.now, P_DAYS)),
+     lambda c: Span(c.now - timedelta(days=7), c.now, P_DAYS)),
     (("this week", "earlier this week"),
-     lambda c: _Span(_at(c, _monday(c.today)), c.now, P_DAYS)),
+     lambda c: Span(_at(c, _monday(c.today)), c.now, P_DAYS)),
     (("next week",), lambda c: _week_days(c, 1, 0, 6)),
     (("last weekend", "this past weekend"), _last_weekend),
     (("this weekend",), lambda c: _week_days(c, 0, 5, 6)),
     (("recently", "lately"),
-     lambda c: _Span(c.now - timedelta(days=c.config.recent_days), c.now, P_FUZZY)),
-    (("the other day",), lambda c: _Span(*_few(c, "day"), P_FUZZY)),
+     lambda c: Span(c.now - timedelta(days=c.config.recent_days), c.now, P_FUZZY)),
+    (("the other day",), lambda c: Span(*_few(c, "day"), P_FUZZY)),
 )  # fmt: skip
 _CALENDAR_WORDS = {"last": -1, "previous": -1, "this": 0, "earlier this": 0, "next": 1}
 _PHRASES = {name: resolve for names, resolve in _PHRASE_TABLE for name in names} | {
@@ -281,7 +232,7 @@ _PHRASES = {name: resolve for names, resolve in _PHRASE_TABLE for name in names}
 }
 
 
-def _phrase(m: re.Match[str], ctx: _Ctx) -> _Span:
+def _phrase(m: re.Match[str], ctx: Ctx) -> Span:
     return _PHRASES[" ".join(m.group(0).lower().split())](ctx)
 
 
@@ -292,7 +243,7 @@ def _month_number(token: str, *, sure: bool) -> int | None:
     return MONTHS[word]
 
 
-def _calendar_day(ctx: _Ctx, month: int, day: int, year: str | None) -> _Span | None:
+def _calendar_day(ctx: Ctx, month: int, day: int, year: str | None) -> Span | None:
     """A named day; without a year, the latest one not after today."""
     years = [int(year)] if year else range(ctx.today.year, ctx.today.year - 8, -1)
     for candidate in years:
@@ -305,17 +256,17 @@ def _calendar_day(ctx: _Ctx, month: int, day: int, year: str | None) -> _Span | 
     return None
 
 
-def _iso(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _iso(m: re.Match[str], ctx: Ctx) -> Span | None:
     return _calendar_day(ctx, int(m["month"]), int(m["day"]), m["year"])
 
 
-def _month_day(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _month_day(m: re.Match[str], ctx: Ctx) -> Span | None:
     sure = bool(m["sfx"] or m["year"] or m["prep"])
     month = _month_number(m["month"], sure=sure)
     return _calendar_day(ctx, month, int(m["day"]), m["year"]) if month else None
 
 
-def _month_year(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _month_year(m: re.Match[str], ctx: Ctx) -> Span | None:
     month = _month_number(m["month"], sure=True)
     return _months(ctx, int(m["year"]), month, 1, P_MONTH) if month else None
 
@@ -324,7 +275,7 @@ def _words(text: str | None) -> str:
     return " ".join((text or "").lower().split())
 
 
-def _period(m: re.Match[str], ctx: _Ctx, first: int, size: int, precision: float) -> _Span | None:
+def _period(m: re.Match[str], ctx: Ctx, first: int, size: int, precision: float) -> Span | None:
     """A month, quarter or season: of the year named, else the occurrence its modifier picks.
     A period belongs to the year it starts in: winter 2024 = Dec 2024 - Feb 2025."""
     groups = m.groupdict()
@@ -334,31 +285,31 @@ def _period(m: re.Match[str], ctx: _Ctx, first: int, size: int, precision: float
     return _pick(ctx, mode, lambda y: _months(ctx, y, first, size, precision))
 
 
-def _anchored_month(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _anchored_month(m: re.Match[str], ctx: Ctx) -> Span | None:
     # Prepositions make a lowercase "may"/"march" a month; "this may be" does not.
     sure = _words(m.groupdict().get("anchor")) in {"", "in", "during", "since", "throughout"}
     month = _month_number(m["month"], sure=sure)
     return _period(m, ctx, month, 1, P_MONTH) if month else None
 
 
-def _quarter(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _quarter(m: re.Match[str], ctx: Ctx) -> Span | None:
     return _period(m, ctx, int(m["q"]) * 3 - 2, 3, P_QUARTER)
 
 
-def _season(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _season(m: re.Match[str], ctx: Ctx) -> Span | None:
     if not (m["anchor"] or m["prep"] or m["year"]):  # "spring" and "fall" are common words
         return None
     return _period(m, ctx, SEASONS[m["season"].lower()], 3, P_QUARTER)
 
 
-def _year(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _year(m: re.Match[str], ctx: Ctx) -> Span | None:
     year = int(m["year"])
     if year > ctx.today.year + 10:  # "in 2048 bytes": too far ahead to be a plan
         return None
     return _months(ctx, year, 1, 12, P_YEAR)
 
 
-def _named_weekday(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _named_weekday(m: re.Match[str], ctx: Ctx) -> Span | None:
     word, mod = m["wd"].rstrip(".").lower(), _words(m["anchor"])
     if len(word) < 6 and mod in {"", "on"}:  # "sun", "sat", "wed" are ordinary words
         return None
@@ -370,10 +321,10 @@ def _count(text: str) -> int:
     return 2 if "couple" in word else NUMBERS.get(word) or int(word)
 
 
-def _ago(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _ago(m: re.Match[str], ctx: Ctx) -> Span | None:
     unit = m["unit"].lower()
     if m["few"]:
-        return _Span(*_few(ctx, unit), P_FUZZY)
+        return Span(*_few(ctx, unit), P_FUZZY)
     n, today = _count(m["n"]), ctx.today
     match unit:
         case "day":
@@ -386,13 +337,13 @@ def _ago(m: re.Match[str], ctx: _Ctx) -> _Span | None:
         case "year":
             return _months(ctx, today.year - n, 1, 12, P_YEAR)
     point = ctx.now - timedelta(hours=n)  # said loosely, so an hour either side
-    return _Span(point - timedelta(hours=1), min(ctx.now, point + timedelta(hours=1)), P_DAY, point)
+    return Span(point - timedelta(hours=1), min(ctx.now, point + timedelta(hours=1)), P_DAY, point)
 
 
-def _past(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _past(m: re.Match[str], ctx: Ctx) -> Span | None:
     unit, now = m["unit"].lower(), ctx.now
     if m["few"]:
-        return _Span(_few(ctx, unit)[0], now, P_FUZZY)
+        return Span(_few(ctx, unit)[0], now, P_FUZZY)
     # Bare "last month" is the calendar phrase; "last day" alone is too often not a time at all.
     if not (m["n"] or m["dir"].lower() == "past" or m["prep"]):
         return None
@@ -401,16 +352,16 @@ def _past(m: re.Match[str], ctx: _Ctx) -> _Span | None:
         start = _shift_dt(now, -n * (12 if unit == "year" else 1))
     else:
         start = now - timedelta(**{f"{unit}s": n})
-    return _Span(start, now, _length_precision(start, now))
+    return Span(start, now, _length_precision(start, now))
 
 
-def _session(m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _session(m: re.Match[str], ctx: Ctx) -> Span | None:
     end = ctx.session_end
-    return _Span(end, ctx.now, P_OPEN) if end is not None and end <= ctx.now else None
+    return Span(end, ctx.now, P_OPEN) if end is not None and end <= ctx.now else None
 
 
-def _rule(regex: str, resolve: Callable[[re.Match[str], _Ctx], _Span | None]) -> _Rule:
-    return _Rule(re.compile(regex, re.IGNORECASE), resolve)
+def _rule(regex: str, resolve: Callable[[re.Match[str], Ctx], Span | None]) -> Rule:
+    return Rule(re.compile(regex, re.IGNORECASE), resolve)
 
 
 _ISO = _rule(
@@ -490,7 +441,7 @@ _UNION_JOIN = re.compile(r"\s*(?:,\s*)?(?:(?:and|or|&|/)\s*)?", re.IGNORECASE)
 _SINCE_BEFORE = re.compile(r"\b(?:ever\s+)?since\s+$", re.IGNORECASE)
 
 
-def _resolve(rule: _Rule, m: re.Match[str], ctx: _Ctx) -> _Span | None:
+def _resolve(rule: Rule, m: re.Match[str], ctx: Ctx) -> Span | None:
     """An expression whose date falls off the calendar ("next week" on 9998-12-31, "yesterday"
     on 0001-01-01) denotes no window, rather than an OverflowError."""
     try:
@@ -499,16 +450,16 @@ def _resolve(rule: _Rule, m: re.Match[str], ctx: _Ctx) -> _Span | None:
         return None
 
 
-def _matches(text: str, ctx: _Ctx) -> Iterator[_Found]:
+def _matches(text: str, ctx: Ctx) -> Iterator[Found]:
     for rule in _RULES:
         for m in rule.pattern.finditer(text):
             span = _resolve(rule, m, ctx)
             if span is not None and span.start <= span.end:
-                yield _Found(m.start(), m.end(), span)
+                yield Found(m.start(), m.end(), span)
 
 
-def _range_end(text: str, pos: int, ctx: _Ctx) -> tuple[int, _Span] | None:
-    best: tuple[int, _Span] | None = None
+def _range_end(text: str, pos: int, ctx: Ctx) -> tuple[int, Span] | None:
+    best: tuple[int, Span] | None = None
     for rule in _RANGE_ENDS:
         m = rule.pattern.match(text, pos)
         if m and (best is None or m.end() > best[0]) and (span := _resolve(rule, m, ctx)):
@@ -516,7 +467,7 @@ def _range_end(text: str, pos: int, ctx: _Ctx) -> tuple[int, _Span] | None:
     return best
 
 
-def _ranges(text: str, ctx: _Ctx) -> Iterator[_Found]:
+def _ranges(text: str, ctx: Ctx) -> Iterator[Found]:
     for keyword in _RANGE_START.finditer(text):
         first = _range_end(text, keyword.end(), ctx)
         join = _RANGE_JOIN.match(text, first[0]) if first else None
@@ -528,24 +479,24 @@ def _ranges(text: str, ctx: _Ctx) -> Iterator[_Found]:
             first = _range_end(text, keyword.end(), replace(ctx, now=last[1].end))
         if first is not None and first[1].start <= last[1].end:
             start, end = first[1].start, last[1].end
-            yield _Found(keyword.start(), last[0], _Span(start, end, _length_precision(start, end)))
+            yield Found(keyword.start(), last[0], Span(start, end, _length_precision(start, end)))
 
 
-def _open_since(text: str, found: _Found, ctx: _Ctx) -> _Found | None:
+def _open_since(text: str, found: Found, ctx: Ctx) -> Found | None:
     before = _SINCE_BEFORE.search(text, max(0, found.begin - 16), found.begin)
     if before is None and not text[found.begin : found.end].lower().startswith("since"):
         return found
     if found.span.start > ctx.now:
         return None
     begin = before.start() if before else found.begin
-    return _Found(begin, found.end, _Span(found.span.start, ctx.now, P_OPEN))
+    return Found(begin, found.end, Span(found.span.start, ctx.now, P_OPEN))
 
 
-def _scan(text: str, ctx: _Ctx) -> list[_Found]:
+def _scan(text: str, ctx: Ctx) -> list[Found]:
     """Non-overlapping expressions in text order; longer matches win overlaps."""
     candidates = sorted([*_matches(text, ctx), *_ranges(text, ctx)],
                         key=lambda f: (f.begin - f.end, f.begin))  # fmt: skip
-    chosen: list[_Found] = []
+    chosen: list[Found] = []
     for found in candidates:
         if all(found.end <= c.begin or found.begin >= c.end for c in chosen):
             chosen.append(found)
@@ -553,23 +504,23 @@ def _scan(text: str, ctx: _Ctx) -> list[_Found]:
     return sorted((f for f in opened if f is not None), key=lambda f: f.begin)
 
 
-def _merge(text: str, found: list[_Found]) -> list[_Found]:
+def _merge(text: str, found: list[Found]) -> list[Found]:
     """Join expressions separated only by "and", "or", "," or "/" into their hull."""
-    groups: list[_Found] = []
+    groups: list[Found] = []
     for item in found:
         if groups and _UNION_JOIN.fullmatch(text, groups[-1].end, item.begin):
             prev = groups[-1]
             start, end = min(prev.span.start, item.span.start), max(prev.span.end, item.span.end)
             precision = min(prev.span.precision, item.span.precision, _length_precision(start, end))
-            groups[-1] = _Found(prev.begin, item.end, _Span(start, end, precision))
+            groups[-1] = Found(prev.begin, item.end, Span(start, end, precision))
         else:
             groups.append(item)
     return groups
 
 
-def _context(now: datetime, config: TemporalConfig, session_end: SessionEnd) -> _Ctx:
+def _context(now: datetime, config: TemporalConfig, session_end: SessionEnd) -> Ctx:
     aware = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
-    return _Ctx(aware, config, session_end)
+    return Ctx(aware, config, session_end)
 
 
 def find_window(
