@@ -96,6 +96,17 @@ RELATIVE = [
     window("this Tuesday", day(2026, 3, 17), eod(2026, 3, 17), "this Tuesday", 1.0),
     window("next Friday", day(2026, 3, 27), eod(2026, 3, 27), "next Friday", 1.0),
     window("last weekend", day(2026, 3, 14), eod(2026, 3, 15), "last weekend", 0.8),
+    window("what did I do the weekend before last?", day(2026, 3, 7), eod(2026, 3, 8),
+           "the weekend before last", 0.8),
+    # A week of a month is read as the month (what is said of a week is often said days before
+    # or after it), not as "the last week" (the seven days before now) joined to May.
+    window("where was I in the last week of February?", day(2026, 2, 1), eod(2026, 2, 28),
+           "the last week of February", 0.6),
+    window("the second week of March", day(2026, 3, 1), eod(2026, 3, 31),
+           "the second week of March", 0.6),
+    window("the first week of May 2025", day(2025, 5, 1), eod(2025, 5, 31),
+           "the first week of May 2025", 0.6),
+    window("the last week of May", day(2025, 5, 1), eod(2025, 5, 31), "the last week of May", 0.6),
     window("3 days ago", day(2026, 3, 17), eod(2026, 3, 17), "3 days ago", 1.0),
     window("two weeks ago", day(2026, 3, 3), eod(2026, 3, 9), "two weeks ago", 0.8),
     window("2 months ago", day(2026, 1, 1), eod(2026, 1, 31), "2 months ago", 0.6),

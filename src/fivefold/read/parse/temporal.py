@@ -175,6 +175,11 @@ def _last_weekend(ctx: Ctx) -> Span:
     return _days(ctx, sunday - timedelta(days=1), sunday, P_DAYS)
 
 
+def _weekend_before_last(ctx: Ctx) -> Span:
+    last = _last_weekend(ctx)
+    return replace(last, start=last.start - timedelta(weeks=1), end=last.end - timedelta(weeks=1))
+
+
 def _calendar(ctx: Ctx, unit: str, step: int) -> Span:
     """Last/this/next calendar month, quarter or year. "Last" and "this" run up to now, so that
     "last month" covers both the previous calendar month and the rolling month before now."""
@@ -219,6 +224,7 @@ _PHRASE_TABLE: tuple[tuple[tuple[str, ...], Callable[[Ctx], Span]], ...] = (
      lambda c: Span(_at(c, _monday(c.today)), c.now, P_DAYS)),
     (("next week",), lambda c: _week_days(c, 1, 0, 6)),
     (("last weekend", "this past weekend"), _last_weekend),
+    (("the weekend before last", "weekend before last"), _weekend_before_last),
     (("this weekend",), lambda c: _week_days(c, 0, 5, 6)),
     (("recently", "lately"),
      lambda c: Span(c.now - timedelta(days=c.config.recent_days), c.now, P_FUZZY)),
@@ -290,6 +296,13 @@ def _anchored_month(m: re.Match[str], ctx: Ctx) -> Span | None:
     sure = _words(m.groupdict().get("anchor")) in {"", "in", "during", "since", "throughout"}
     month = _month_number(m["month"], sure=sure)
     return _period(m, ctx, month, 1, P_MONTH) if month else None
+
+
+def _week_of_month(m: re.Match[str], ctx: Ctx) -> Span | None:
+    """ "The last week of May" is read as May: memories are dated when they were said, and what
+    is said of a week is often said days before or after it."""
+    number = _month_number(m["month"], sure=True)
+    return _period(m, ctx, number, 1, P_MONTH) if number else None
 
 
 def _quarter(m: re.Match[str], ctx: Ctx) -> Span | None:
@@ -390,6 +403,11 @@ _RULES = (
         + "|".join(k.replace(" ", r"\s+") for k in sorted(_PHRASES, key=len, reverse=True))
         + r")\b",
         _phrase,
+    ),
+    _rule(
+        r"\bthe\s+(?P<nth>first|second|third|fourth|last)\s+week\s+of\s+"
+        rf"{FULL_MONTH_RE}(?:,?\s+{YEAR_RE})?",
+        _week_of_month,
     ),
     _rule(
         r"\b(?P<anchor>in|during|since|throughout|of|last|this|next|past|previous|early|mid|late)"
