@@ -29,18 +29,14 @@ from fivefold.store.shared.notes import (
     unfinished_copy,
 )
 from fivefold.store.shared.rows import relation_from_row
-from fivefold.store.shared.translate import translation
+from fivefold.store.shared.translate import Role
 from fivefold.store.sql import HELD_NAMESPACES
 from fivefold.types import Finding, StoreStats
 
 _TABLES = ("memories", "postings", "term_stats", "entities", "aliases", "mentions", "edges")
 
 
-@translation("stats", "relations", "aliases")
-class PostgresAdmin:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class PostgresAdmin(Role[Core], reads=("stats", "relations", "aliases")):
     def check(self, *, repair: bool = False) -> list[Finding]:
         """Per namespace, its posting lists against its memories (each posting's memory and
         type), its document frequencies and counts against both, and every mention's type

@@ -15,14 +15,10 @@ from fivefold.store.records import Feedback
 from fivefold.store.shared.notes import labels_found
 from fivefold.store.shared.rows import feedback_entries
 from fivefold.store.shared.timeconv import to_ts
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 
 
-@translating
-class PostgresModels:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class PostgresModels(Role[Core]):
     def add_feedback(
         self,
         namespace: str,

@@ -14,7 +14,7 @@ from fivefold.store.postgres.lists import Version
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
 from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record
 from fivefold.store.shared.timeconv import from_ts
-from fivefold.store.shared.translate import translating_reads
+from fivefold.store.shared.translate import EVERY, Role
 from fivefold.types import MemoryRecord, Scope
 
 # The catalog's entries of some keys, each with its entity's canonical name: a probe of the
@@ -32,10 +32,9 @@ ORDER BY 4, 1
 """
 
 
-@translating_reads
-class PostgresReads:
+class PostgresReads(Role[Core], reads=EVERY):
     def __init__(self, core: Core) -> None:
-        self._core = core
+        super().__init__(core)
         self._catalogs: dict[str, tuple[Version, list[CatalogEntry]]] = {}
 
     def state(self, namespace: str) -> NamespaceState:

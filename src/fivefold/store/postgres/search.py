@@ -21,7 +21,7 @@ from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.records import EdgeRow, Ids
 from fivefold.store.shared.timeconv import from_ts, to_ts
-from fivefold.store.shared.translate import translating_reads
+from fivefold.store.shared.translate import EVERY, Role
 from fivefold.types import ColumnWeights, EdgeKind, MemoryType, Scope
 
 log = logging.getLogger("fivefold.store")
@@ -30,10 +30,9 @@ log = logging.getLogger("fivefold.store")
 BUILD_RETRY_S = 300.0
 
 
-@translating_reads
-class PostgresSearch:
+class PostgresSearch(Role[Core], reads=EVERY):
     def __init__(self, core: Core) -> None:
-        self._core = core
+        super().__init__(core)
         self._searched_ready = False  # the HNSW index is known to exist (``_derived_index``)
         self._build_failed: dict[str, float] = {}  # index -> when its build last failed
 

@@ -26,16 +26,12 @@ from fivefold.store.shared.rows import (
     taken_by,
 )
 from fivefold.store.shared.timeconv import to_ts
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 from fivefold.text import normalize_name
 from fivefold.types import Edge, Entity, MemoryRecord, Scope
 
 
-@translating
-class PostgresWrites:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class PostgresWrites(Role[Core]):
     def insert_memories(
         self,
         memories: Sequence[NewMemory],

@@ -19,7 +19,7 @@ from fivefold.store.shared.notes import (
     unfinished_copy,
 )
 from fivefold.store.shared.rows import relation_from_row
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 from fivefold.store.sql import HELD_NAMESPACES
 from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import schema, write_sql
@@ -28,11 +28,7 @@ from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.types import Finding, StoreStats
 
 
-@translating
-class SQLiteAdmin:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class SQLiteAdmin(Role[Core]):
     def check(self, *, repair: bool = False) -> list[Finding]:
         """Every index against the rows; ``repair`` rebuilds what is out of step. The rows
         themselves are checked, not repaired (but for a mention's type, a copy of its

@@ -10,17 +10,13 @@ from fivefold.store.records import Feedback
 from fivefold.store.shared.notes import labels_found
 from fivefold.store.shared.rows import feedback_entries
 from fivefold.store.shared.timeconv import to_ts
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.core import Core
 from fivefold.store.sqlite.schema import BY_ID
 
 
-@translating
-class SQLiteModels:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class SQLiteModels(Role[Core]):
     def add_feedback(
         self,
         namespace: str,

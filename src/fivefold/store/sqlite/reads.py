@@ -11,7 +11,7 @@ from datetime import datetime
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
 from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record
 from fivefold.store.shared.timeconv import from_ts
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 from fivefold.store.sql import scope_sql
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.core import Core
@@ -21,10 +21,9 @@ from fivefold.types import MemoryRecord, Scope
 DF_CACHE_TERMS = 20_000
 
 
-@translating
-class SQLiteReads:
+class SQLiteReads(Role[Core]):
     def __init__(self, core: Core) -> None:
-        self._core = core
+        super().__init__(core)
         self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
         self._df_version: tuple[int, int] = (-1, -1)
         self._df_cache: dict[tuple[str, str], int] = {}

@@ -13,18 +13,14 @@ import numpy as np
 from fivefold.embed.base import Vectors
 from fivefold.store.records import EdgeRow, Ids
 from fivefold.store.shared.timeconv import from_ts, to_ts
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 from fivefold.store.sql import scope_sql
 from fivefold.store.sqlite.core import Core
 from fivefold.store.sqlite.schema import BY_ID, id_list
 from fivefold.types import ColumnWeights, EdgeKind, MemoryType, Scope
 
 
-@translating
-class SQLiteSearch:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class SQLiteSearch(Role[Core]):
     def vector_search(
         self,
         scope: Scope,

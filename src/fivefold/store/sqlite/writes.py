@@ -14,17 +14,13 @@ from fivefold.store.protocol import Progress
 from fivefold.store.records import NewEdge, NewMemory
 from fivefold.store.shared.batch import check_vectors
 from fivefold.store.shared.notes import PROGRESS_MOVED, PROGRESS_PREFIX
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 from fivefold.store.sqlite.core import Core
 from fivefold.text import normalize_name
 from fivefold.types import Edge, Entity, MemoryRecord, Scope
 
 
-@translating
-class SQLiteWrites:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class SQLiteWrites(Role[Core]):
     def insert_memories(
         self,
         memories: Sequence[NewMemory],
