@@ -31,7 +31,7 @@ from fivefold.cli.migrate import (
     copy_beside,
     echo_verification,
 )
-from fivefold.embed.base import Vectors
+from fivefold.embed.base import KnownModel, Vectors
 from fivefold.errors import EmbedderError, EmbeddingModelMismatch, InvalidInput
 from fivefold.memory import Memory
 from fivefold.store.protocol import Progress, Store
@@ -47,20 +47,9 @@ SAME_VECTOR = 0.999
 OnProgress = Callable[[int, int], None]
 
 
-class RecordedModel:
+class RecordedModel(KnownModel):
     """Stands in for the model a store was built with, so that it opens to be read: its name
     and dimension, and no vectors (the source of a copy embeds nothing)."""
-
-    def __init__(self, name: str, dim: int) -> None:
-        self._name, self._dim = name, dim
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         raise EmbedderError(f"the model {self._name!r} is not loaded: this store is only read")

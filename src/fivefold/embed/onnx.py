@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from fivefold.config import Pooling
-from fivefold.embed.base import Budget, Vectors, normalize_rows
+from fivefold.embed.base import Budget, KnownModel, Vectors, normalize_rows
 from fivefold.embed.minilm import Released, run_within, session_options
 from fivefold.errors import EmbedderError
 
@@ -25,7 +25,7 @@ __all__ = ["OnnxEmbedder", "model_file"]
 _CHUNK = 1 << 20
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(KnownModel):
     """Batched and thread-safe. The session loads at once: the dimension is read from the
     model, and a store must not be made with a dimension the model does not give."""
 
@@ -52,17 +52,9 @@ class OnnxEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._inputs: frozenset[str] = frozenset()
-        self._name = f"onnx:{folder.name}@sha256:{_digest(self._model)}:{pooling.value}"
-        self._dim = 0
+        # The dimension is the model's, read when it loads.
+        super().__init__(f"onnx:{folder.name}@sha256:{_digest(self._model)}:{pooling.value}", 0)
         self._ensure_loaded()
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:

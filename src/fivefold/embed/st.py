@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fivefold.embed.base import Vectors, normalize_rows
+from fivefold.embed.base import KnownModel, Vectors, normalize_rows
 from fivefold.errors import EmbedderError
 
 __all__ = ["SentenceTransformerEmbedder"]
@@ -25,7 +25,7 @@ _CHUNK = 1 << 20
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(KnownModel):
     """Batched and thread-safe. The model loads at once: the dimension is read from it, and a
     store must not be made with a dimension the model does not give."""
 
@@ -38,22 +38,14 @@ class SentenceTransformerEmbedder:
         self._folder = folder
         self._batch_size = batch_size
         self._lock = threading.Lock()
-        self._name = f"sentence-transformers:{folder.name}@sha256:{_digest(folder)}"
+        name = f"sentence-transformers:{folder.name}@sha256:{_digest(folder)}"
         self._model = _load(folder, threads)
         # Renamed in sentence-transformers 6; 5 has the old name only.
         dimension = getattr(self._model, "get_embedding_dimension", None)
         dim = (dimension or self._model.get_sentence_embedding_dimension)()
         if not isinstance(dim, int) or dim < 2:
             raise EmbedderError(f"{folder}: the model gives no fixed dimension ({dim!r})")
-        self._dim = dim
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
+        super().__init__(name, dim)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
