@@ -142,12 +142,10 @@ class PostgresSearch(Role[Core], reads=EVERY):
     def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
         if not ids:
             return {}
-        with self._core.read() as conn:
-            rows = conn.execute(
-                "SELECT id, embedding FROM memories "
-                "WHERE namespace = %s AND id = ANY(%s::bigint[])",
-                (namespace, [int(i) for i in ids]),
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT id, embedding FROM memories WHERE namespace = %s AND id = ANY(%s::bigint[])",
+            (namespace, [int(i) for i in ids]),
+        )
         return {int(i): as_array(v) for i, v in rows}
 
     def strongest_edges(
@@ -167,8 +165,7 @@ class PostgresSearch(Role[Core], reads=EVERY):
         ]
         sql = "WITH f(id) AS (SELECT unnest(%(ids)s::bigint[])) " + " UNION ALL ".join(sides)
         args = {**params, "ids": sorted({int(e) for e in entity_ids}), "cap": per_entity}
-        with self._core.read() as conn:
-            rows = conn.execute(sql, args).fetchall()
+        rows = self._core.rows(sql, args)
         return [
             EdgeRow(int(e), int(t), float(s), EdgeKind(k), None if v is None else float(v))
             for e, t, s, k, v in rows
@@ -204,8 +201,7 @@ class PostgresSearch(Role[Core], reads=EVERY):
             "ids": [int(e) for e, _ in caps],
             "caps": [int(c) for _, c in caps],
         }
-        with self._core.read() as conn:
-            rows = conn.execute(sql, args).fetchall()
+        rows = self._core.rows(sql, args)
         lists: list[Ids] = [() for _ in caps]
         for n, ids in rows:
             if ids:
@@ -216,13 +212,12 @@ class PostgresSearch(Role[Core], reads=EVERY):
         self, scope: Scope, start: datetime, end: datetime, k: int
     ) -> list[tuple[int, datetime]]:
         where, params = schema.scope_sql(scope)
-        with self._core.read() as conn:
-            rows = conn.execute(
-                f"SELECT m.id, m.event_at FROM memories m WHERE {where} AND m.type = 'event' "
-                "AND m.event_at BETWEEN %(start)s AND %(end)s "
-                "ORDER BY m.event_at DESC, m.id LIMIT %(k)s",
-                {**params, "start": to_ts(start), "end": to_ts(end), "k": k},
-            ).fetchall()
+        rows = self._core.rows(
+            f"SELECT m.id, m.event_at FROM memories m WHERE {where} AND m.type = 'event' "
+            "AND m.event_at BETWEEN %(start)s AND %(end)s "
+            "ORDER BY m.event_at DESC, m.id LIMIT %(k)s",
+            {**params, "start": to_ts(start), "end": to_ts(end), "k": k},
+        )
         return [(int(i), from_ts(t)) for i, t in rows]
 
 
