@@ -54,13 +54,12 @@ class SQLiteSearch(Role[Core]):
     def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
         if not ids:
             return {}
-        with self._core.lock:
-            rows = self._core.conn.execute(
-                "SELECT v.memory_id, v.embedding FROM vectors v "
-                "JOIN memories m ON m.id = v.memory_id "
-                "WHERE +m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))",
-                (namespace, id_list(ids)),
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT v.memory_id, v.embedding FROM vectors v "
+            "JOIN memories m ON m.id = v.memory_id "
+            "WHERE +m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))",
+            (namespace, id_list(ids)),
+        )
         dim = self._core.dim
         return {int(i): np.frombuffer(blob, dtype=np.float32).reshape(dim) for i, blob in rows}
 
