@@ -10,7 +10,7 @@ import numpy as np
 import psycopg
 
 from fivefold.embed.base import Vectors
-from fivefold.errors import InvalidInput, StoreError
+from fivefold.errors import InvalidInput
 from fivefold.store.postgres import write_sql
 from fivefold.store.postgres.context_rows import Deltas
 from fivefold.store.postgres.core import Core
@@ -18,7 +18,7 @@ from fivefold.store.postgres.write_rows import no_nul
 from fivefold.store.protocol import Progress
 from fivefold.store.records import NewEdge, NewMemory
 from fivefold.store.shared.batch import check_vectors
-from fivefold.store.shared.notes import PROGRESS_MOVED, PROGRESS_PREFIX
+from fivefold.store.shared.notes import note_progress
 from fivefold.store.shared.rows import (
     edge_values,
     refuse_self_edge,
@@ -51,7 +51,13 @@ class PostgresWrites(Role[Core]):
             for namespace in {ns for ns, _ in seen}:
                 deltas.memories[namespace] += 0  # a new generation: caches drop
             if progress is not None:
-                _note_progress(conn, progress, self._core.location)
+                note_progress(
+                    lambda sql, params: conn.execute(sql, params).rowcount,
+                    progress,
+                    insert=write_sql.INSERT_PROGRESS,
+                    update=write_sql.UPDATE_PROGRESS,
+                    location=self._core.location,
+                )
             return written
 
         return self._core.write(run)
@@ -158,19 +164,3 @@ class PostgresWrites(Role[Core]):
             return done
 
         return self._core.write(run)
-
-
-def _note_progress(conn: psycopg.Connection, progress: Progress, location: str) -> None:
-    key = PROGRESS_PREFIX + progress.key
-    if progress.previous is None:
-        noted = conn.execute(
-            "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
-            (key, progress.value),
-        )
-    else:
-        noted = conn.execute(
-            "UPDATE fivefold_meta SET value = %s WHERE key = %s AND value = %s",
-            (progress.value, key, progress.previous),
-        )
-    if noted.rowcount != 1:  # raised in the write's transaction: it is rolled back
-        raise StoreError(f"{location}: {PROGRESS_MOVED}")
