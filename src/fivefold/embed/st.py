@@ -21,7 +21,6 @@ from fivefold.errors import EmbedderError
 
 __all__ = ["SentenceTransformerEmbedder"]
 
-_CHUNK = 1 << 20
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 
 
@@ -88,8 +87,6 @@ def _digest(folder: Path) -> str:
     weights = next((folder / n for n in _WEIGHTS if (folder / n).is_file()), None)
     if weights is None:
         raise EmbedderError(f"{folder}: no {' or '.join(_WEIGHTS)}")
-    digest = hashlib.sha256((folder / "modules.json").read_bytes())
+    modules = (folder / "modules.json").read_bytes()
     with weights.open("rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()[:16]
+        return hashlib.file_digest(handle, lambda: hashlib.sha256(modules)).hexdigest()[:16]
