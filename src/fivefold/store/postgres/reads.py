@@ -12,7 +12,7 @@ from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.postgres.lists import Version
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
-from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record
+from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record, scope_columns
 from fivefold.store.shared.timeconv import from_ts
 from fivefold.store.shared.translate import EVERY, Role
 from fivefold.types import MemoryRecord, Scope
@@ -155,14 +155,14 @@ class PostgresReads(Role[Core], reads=EVERY):
     def repeats(self, scope: Scope, keys: Sequence[str]) -> dict[str, list[int]]:
         if not keys:
             return {}
-        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        where = scope_columns(scope)
         rows = self._core.rows(schema.FIND_REPEATS, (*where, list(keys)))
         return ids_by_key(rows)
 
     def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> dict[str, list[int]]:
         if not slots or limit <= 0:
             return {}
-        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        where = scope_columns(scope)
         rows = self._core.rows(schema.SLOT_HOLDERS, (*where, list(slots), limit))
         return ids_by_key(rows)
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
-from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record
+from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record, scope_columns
 from fivefold.store.shared.timeconv import from_ts
 from fivefold.store.shared.translate import Role
 from fivefold.store.sql import scope_sql
@@ -148,13 +148,13 @@ class SQLiteReads(Role[Core]):
     def repeats(self, scope: Scope, keys: Sequence[str]) -> dict[str, list[int]]:
         if not keys:
             return {}
-        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        where = scope_columns(scope)
         return ids_by_key(self._core.rows(schema.FIND_REPEATS, (*where, json.dumps(list(keys)))))
 
     def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> dict[str, list[int]]:
         if not slots or limit <= 0:
             return {}
-        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        where = scope_columns(scope)
         rows = self._core.rows(schema.SLOT_HOLDERS, (*where, json.dumps(list(slots)), limit))
         return ids_by_key(rows)
 
