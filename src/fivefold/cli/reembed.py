@@ -12,7 +12,7 @@ the model's embedding of the memory's text.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +22,7 @@ import numpy as np
 
 from fivefold.cli.migrate import (
     NamespaceCounts,
+    OnProgress,
     _as_new,
     _by_namespace,
     _chunks,
@@ -44,7 +45,6 @@ PROGRESS_KEY = "reembed"
 MARK = "reembed from "
 # A stored vector and a fresh embedding of the same text agree to float32 noise.
 SAME_VECTOR = 0.999
-OnProgress = Callable[[int, int], None]
 
 
 class RecordedModel(KnownModel):
