@@ -35,7 +35,8 @@ from fivefold.cli.migrate import (
 from fivefold.embed.base import KnownModel, Vectors
 from fivefold.errors import EmbedderError, EmbeddingModelMismatch, InvalidInput
 from fivefold.memory import Memory
-from fivefold.store.protocol import Progress, Store
+from fivefold.store.protocol import Store
+from fivefold.store.records import Progress
 from fivefold.types import MemoryRecord
 from fivefold.write.vectors import embed_text
 

@@ -15,8 +15,7 @@ from fivefold.store.postgres import write_sql
 from fivefold.store.postgres.context_rows import Deltas
 from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.write_rows import no_nul
-from fivefold.store.protocol import Progress
-from fivefold.store.records import NewEdge, NewMemory
+from fivefold.store.records import NewEdge, NewMemory, Progress
 from fivefold.store.shared.batch import check_vectors
 from fivefold.store.shared.notes import note_progress
 from fivefold.store.shared.rows import (

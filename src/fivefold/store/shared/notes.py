@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from fivefold.errors import EmbeddingModelMismatch, NotFound, StoreError
-from fivefold.store.protocol import Progress
+from fivefold.store.records import Progress
 from fivefold.types import Finding
 
 COPY_MARK = "copy_in_progress"  # the meta key of ``Admin.mark_copy``

@@ -10,8 +10,7 @@ import numpy as np
 
 from fivefold.embed.base import Vectors
 from fivefold.errors import InvalidInput
-from fivefold.store.protocol import Progress
-from fivefold.store.records import NewEdge, NewMemory
+from fivefold.store.records import NewEdge, NewMemory, Progress
 from fivefold.store.shared.batch import check_vectors
 from fivefold.store.shared.notes import note_progress
 from fivefold.store.shared.translate import Role
