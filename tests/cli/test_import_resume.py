@@ -16,7 +16,7 @@ import pytest
 import fivefold
 from fivefold.cli.importers import import_file
 from fivefold.errors import InvalidInput, StoreError
-from fivefold.store.protocol import Progress
+from fivefold.store.records import Progress
 
 
 def _write(path: Path, contents: list[str]) -> None:

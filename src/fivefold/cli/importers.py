@@ -30,7 +30,7 @@ from rich.progress import Progress
 from fivefold import validate
 from fivefold.errors import InvalidInput
 from fivefold.memory import Memory
-from fivefold.store.protocol import Progress as JobProgress
+from fivefold.store.records import Progress as JobProgress
 from fivefold.types import MemoryRecord
 from fivefold.write.prepare import check
 

@@ -31,7 +31,7 @@ from fivefold.types import MemoryRecord, Scope
 
 PAGE = 1000
 T = TypeVar("T")
-Progress = Callable[[int, int], None]
+OnProgress = Callable[[int, int], None]  # (done, total)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +110,7 @@ def migrate(
     *,
     batch: int = 500,
     sample: int = 20,
-    on_progress: Progress | None = None,
+    on_progress: OnProgress | None = None,
     source_checked: bool = False,
 ) -> MigrationReport:
     """Copy ``source`` into the empty ``target`` and verify the copy. ``source_checked``: the

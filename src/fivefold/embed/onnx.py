@@ -16,16 +16,14 @@ from typing import Any
 import numpy as np
 
 from fivefold.config import Pooling
-from fivefold.embed.base import Budget, Vectors, normalize_rows
-from fivefold.embed.minilm import Released, run_within, session_options
+from fivefold.embed.base import Budget, KnownModel, Vectors, normalize_rows
+from fivefold.embed.minilm import Released, by_length, load_session, run_within
 from fivefold.errors import EmbedderError
 
 __all__ = ["OnnxEmbedder", "model_file"]
 
-_CHUNK = 1 << 20
 
-
-class OnnxEmbedder:
+class OnnxEmbedder(KnownModel):
     """Batched and thread-safe. The session loads at once: the dimension is read from the
     model, and a store must not be made with a dimension the model does not give."""
 
@@ -52,32 +50,15 @@ class OnnxEmbedder:
         self._session: Any = None
         self._tokenizer: Any = None
         self._inputs: frozenset[str] = frozenset()
-        self._name = f"onnx:{folder.name}@sha256:{_digest(self._model)}:{pooling.value}"
-        self._dim = 0
+        # The dimension is the model's, read when it loads.
+        super().__init__(f"onnx:{folder.name}@sha256:{_digest(self._model)}:{pooling.value}", 0)
         self._ensure_loaded()
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
         self._ensure_loaded()
-        # Sorted by length, so padding stays small inside each batch.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        out = np.empty((len(texts), self._dim), dtype=np.float32)
-        released = Released()
-        starts = range(0, len(order), self._batch_size)
-        for start in starts:
-            chunk = order[start : start + self._batch_size]
-            out[chunk] = self._run([texts[i] for i in chunk], released, last=start == starts[-1])
-        released.trim()
-        return out
+        return by_length(texts, self._dim, self._batch_size, self._run)
 
     def _ensure_loaded(self) -> None:
         with self._lock:
@@ -85,7 +66,6 @@ class OnnxEmbedder:
                 self._load()
 
     def _load(self) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         try:
@@ -98,13 +78,7 @@ class OnnxEmbedder:
         tokenizer.enable_padding(
             pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]")
         )
-        options = session_options(self._threads)
-        try:
-            session = ort.InferenceSession(
-                str(self._model), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:
-            raise EmbedderError(f"could not load the ONNX model at {self._model}: {exc}") from exc
+        session = load_session(self._model, self._threads)
         self._inputs = frozenset(i.name for i in session.get_inputs())
         if not {"input_ids", "attention_mask"} <= self._inputs:
             raise EmbedderError(
@@ -152,8 +126,5 @@ def model_file(folder: Path) -> Path:
 
 
 def _digest(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()[:16]
+        return hashlib.file_digest(handle, "sha256").hexdigest()[:16]

@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from fivefold.embed.base import Vectors, normalize_rows
+from fivefold.embed.base import KnownModel, Vectors, normalize_rows
 from fivefold.embed.endpoint import JsonEndpoint, finite_number
 from fivefold.errors import EmbedderError
 
 __all__ = ["OpenAIEmbedder"]
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(KnownModel):
     """Thread-safe (one pooled client, made on the first call)."""
 
     def __init__(
@@ -41,17 +41,9 @@ class OpenAIEmbedder:
             error=EmbedderError,
             setting="embed.url",
         )
+        super().__init__(f"openai:{model}", dim)
         self._model = model
-        self._dim = dim
         self._batch_size = batch_size
-
-    @property
-    def name(self) -> str:
-        return f"openai:{self._model}"
-
-    @property
-    def dim(self) -> int:
-        return self._dim
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         out = np.empty((len(texts), self._dim), dtype=np.float32)

@@ -16,16 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from fivefold.embed.base import Vectors, normalize_rows
+from fivefold.embed.base import KnownModel, Vectors, normalize_rows
 from fivefold.errors import EmbedderError
 
 __all__ = ["SentenceTransformerEmbedder"]
 
-_CHUNK = 1 << 20
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(KnownModel):
     """Batched and thread-safe. The model loads at once: the dimension is read from it, and a
     store must not be made with a dimension the model does not give."""
 
@@ -38,22 +37,14 @@ class SentenceTransformerEmbedder:
         self._folder = folder
         self._batch_size = batch_size
         self._lock = threading.Lock()
-        self._name = f"sentence-transformers:{folder.name}@sha256:{_digest(folder)}"
+        name = f"sentence-transformers:{folder.name}@sha256:{_digest(folder)}"
         self._model = _load(folder, threads)
         # Renamed in sentence-transformers 6; 5 has the old name only.
         dimension = getattr(self._model, "get_embedding_dimension", None)
         dim = (dimension or self._model.get_sentence_embedding_dimension)()
         if not isinstance(dim, int) or dim < 2:
             raise EmbedderError(f"{folder}: the model gives no fixed dimension ({dim!r})")
-        self._dim = dim
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def dim(self) -> int:
-        return self._dim
+        super().__init__(name, dim)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
@@ -96,8 +87,6 @@ def _digest(folder: Path) -> str:
     weights = next((folder / n for n in _WEIGHTS if (folder / n).is_file()), None)
     if weights is None:
         raise EmbedderError(f"{folder}: no {' or '.join(_WEIGHTS)}")
-    digest = hashlib.sha256((folder / "modules.json").read_bytes())
+    modules = (folder / "modules.json").read_bytes()
     with weights.open("rb") as handle:
-        while block := handle.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()[:16]
+        return hashlib.file_digest(handle, lambda: hashlib.sha256(modules)).hexdigest()[:16]

@@ -68,16 +68,7 @@ class FivefoldRetriever(BaseRetriever):
         return source_of(self.memory, self.client)
 
     def _options(self) -> RecallOptions:
-        return RecallOptions(
-            k=self.k,
-            namespace=self.namespace,
-            user_id=self.user_id,
-            agent_id=self.agent_id,
-            session_id=self.session_id,
-            types=self.types,
-            budget=self.budget,
-            min_confidence=self.min_confidence,
-        )
+        return RecallOptions.of(self)
 
 
 def _documents(result: RecallResult) -> list[Document]:

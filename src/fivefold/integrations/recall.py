@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,11 @@ class RecallOptions:
     types: Sequence[str] | None = None
     budget: str = "mid"
     min_confidence: float | None = None
+
+    @classmethod
+    def of(cls, retriever: object) -> RecallOptions:
+        """The options a retriever holds as its attributes of the same names."""
+        return cls(**{f.name: getattr(retriever, f.name) for f in dataclasses.fields(cls)})
 
     def _fields(self) -> dict[str, Any]:
         fields = {

@@ -26,6 +26,7 @@ from fivefold.store.records import (
     NamespaceState,
     NewEdge,
     NewMemory,
+    Progress,
 )
 from fivefold.store.shared.context import Smoothing
 from fivefold.types import (
@@ -55,15 +56,6 @@ class StoreSettings:
         """The session context's reach and neighbour weights, as the rows are made with."""
         cfg = self.context
         return Smoothing(window=cfg.window, near=cfg.vector_near, far=cfg.vector_far)
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """A long job's note under ``key``: ``value`` replaces ``previous`` (None: no note)."""
-
-    key: str
-    value: str
-    previous: str | None
 
 
 class Reads(Protocol):

@@ -125,6 +125,15 @@ class Feedback:
 
 
 @dataclass(frozen=True, slots=True)
+class Progress:
+    """A long job's note under ``key``: ``value`` replaces ``previous`` (None: no note)."""
+
+    key: str
+    value: str
+    previous: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class NamespaceState:
     """A namespace's memory count, and its generation: a counter every write in it bumps
     (the caches of names, models and results key on it)."""

@@ -20,8 +20,7 @@ from fivefold.extract.entities import extract_entities, lookup_keys
 from fivefold.gate import Gate, gated
 from fivefold.read.args import RecallArgs
 from fivefold.store import Store
-from fivefold.store.protocol import Progress
-from fivefold.store.records import Feedback, NewEdge, NewMemory
+from fivefold.store.records import Feedback, NewEdge, NewMemory, Progress
 from fivefold.store.shared.timeconv import from_ts, to_ts
 from fivefold.text import normalize_name
 from fivefold.types import Dedup, Edge, Entity, MemoryRecord, Scope, Supersession

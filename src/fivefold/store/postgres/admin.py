@@ -29,18 +29,14 @@ from fivefold.store.shared.notes import (
     unfinished_copy,
 )
 from fivefold.store.shared.rows import relation_from_row
-from fivefold.store.shared.translate import translation
+from fivefold.store.shared.translate import Role
 from fivefold.store.sql import HELD_NAMESPACES
 from fivefold.types import Finding, StoreStats
 
 _TABLES = ("memories", "postings", "term_stats", "entities", "aliases", "mentions", "edges")
 
 
-@translation("stats", "relations", "aliases")
-class PostgresAdmin:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class PostgresAdmin(Role[Core], reads=("stats", "relations", "aliases")):
     def check(self, *, repair: bool = False) -> list[Finding]:
         """Per namespace, its posting lists against its memories (each posting's memory and
         type), its document frequencies and counts against both, and every mention's type
@@ -116,14 +112,12 @@ class PostgresAdmin:
                 raise InvalidInput(f"{self._core.location}: {COPY_REFUSED}")
 
     def held_namespaces(self) -> list[str]:
-        with self._core.read() as conn:
-            return sorted(str(r[0]) for r in conn.execute(HELD_NAMESPACES))
+        return sorted(str(r[0]) for r in self._core.rows(HELD_NAMESPACES))
 
     def progress(self, key: str) -> str | None:
-        with self._core.read() as conn:
-            row = conn.execute(
-                "SELECT value FROM fivefold_meta WHERE key = %s", (PROGRESS_PREFIX + key,)
-            ).fetchone()
+        row = self._core.row(
+            "SELECT value FROM fivefold_meta WHERE key = %s", (PROGRESS_PREFIX + key,)
+        )
         return None if row is None else str(row[0])
 
     def next_memory_id(self, *, at_least: int | None = None) -> int:
@@ -133,10 +127,7 @@ class PostgresAdmin:
         return self._core.write(lambda conn, _: move_memory_ids(conn, at_least))
 
     def copy_mark(self) -> str | None:
-        with self._core.read() as conn:
-            row = conn.execute(
-                "SELECT value FROM fivefold_meta WHERE key = %s", (COPY_MARK,)
-            ).fetchone()
+        row = self._core.row("SELECT value FROM fivefold_meta WHERE key = %s", (COPY_MARK,))
         return None if row is None else str(row[0])
 
     def compact(self) -> int:
@@ -144,9 +135,8 @@ class PostgresAdmin:
         ``COMPACT_PARTS`` (a small write adds a part to each list it is in; a search reads a
         list's parts as rows). Statistics change in the writing transaction: nothing else is
         left behind. Returns how many lists' chunks were merged."""
-        with self._core.read() as conn:
-            found = conn.execute("SELECT namespace FROM namespaces ORDER BY namespace")
-            namespaces = [str(r[0]) for r in found.fetchall()]
+        found = self._core.rows("SELECT namespace FROM namespaces ORDER BY namespace")
+        namespaces = [str(r[0]) for r in found]
         return sum(self.compact_namespace(namespace) for namespace in namespaces)
 
     def compact_namespace(self, namespace: str, stop: Callable[[], bool] = bool) -> int:
@@ -228,22 +218,19 @@ class PostgresAdmin:
         return check
 
     def relations(self, namespace: str) -> list[NewEdge]:
-        with self._core.read() as conn:
-            rows = conn.execute(schema.SELECT_RELATIONS, (namespace,)).fetchall()
+        rows = self._core.rows(schema.SELECT_RELATIONS, (namespace,))
         return [relation_from_row(namespace, row) for row in rows]
 
     def aliases(self, namespace: str) -> list[tuple[str, str]]:
-        with self._core.read() as conn:
-            rows = conn.execute(schema.SELECT_ALIASES, (namespace,)).fetchall()
+        rows = self._core.rows(schema.SELECT_ALIASES, (namespace,))
         return [(str(name), str(alias)) for name, alias in rows]
 
     def supersession_reasons(self, namespace: str, ids: Sequence[int]) -> dict[int, str]:
-        with self._core.read() as conn:
-            rows = conn.execute(
-                "SELECT id, supersession FROM memories WHERE namespace = %s AND supersession "
-                "IS NOT NULL AND id = ANY(%s::bigint[])",
-                (namespace, [int(i) for i in ids]),
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT id, supersession FROM memories WHERE namespace = %s AND supersession "
+            "IS NOT NULL AND id = ANY(%s::bigint[])",
+            (namespace, [int(i) for i in ids]),
+        )
         return {int(i): str(why) for i, why in rows}
 
     def stats(self, namespace: str | None = None) -> StoreStats:

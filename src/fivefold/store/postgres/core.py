@@ -14,11 +14,12 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import errors as pg_errors
+from psycopg.abc import Params
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from fivefold.errors import FivefoldError, StoreError
@@ -103,6 +104,16 @@ class Core:
     def read(self) -> Iterator[psycopg.Connection]:
         with self.pool.connection() as conn:
             yield conn
+
+    def rows(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
+        """Every row one read statement gives, on a pooled connection."""
+        with self.read() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def row(self, sql: str, params: Params = ()) -> tuple[Any, ...] | None:
+        """The first row one read statement gives (None: none), on a pooled connection."""
+        with self.read() as conn:
+            return conn.execute(sql, params).fetchone()
 
     def write(self, work: Callable[[psycopg.Connection, Deltas], T]) -> T:
         """``work`` in one transaction, its gathered deltas applied last; retried when

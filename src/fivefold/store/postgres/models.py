@@ -15,14 +15,10 @@ from fivefold.store.records import Feedback
 from fivefold.store.shared.notes import labels_found
 from fivefold.store.shared.rows import feedback_entries
 from fivefold.store.shared.timeconv import to_ts
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 
 
-@translating
-class PostgresModels:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class PostgresModels(Role[Core]):
     def add_feedback(
         self,
         namespace: str,
@@ -66,13 +62,12 @@ class PostgresModels:
         return self._core.write(run)
 
     def feedback(self, namespace: str) -> list[Feedback]:
-        with self._core.read() as conn:
-            rows = conn.execute(
-                "SELECT f.id, f.query, f.args, f.created_at, l.memory_id, l.label FROM feedback f "
-                "LEFT JOIN feedback_labels l ON l.namespace = f.namespace AND l.feedback_id = f.id "
-                "WHERE f.namespace = %s ORDER BY f.id, l.memory_id",
-                (namespace,),
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT f.id, f.query, f.args, f.created_at, l.memory_id, l.label FROM feedback f "
+            "LEFT JOIN feedback_labels l ON l.namespace = f.namespace AND l.feedback_id = f.id "
+            "WHERE f.namespace = %s ORDER BY f.id, l.memory_id",
+            (namespace,),
+        )
         return feedback_entries(rows)
 
     def save_model(
@@ -105,19 +100,17 @@ class PostgresModels:
         return self._core.write(run)
 
     def learned_model(self, namespace: str, user_id: str | None = None) -> tuple[int, str] | None:
-        with self._core.read() as conn:
-            row = conn.execute(
-                "SELECT version, payload FROM models WHERE namespace = %s AND user_id = %s "
-                "AND accepted ORDER BY version DESC LIMIT 1",
-                (namespace, user_id or ""),
-            ).fetchone()
+        row = self._core.row(
+            "SELECT version, payload FROM models WHERE namespace = %s AND user_id = %s "
+            "AND accepted ORDER BY version DESC LIMIT 1",
+            (namespace, user_id or ""),
+        )
         return None if row is None else (int(row[0]), str(row[1]))
 
     def model_users(self, namespace: str) -> list[str]:
-        with self._core.read() as conn:
-            rows = conn.execute(
-                "SELECT DISTINCT user_id FROM models WHERE namespace = %s AND user_id <> '' "
-                "AND accepted ORDER BY user_id",
-                (namespace,),
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT DISTINCT user_id FROM models WHERE namespace = %s AND user_id <> '' "
+            "AND accepted ORDER BY user_id",
+            (namespace,),
+        )
         return [str(r[0]) for r in rows]

@@ -12,9 +12,9 @@ from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.postgres.lists import Version
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
-from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record
+from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record, scope_columns
 from fivefold.store.shared.timeconv import from_ts
-from fivefold.store.shared.translate import translating_reads
+from fivefold.store.shared.translate import EVERY, Role
 from fivefold.types import MemoryRecord, Scope
 
 # The catalog's entries of some keys, each with its entity's canonical name: a probe of the
@@ -32,10 +32,9 @@ ORDER BY 4, 1
 """
 
 
-@translating_reads
-class PostgresReads:
+class PostgresReads(Role[Core], reads=EVERY):
     def __init__(self, core: Core) -> None:
-        self._core = core
+        super().__init__(core)
         self._catalogs: dict[str, tuple[Version, list[CatalogEntry]]] = {}
 
     def state(self, namespace: str) -> NamespaceState:
@@ -61,24 +60,22 @@ class PostgresReads:
 
     def recent_ids(self, scope: Scope, *, limit: int, before: int | None = None) -> list[int]:
         where, params = schema.scope_sql(scope)
-        with self._core.read() as conn:
-            rows = conn.execute(
-                f"SELECT m.id FROM memories m WHERE {where} AND m.id < %(before)s "
-                "ORDER BY m.id DESC LIMIT %(limit)s",
-                {**params, "before": (1 << 63) - 1 if before is None else before, "limit": limit},
-            ).fetchall()
+        rows = self._core.rows(
+            f"SELECT m.id FROM memories m WHERE {where} AND m.id < %(before)s "
+            "ORDER BY m.id DESC LIMIT %(limit)s",
+            {**params, "before": (1 << 63) - 1 if before is None else before, "limit": limit},
+        )
         return [int(r[0]) for r in rows]
 
     def attributes(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
         if not ids:
             return {}
-        with self._core.read() as conn:
-            rows = conn.execute(
-                "SELECT id, importance, type, event_at, created_at, speaker, "
-                "char_length(content), superseded_by FROM memories "
-                "WHERE namespace = %s AND id = ANY(%s::bigint[])",
-                (namespace, [int(i) for i in ids]),
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT id, importance, type, event_at, created_at, speaker, "
+            "char_length(content), superseded_by FROM memories "
+            "WHERE namespace = %s AND id = ANY(%s::bigint[])",
+            (namespace, [int(i) for i in ids]),
+        )
         return memory_attributes(rows)
 
     def catalog(self, namespace: str) -> Sequence[CatalogEntry]:
@@ -98,8 +95,7 @@ class PostgresReads:
     def names_by_key(self, namespace: str, keys: Sequence[str]) -> list[CatalogEntry]:
         if not keys:
             return []
-        with self._core.read() as conn:
-            rows = conn.execute(_NAMES_BY_KEY, {"ns": namespace, "keys": list(keys)}).fetchall()
+        rows = self._core.rows(_NAMES_BY_KEY, {"ns": namespace, "keys": list(keys)})
         return [CatalogEntry(int(i), str(n), str(k), bool(a)) for i, n, k, a in rows]
 
     def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
@@ -108,26 +104,24 @@ class PostgresReads:
         # Answered by the first mention or edge of the scope, an entity at a time (as SQLite's).
         where, params = schema.scope_sql(scope)
         edges, _ = schema.scope_sql(scope, "ed", shared=True)
-        with self._core.read() as conn:
-            rows = conn.execute(
-                "SELECT e.id FROM unnest(%(ids)s::bigint[]) AS e(id) WHERE EXISTS (SELECT 1 "
-                "FROM mentions mn JOIN memories m ON m.namespace = mn.namespace "
-                "AND m.id = mn.memory_id WHERE mn.namespace = %(ns)s AND mn.entity_id = e.id "
-                f"AND {where}) "
-                f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.source_id = e.id AND {edges}) "
-                f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.target_id = e.id AND {edges})",
-                {**params, "ids": [int(i) for i in entity_ids]},
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT e.id FROM unnest(%(ids)s::bigint[]) AS e(id) WHERE EXISTS (SELECT 1 "
+            "FROM mentions mn JOIN memories m ON m.namespace = mn.namespace "
+            "AND m.id = mn.memory_id WHERE mn.namespace = %(ns)s AND mn.entity_id = e.id "
+            f"AND {where}) "
+            f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.source_id = e.id AND {edges}) "
+            f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.target_id = e.id AND {edges})",
+            {**params, "ids": [int(i) for i in entity_ids]},
+        )
         return {int(r[0]) for r in rows}
 
     def entity_frequencies(self, namespace: str, entity_ids: Sequence[int]) -> dict[int, int]:
         if not entity_ids:
             return {}
-        with self._core.read() as conn:
-            rows = conn.execute(
-                "SELECT id, mentions FROM entities WHERE namespace = %s AND id = ANY(%s::bigint[])",
-                (namespace, [int(i) for i in entity_ids]),
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT id, mentions FROM entities WHERE namespace = %s AND id = ANY(%s::bigint[])",
+            (namespace, [int(i) for i in entity_ids]),
+        )
         return {int(i): int(n) for i, n in rows}
 
     def term_document_frequencies(
@@ -155,31 +149,27 @@ class PostgresReads:
         if exclude_session is not None:
             sql += " AND s.session_id <> %(exclude)s"
             params["exclude"] = exclude_session
-        with self._core.read() as conn:
-            row = conn.execute(sql, params).fetchone()
+        row = self._core.row(sql, params)
         return None if row is None or row[0] is None else from_ts(row[0])
 
     def repeats(self, scope: Scope, keys: Sequence[str]) -> dict[str, list[int]]:
         if not keys:
             return {}
-        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
-        with self._core.read() as conn:
-            rows = conn.execute(schema.FIND_REPEATS, (*where, list(keys))).fetchall()
+        where = scope_columns(scope)
+        rows = self._core.rows(schema.FIND_REPEATS, (*where, list(keys)))
         return ids_by_key(rows)
 
     def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> dict[str, list[int]]:
         if not slots or limit <= 0:
             return {}
-        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
-        with self._core.read() as conn:
-            rows = conn.execute(schema.SLOT_HOLDERS, (*where, list(slots), limit)).fetchall()
+        where = scope_columns(scope)
+        rows = self._core.rows(schema.SLOT_HOLDERS, (*where, list(slots), limit))
         return ids_by_key(rows)
 
     def replaced(self, namespace: str, ids: Sequence[int]) -> dict[int, list[int]]:
         if not ids:
             return {}
-        with self._core.read() as conn:
-            rows = conn.execute(schema.REPLACED, (namespace, [int(i) for i in ids])).fetchall()
+        rows = self._core.rows(schema.REPLACED, (namespace, [int(i) for i in ids]))
         out: dict[int, list[int]] = {}
         for successor, memory_id in rows:
             out.setdefault(int(successor), []).append(int(memory_id))

@@ -21,7 +21,7 @@ from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.records import EdgeRow, Ids
 from fivefold.store.shared.timeconv import from_ts, to_ts
-from fivefold.store.shared.translate import translating_reads
+from fivefold.store.shared.translate import EVERY, Role
 from fivefold.types import ColumnWeights, EdgeKind, MemoryType, Scope
 
 log = logging.getLogger("fivefold.store")
@@ -30,10 +30,9 @@ log = logging.getLogger("fivefold.store")
 BUILD_RETRY_S = 300.0
 
 
-@translating_reads
-class PostgresSearch:
+class PostgresSearch(Role[Core], reads=EVERY):
     def __init__(self, core: Core) -> None:
-        self._core = core
+        super().__init__(core)
         self._searched_ready = False  # the HNSW index is known to exist (``_derived_index``)
         self._build_failed: dict[str, float] = {}  # index -> when its build last failed
 
@@ -143,12 +142,10 @@ class PostgresSearch:
     def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
         if not ids:
             return {}
-        with self._core.read() as conn:
-            rows = conn.execute(
-                "SELECT id, embedding FROM memories "
-                "WHERE namespace = %s AND id = ANY(%s::bigint[])",
-                (namespace, [int(i) for i in ids]),
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT id, embedding FROM memories WHERE namespace = %s AND id = ANY(%s::bigint[])",
+            (namespace, [int(i) for i in ids]),
+        )
         return {int(i): as_array(v) for i, v in rows}
 
     def strongest_edges(
@@ -168,8 +165,7 @@ class PostgresSearch:
         ]
         sql = "WITH f(id) AS (SELECT unnest(%(ids)s::bigint[])) " + " UNION ALL ".join(sides)
         args = {**params, "ids": sorted({int(e) for e in entity_ids}), "cap": per_entity}
-        with self._core.read() as conn:
-            rows = conn.execute(sql, args).fetchall()
+        rows = self._core.rows(sql, args)
         return [
             EdgeRow(int(e), int(t), float(s), EdgeKind(k), None if v is None else float(v))
             for e, t, s, k, v in rows
@@ -205,8 +201,7 @@ class PostgresSearch:
             "ids": [int(e) for e, _ in caps],
             "caps": [int(c) for _, c in caps],
         }
-        with self._core.read() as conn:
-            rows = conn.execute(sql, args).fetchall()
+        rows = self._core.rows(sql, args)
         lists: list[Ids] = [() for _ in caps]
         for n, ids in rows:
             if ids:
@@ -217,13 +212,12 @@ class PostgresSearch:
         self, scope: Scope, start: datetime, end: datetime, k: int
     ) -> list[tuple[int, datetime]]:
         where, params = schema.scope_sql(scope)
-        with self._core.read() as conn:
-            rows = conn.execute(
-                f"SELECT m.id, m.event_at FROM memories m WHERE {where} AND m.type = 'event' "
-                "AND m.event_at BETWEEN %(start)s AND %(end)s "
-                "ORDER BY m.event_at DESC, m.id LIMIT %(k)s",
-                {**params, "start": to_ts(start), "end": to_ts(end), "k": k},
-            ).fetchall()
+        rows = self._core.rows(
+            f"SELECT m.id, m.event_at FROM memories m WHERE {where} AND m.type = 'event' "
+            "AND m.event_at BETWEEN %(start)s AND %(end)s "
+            "ORDER BY m.event_at DESC, m.id LIMIT %(k)s",
+            {**params, "start": to_ts(start), "end": to_ts(end), "k": k},
+        )
         return [(int(i), from_ts(t)) for i, t in rows]
 
 

@@ -10,6 +10,12 @@ from fivefold.store import sql
 from fivefold.store.shared.rows import COMENTION
 from fivefold.store.sql import Dialect
 
+# A long job's note (``note_progress``): its first, then each next, which changes no row where
+# another run of the job moved the note meanwhile.
+INSERT_PROGRESS = (
+    "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING"
+)
+UPDATE_PROGRESS = "UPDATE fivefold_meta SET value = %s WHERE key = %s AND value = %s"
 INSERT_SLOT = (
     "INSERT INTO slots (namespace, user_id, agent_id, slot, memory_id) "
     "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"

@@ -37,6 +37,7 @@ from fivefold.store.protocol import StoreSettings
 from fivefold.store.records import NewMemory
 from fivefold.store.shared import batch, context
 from fivefold.store.shared.context import Group, SessionRow
+from fivefold.store.shared.rows import scope_columns
 from fivefold.store.shared.tokens import Tokenizer, window
 from fivefold.store.sql import Dialect, forget_edges_sql, forget_rows_sql
 from fivefold.text import normalize_name
@@ -446,7 +447,7 @@ class Writer:
     def supersede(conn: psycopg.Connection, scope: Scope, old: int, new: int, reason: str) -> bool:
         """``new`` replaces ``old``, both of ``scope`` (exactly): False when either is not
         there; ``InvalidInput`` when ``new`` is (transitively) superseded by ``old``."""
-        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        where = scope_columns(scope)
         held = {
             int(i): (e, c)
             for i, e, c in conn.execute(

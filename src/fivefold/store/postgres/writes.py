@@ -10,15 +10,14 @@ import numpy as np
 import psycopg
 
 from fivefold.embed.base import Vectors
-from fivefold.errors import InvalidInput, StoreError
+from fivefold.errors import InvalidInput
 from fivefold.store.postgres import write_sql
 from fivefold.store.postgres.context_rows import Deltas
 from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.write_rows import no_nul
-from fivefold.store.protocol import Progress
-from fivefold.store.records import NewEdge, NewMemory
+from fivefold.store.records import NewEdge, NewMemory, Progress
 from fivefold.store.shared.batch import check_vectors
-from fivefold.store.shared.notes import PROGRESS_MOVED, PROGRESS_PREFIX
+from fivefold.store.shared.notes import note_progress
 from fivefold.store.shared.rows import (
     edge_values,
     refuse_self_edge,
@@ -26,16 +25,12 @@ from fivefold.store.shared.rows import (
     taken_by,
 )
 from fivefold.store.shared.timeconv import to_ts
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 from fivefold.text import normalize_name
 from fivefold.types import Edge, Entity, MemoryRecord, Scope
 
 
-@translating
-class PostgresWrites:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class PostgresWrites(Role[Core]):
     def insert_memories(
         self,
         memories: Sequence[NewMemory],
@@ -55,7 +50,13 @@ class PostgresWrites:
             for namespace in {ns for ns, _ in seen}:
                 deltas.memories[namespace] += 0  # a new generation: caches drop
             if progress is not None:
-                _note_progress(conn, progress, self._core.location)
+                note_progress(
+                    lambda sql, params: conn.execute(sql, params).rowcount,
+                    progress,
+                    insert=write_sql.INSERT_PROGRESS,
+                    update=write_sql.UPDATE_PROGRESS,
+                    location=self._core.location,
+                )
             return written
 
         return self._core.write(run)
@@ -162,19 +163,3 @@ class PostgresWrites:
             return done
 
         return self._core.write(run)
-
-
-def _note_progress(conn: psycopg.Connection, progress: Progress, location: str) -> None:
-    key = PROGRESS_PREFIX + progress.key
-    if progress.previous is None:
-        noted = conn.execute(
-            "INSERT INTO fivefold_meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
-            (key, progress.value),
-        )
-    else:
-        noted = conn.execute(
-            "UPDATE fivefold_meta SET value = %s WHERE key = %s AND value = %s",
-            (progress.value, key, progress.previous),
-        )
-    if noted.rowcount != 1:  # raised in the write's transaction: it is rolled back
-        raise StoreError(f"{location}: {PROGRESS_MOVED}")

@@ -21,7 +21,7 @@ from fivefold.errors import InvalidInput
 from fivefold.store.records import NewMemory
 from fivefold.store.shared import context
 from fivefold.store.shared.context import Group, SessionRow
-from fivefold.store.shared.rows import memory_record
+from fivefold.store.shared.rows import memory_record, scope_columns
 from fivefold.store.shared.timeconv import to_ts
 from fivefold.text import normalize_name
 from fivefold.types import MemoryRecord
@@ -126,7 +126,7 @@ def history_values(memory: NewMemory) -> tuple[Any, ...]:
 def slot_rows(memories: Sequence[NewMemory], ids: Sequence[int]) -> list[tuple[Any, ...]]:
     """(namespace, user, agent, slot, memory id) of each slot of the batch's memories."""
     return [
-        (m.scope.namespace, m.scope.user_id or "", m.scope.agent_id or "", slot, memory_id)
+        (*scope_columns(m.scope), slot, memory_id)
         for m, memory_id in zip(memories, ids, strict=True)
         for slot in m.slots
     ]
@@ -139,7 +139,7 @@ def supersessions(memories: Sequence[NewMemory], ids: Sequence[int]) -> list[tup
     out = []
     for memory, memory_id in zip(memories, ids, strict=True):
         scope = memory.scope
-        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        where = scope_columns(scope)
         for old in memory.supersedes + tuple(
             replace(s, target=ids[s.target]) for s in memory.supersedes_batch
         ):
@@ -208,8 +208,7 @@ def group_of(memory: NewMemory) -> Group | None:
     """The session a memory belongs to (None: it has none)."""
     if not memory.session_id:
         return None
-    scope = memory.scope
-    return (scope.namespace, scope.user_id or "", scope.agent_id or "", memory.session_id)
+    return (*scope_columns(memory.scope), memory.session_id)
 
 
 def sessions(memories: Sequence[NewMemory]) -> dict[Group, tuple[float, float]]:

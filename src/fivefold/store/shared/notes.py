@@ -1,12 +1,14 @@
 """What both backends write and report alike about the store itself: the meta keys of a copy's
-mark and of a job's progress, the findings ``check`` reports on them, the check that each
-memory a feedback labels is there, and the refusal of a store built with another model."""
+mark and of a job's progress (and the noting of it), the findings ``check`` reports on them, the
+check that each memory a feedback labels is there, and the refusal of a store built with another
+model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-from fivefold.errors import EmbeddingModelMismatch, NotFound
+from fivefold.errors import EmbeddingModelMismatch, NotFound, StoreError
+from fivefold.store.records import Progress
 from fivefold.types import Finding
 
 COPY_MARK = "copy_in_progress"  # the meta key of ``Admin.mark_copy``
@@ -19,6 +21,26 @@ COPY_REFUSED = (
     "another copy into this store is under way or did not finish, or it holds data (memories, "
     "entities, relations, aliases, feedback or a model)"
 )
+
+
+def note_progress(
+    run: Callable[[str, tuple[str, ...]], int],
+    progress: Progress,
+    *,
+    insert: str,
+    update: str,
+    location: str,
+) -> None:
+    """Note a job's ``progress`` in the write's transaction: ``insert`` (key, value) where
+    there was no note, else ``update`` (value, key, previous); ``run`` executes one and says
+    how many rows it changed. Not one: another run of the job moved the note meanwhile."""
+    key = PROGRESS_PREFIX + progress.key
+    if progress.previous is None:
+        noted = run(insert, (key, progress.value))
+    else:
+        noted = run(update, (progress.value, key, progress.previous))
+    if noted != 1:  # raised in the write's transaction: it is rolled back
+        raise StoreError(f"{location}: {PROGRESS_MOVED}")
 
 
 def labels_found(labels: Mapping[int, float], found: Iterable[int]) -> None:

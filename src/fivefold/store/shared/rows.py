@@ -19,6 +19,11 @@ COMENTION = "co_mentioned"  # the relation of the edges co-mentions derive
 _TYPES = {t.value: t for t in MemoryType}
 
 
+def scope_columns(scope: Scope) -> tuple[str, str, str]:
+    """A scope as its rows hold it: (namespace, user, agent), with no user or agent as ''."""
+    return (scope.namespace, scope.user_id or "", scope.agent_id or "")
+
+
 # The columns a memory row is read with: its own (id to speaker), then its history, which a
 # new row has as ``FRESH`` (said once, current).
 MEMORY_COLUMNS = 13

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from fivefold.errors import FivefoldError
-
-T = TypeVar("T")
 
 
 class Translator(Protocol):
@@ -24,31 +22,31 @@ class Translator(Protocol):
         ...
 
 
-class Role(Protocol):
-    _core: Translator
+EVERY = ("*",)  # as ``reads``: every method of the class is a read
+
+CoreT = TypeVar("CoreT", bound=Translator)
 
 
-EVERY = "*"  # every method of the class is a read
+class Role(Generic[CoreT]):
+    """A backend's role object (its reads, writes, admin, ...) over the core it was given.
+    Every public method a subclass defines raises fivefold's errors only; the ones named in the
+    class keyword ``reads`` (``EVERY``: all of them) are reads: a call the core says may be made
+    again is, once."""
 
+    def __init__(self, core: CoreT) -> None:
+        self._core = core
 
-def translation(*reads: str) -> Callable[[type[T]], type[T]]:
-    """A class decorator wrapping every public method of a role class (``self._core``
-    translates). The methods named in ``reads`` (``EVERY``: all of them) are reads: a call the
-    core says may be made again is, once."""
-
-    def decorate(cls: type[T]) -> type[T]:
+    def __init_subclass__(cls, *, reads: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
         for name, member in list(vars(cls).items()):
             if name.startswith("_") or not callable(member):
                 continue
-            setattr(cls, name, _translated(member, EVERY in reads or name in reads))
-        return cls
-
-    return decorate
+            setattr(cls, name, _translated(member, reads == EVERY or name in reads))
 
 
 def _translated(method: Callable[..., Any], read: bool) -> Callable[..., Any]:
     @functools.wraps(method)
-    def translated(self: Role, *args: Any, **kwargs: Any) -> Any:
+    def translated(self: Role[Translator], *args: Any, **kwargs: Any) -> Any:
         try:
             try:
                 return method(self, *args, **kwargs)
@@ -67,7 +65,3 @@ def _translated(method: Callable[..., Any], read: bool) -> Callable[..., Any]:
             raise error from exc
 
     return translated
-
-
-translating = translation()
-translating_reads = translation(EVERY)

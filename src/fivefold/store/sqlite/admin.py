@@ -19,7 +19,7 @@ from fivefold.store.shared.notes import (
     unfinished_copy,
 )
 from fivefold.store.shared.rows import relation_from_row
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 from fivefold.store.sql import HELD_NAMESPACES
 from fivefold.store.sqlite import check as sqlite_check
 from fivefold.store.sqlite import schema, write_sql
@@ -28,11 +28,7 @@ from fivefold.store.sqlite.dense import NamespaceIndex
 from fivefold.types import Finding, StoreStats
 
 
-@translating
-class SQLiteAdmin:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class SQLiteAdmin(Role[Core]):
     def check(self, *, repair: bool = False) -> list[Finding]:
         """Every index against the rows; ``repair`` rebuilds what is out of step. The rows
         themselves are checked, not repaired (but for a mention's type, a copy of its
@@ -131,27 +127,23 @@ class SQLiteAdmin:
         )
 
     def relations(self, namespace: str) -> list[NewEdge]:
-        with self._core.lock:
-            rows = self._core.conn.execute(schema.SELECT_RELATIONS, (namespace,)).fetchall()
+        rows = self._core.rows(schema.SELECT_RELATIONS, (namespace,))
         return [relation_from_row(namespace, row) for row in rows]
 
     def aliases(self, namespace: str) -> list[tuple[str, str]]:
-        with self._core.lock:
-            rows = self._core.conn.execute(schema.SELECT_ALIASES, (namespace,)).fetchall()
+        rows = self._core.rows(schema.SELECT_ALIASES, (namespace,))
         return [(str(name), str(alias)) for name, alias in rows]
 
     def supersession_reasons(self, namespace: str, ids: Sequence[int]) -> dict[int, str]:
-        with self._core.lock:
-            rows = self._core.conn.execute(
-                "SELECT id, supersession FROM memories WHERE namespace = ? AND supersession "
-                "IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
-                (namespace, json.dumps([int(i) for i in ids])),
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT id, supersession FROM memories WHERE namespace = ? AND supersession "
+            "IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
+            (namespace, json.dumps([int(i) for i in ids])),
+        )
         return {int(i): str(why) for i, why in rows}
 
     def held_namespaces(self) -> list[str]:
-        with self._core.lock:
-            return sorted(str(r[0]) for r in self._core.execute(HELD_NAMESPACES))
+        return sorted(str(r[0]) for r in self._core.rows(HELD_NAMESPACES))
 
     def mark_copy(self, note: str | None) -> None:
         core = self._core
@@ -166,17 +158,11 @@ class SQLiteAdmin:
             core.conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (COPY_MARK, note))
 
     def copy_mark(self) -> str | None:
-        with self._core.lock:
-            row = self._core.execute(
-                "SELECT value FROM meta WHERE key = ?", (COPY_MARK,)
-            ).fetchone()
+        row = self._core.row("SELECT value FROM meta WHERE key = ?", (COPY_MARK,))
         return None if row is None else str(row[0])
 
     def progress(self, key: str) -> str | None:
-        with self._core.lock:
-            row = self._core.execute(
-                "SELECT value FROM meta WHERE key = ?", (PROGRESS_PREFIX + key,)
-            ).fetchone()
+        row = self._core.row("SELECT value FROM meta WHERE key = ?", (PROGRESS_PREFIX + key,))
         return None if row is None else str(row[0])
 
     def next_memory_id(self, *, at_least: int | None = None) -> int:

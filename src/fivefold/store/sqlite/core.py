@@ -10,7 +10,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from fivefold.store.sqlite.snapshot import snapshot
 from fivefold.store.sqlite.writer import Writer
 
 log = logging.getLogger("fivefold.store")
+Params = Sequence[Any] | Mapping[str, Any]  # positional (?) or named (:name)
 # Transactions between prunings of the vector change log (a range delete on its key).
 LOG_PRUNE_EVERY = 256
 
@@ -129,11 +130,21 @@ class Core:
             )
 
     # -- statements ---------------------------------------------------------------------------
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+    def execute(self, sql: str, params: Params = ()) -> sqlite3.Cursor:
         try:
             return self.conn.execute(sql, params)
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise files.translate(exc, self.path, opened=self.opened) from exc
+
+    def rows(self, sql: str, params: Params = ()) -> list[Any]:
+        """Every row one read statement gives, under the store's lock."""
+        with self.lock:
+            return self.execute(sql, params).fetchall()
+
+    def row(self, sql: str, params: Params = ()) -> Any:
+        """The first row one read statement gives (None: none), under the store's lock."""
+        with self.lock:
+            return self.execute(sql, params).fetchone()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -10,17 +10,13 @@ from fivefold.store.records import Feedback
 from fivefold.store.shared.notes import labels_found
 from fivefold.store.shared.rows import feedback_entries
 from fivefold.store.shared.timeconv import to_ts
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.core import Core
 from fivefold.store.sqlite.schema import BY_ID
 
 
-@translating
-class SQLiteModels:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class SQLiteModels(Role[Core]):
     def add_feedback(
         self,
         namespace: str,
@@ -43,8 +39,7 @@ class SQLiteModels:
         return int(row[0])
 
     def feedback(self, namespace: str) -> list[Feedback]:
-        with self._core.lock:
-            rows = self._core.execute(schema.SELECT_FEEDBACK, (namespace,)).fetchall()
+        rows = self._core.rows(schema.SELECT_FEEDBACK, (namespace,))
         return feedback_entries(rows)
 
     def save_model(
@@ -62,11 +57,9 @@ class SQLiteModels:
         return int(row[0])
 
     def learned_model(self, namespace: str, user_id: str | None = None) -> tuple[int, str] | None:
-        with self._core.lock:
-            row = self._core.execute(schema.SELECT_MODEL, (namespace, user_id or "")).fetchone()
+        row = self._core.row(schema.SELECT_MODEL, (namespace, user_id or ""))
         return None if row is None else (int(row[0]), str(row[1]))
 
     def model_users(self, namespace: str) -> list[str]:
-        with self._core.lock:
-            rows = self._core.execute(schema.SELECT_MODEL_USERS, (namespace,)).fetchall()
+        rows = self._core.rows(schema.SELECT_MODEL_USERS, (namespace,))
         return [str(r[0]) for r in rows]

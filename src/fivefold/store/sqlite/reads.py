@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from fivefold.store.records import CatalogEntry, MemoryAttributes, NamespaceState
-from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record
+from fivefold.store.shared.rows import ids_by_key, memory_attributes, memory_record, scope_columns
 from fivefold.store.shared.timeconv import from_ts
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 from fivefold.store.sql import scope_sql
 from fivefold.store.sqlite import schema
 from fivefold.store.sqlite.core import Core
@@ -21,10 +21,9 @@ from fivefold.types import MemoryRecord, Scope
 DF_CACHE_TERMS = 20_000
 
 
-@translating
-class SQLiteReads:
+class SQLiteReads(Role[Core]):
     def __init__(self, core: Core) -> None:
-        self._core = core
+        super().__init__(core)
         self._catalogs: dict[str, tuple[int, list[CatalogEntry]]] = {}
         self._df_version: tuple[int, int] = (-1, -1)
         self._df_cache: dict[tuple[str, str], int] = {}
@@ -54,18 +53,16 @@ class SQLiteReads:
             "before": (1 << 63) - 1 if before is None else before,
             "limit": limit,
         }
-        with self._core.lock:
-            return [int(r[0]) for r in self._core.conn.execute(schema.SELECT_RECENT_IDS, params)]
+        return [int(r[0]) for r in self._core.rows(schema.SELECT_RECENT_IDS, params)]
 
     def attributes(self, namespace: str, ids: Sequence[int]) -> dict[int, MemoryAttributes]:
         if not ids:
             return {}
-        with self._core.lock:
-            rows = self._core.conn.execute(
-                "SELECT id, importance, type, event_at, created_at, speaker, length(content), "
-                f"superseded_by FROM memories WHERE {BY_ID}",
-                (namespace, id_list(ids)),
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT id, importance, type, event_at, created_at, speaker, length(content), "
+            f"superseded_by FROM memories WHERE {BY_ID}",
+            (namespace, id_list(ids)),
+        )
         return memory_attributes(rows)
 
     def catalog(self, namespace: str) -> list[CatalogEntry]:
@@ -88,8 +85,7 @@ class SQLiteReads:
         if not keys:
             return []
         args = {"ns": namespace, "keys": json.dumps(list(keys))}
-        with self._core.lock:
-            rows = self._core.conn.execute(schema.SELECT_NAMES_BY_KEY, args).fetchall()
+        rows = self._core.rows(schema.SELECT_NAMES_BY_KEY, args)
         return [CatalogEntry(int(i), name, norm, bool(a)) for i, name, norm, a in rows]
 
     def visible_entities(self, scope: Scope, entity_ids: Sequence[int]) -> set[int]:
@@ -106,16 +102,14 @@ class SQLiteReads:
             f"OR EXISTS (SELECT 1 FROM edges ed WHERE ed.target_id = j.value AND {edges})"
         )
         args = {"ids": id_list(entity_ids), **params, **edge_params}
-        with self._core.lock:
-            return {int(r[0]) for r in self._core.conn.execute(sql, args)}
+        return {int(r[0]) for r in self._core.rows(sql, args)}
 
     def entity_frequencies(self, namespace: str, entity_ids: Sequence[int]) -> dict[int, int]:
         if not entity_ids:
             return {}
-        with self._core.lock:
-            rows = self._core.conn.execute(
-                f"SELECT id, mentions FROM entities WHERE {BY_ID}", (namespace, id_list(entity_ids))
-            ).fetchall()
+        rows = self._core.rows(
+            f"SELECT id, mentions FROM entities WHERE {BY_ID}", (namespace, id_list(entity_ids))
+        )
         return {int(i): int(n) for i, n in rows}
 
     def state(self, namespace: str) -> NamespaceState:
@@ -148,35 +142,26 @@ class SQLiteReads:
         if exclude_session is not None:
             sql += " AND s.session_id != :session"
             params["session"] = exclude_session
-        with self._core.lock:
-            row = self._core.conn.execute(sql, params).fetchone()
+        row = self._core.row(sql, params)
         return None if row is None or row[0] is None else from_ts(row[0])
 
     def repeats(self, scope: Scope, keys: Sequence[str]) -> dict[str, list[int]]:
         if not keys:
             return {}
-        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
-        with self._core.lock:
-            rows = self._core.conn.execute(schema.FIND_REPEATS, (*where, json.dumps(list(keys))))
-            return ids_by_key(rows)
+        where = scope_columns(scope)
+        return ids_by_key(self._core.rows(schema.FIND_REPEATS, (*where, json.dumps(list(keys)))))
 
     def slot_holders(self, scope: Scope, slots: Sequence[str], limit: int) -> dict[str, list[int]]:
         if not slots or limit <= 0:
             return {}
-        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
-        with self._core.lock:
-            rows = self._core.conn.execute(
-                schema.SLOT_HOLDERS, (*where, json.dumps(list(slots)), limit)
-            ).fetchall()
+        where = scope_columns(scope)
+        rows = self._core.rows(schema.SLOT_HOLDERS, (*where, json.dumps(list(slots)), limit))
         return ids_by_key(rows)
 
     def replaced(self, namespace: str, ids: Sequence[int]) -> dict[int, list[int]]:
         if not ids:
             return {}
         out: dict[int, list[int]] = {}
-        with self._core.lock:
-            for successor, memory_id in self._core.conn.execute(
-                schema.REPLACED, (namespace, id_list(ids))
-            ):
-                out.setdefault(int(successor), []).append(int(memory_id))
+        for successor, memory_id in self._core.rows(schema.REPLACED, (namespace, id_list(ids))):
+            out.setdefault(int(successor), []).append(int(memory_id))
         return out

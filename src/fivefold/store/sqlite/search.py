@@ -13,18 +13,14 @@ import numpy as np
 from fivefold.embed.base import Vectors
 from fivefold.store.records import EdgeRow, Ids
 from fivefold.store.shared.timeconv import from_ts, to_ts
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.translate import Role
 from fivefold.store.sql import scope_sql
 from fivefold.store.sqlite.core import Core
 from fivefold.store.sqlite.schema import BY_ID, id_list
 from fivefold.types import ColumnWeights, EdgeKind, MemoryType, Scope
 
 
-@translating
-class SQLiteSearch:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class SQLiteSearch(Role[Core]):
     def vector_search(
         self,
         scope: Scope,
@@ -58,13 +54,12 @@ class SQLiteSearch:
     def vectors(self, namespace: str, ids: Sequence[int]) -> dict[int, Vectors]:
         if not ids:
             return {}
-        with self._core.lock:
-            rows = self._core.conn.execute(
-                "SELECT v.memory_id, v.embedding FROM vectors v "
-                "JOIN memories m ON m.id = v.memory_id "
-                "WHERE +m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))",
-                (namespace, id_list(ids)),
-            ).fetchall()
+        rows = self._core.rows(
+            "SELECT v.memory_id, v.embedding FROM vectors v "
+            "JOIN memories m ON m.id = v.memory_id "
+            "WHERE +m.namespace = ? AND m.id IN (SELECT value FROM json_each(?))",
+            (namespace, id_list(ids)),
+        )
         dim = self._core.dim
         return {int(i): np.frombuffer(blob, dtype=np.float32).reshape(dim) for i, blob in rows}
 

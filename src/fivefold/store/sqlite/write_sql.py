@@ -23,6 +23,10 @@ INSERT INTO memories (id, namespace, user_id, agent_id, session_id, content, pre
                       context_far, repeat_key, seen, last_seen_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+# A long job's note (``note_progress``): its first, then each next, which changes no row where
+# another run of the job moved the note meanwhile.
+INSERT_PROGRESS = "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING"
+UPDATE_PROGRESS = "UPDATE meta SET value = ? WHERE key = ? AND value = ?"
 INSERT_VECTOR = "INSERT INTO vectors (memory_id, embedding, context) VALUES (?, ?, ?)"
 INSERT_SLOT = (
     "INSERT OR IGNORE INTO slots (namespace, user_id, agent_id, slot, memory_id) "

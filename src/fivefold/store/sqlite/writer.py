@@ -21,6 +21,7 @@ from fivefold.store.shared import batch, context
 from fivefold.store.shared.rows import (
     edge_values,
     refuse_self_edge,
+    scope_columns,
     stored_edge,
     taken_by,
 )
@@ -56,7 +57,7 @@ class Writer:
     def supersede(self, scope: Scope, old: int, new: int, reason: str) -> bool:
         """``new`` replaces ``old``, both of ``scope`` (exactly): False when either is not
         there; ``InvalidInput`` when ``new`` is (transitively) superseded by ``old``."""
-        where = (scope.namespace, scope.user_id or "", scope.agent_id or "")
+        where = scope_columns(scope)
         held = {
             int(i): (s, v, e, c)
             for i, s, v, e, c in self._conn.execute(

@@ -9,22 +9,18 @@ from datetime import UTC, datetime
 import numpy as np
 
 from fivefold.embed.base import Vectors
-from fivefold.errors import InvalidInput, StoreError
-from fivefold.store.protocol import Progress
-from fivefold.store.records import NewEdge, NewMemory
+from fivefold.errors import InvalidInput
+from fivefold.store.records import NewEdge, NewMemory, Progress
 from fivefold.store.shared.batch import check_vectors
-from fivefold.store.shared.notes import PROGRESS_MOVED, PROGRESS_PREFIX
-from fivefold.store.shared.translate import translating
+from fivefold.store.shared.notes import note_progress
+from fivefold.store.shared.translate import Role
+from fivefold.store.sqlite import write_sql
 from fivefold.store.sqlite.core import Core
 from fivefold.text import normalize_name
 from fivefold.types import Edge, Entity, MemoryRecord, Scope
 
 
-@translating
-class SQLiteWrites:
-    def __init__(self, core: Core) -> None:
-        self._core = core
-
+class SQLiteWrites(Role[Core]):
     def insert_memories(
         self,
         memories: Sequence[NewMemory],
@@ -41,7 +37,13 @@ class SQLiteWrites:
             written = core.writer.memories(memories, vectors, ids)
             core.writer.seen_again(seen, seen_at or datetime.now(UTC))
             if progress is not None:
-                self._note_progress(progress)
+                note_progress(
+                    lambda sql, params: core.conn.execute(sql, params).rowcount,
+                    progress,
+                    insert=write_sql.INSERT_PROGRESS,
+                    update=write_sql.UPDATE_PROGRESS,
+                    location=core.path,
+                )
         with core.lock:  # the lexical indexes share the connection: never beside a reader
             core.lexical.written(m.scope.namespace for m in memories)
         return written
@@ -87,19 +89,3 @@ class SQLiteWrites:
     def supersede(self, scope: Scope, old: int, new: int, reason: str) -> bool:
         with self._core.transaction():
             return self._core.writer.supersede(scope, old, new, reason)
-
-    def _note_progress(self, progress: Progress) -> None:
-        conn = self._core.conn
-        key = PROGRESS_PREFIX + progress.key
-        if progress.previous is None:
-            noted = conn.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
-                (key, progress.value),
-            )
-        else:
-            noted = conn.execute(
-                "UPDATE meta SET value = ? WHERE key = ? AND value = ?",
-                (progress.value, key, progress.previous),
-            )
-        if noted.rowcount != 1:  # raised in the write's transaction: it is rolled back
-            raise StoreError(f"{self._core.path}: {PROGRESS_MOVED}")
