@@ -41,6 +41,7 @@ from fivefold.types import (
     MemoryType,
     ParsedQuery,
     Plan,
+    PlanName,
     RetrieverName,
     RetrieverRun,
     Scope,
@@ -469,6 +470,8 @@ class ReadPipeline:
             ranked = [
                 Fused(i, score, terms[i]) for i, score in model.rank(candidates)[:POST_FUSION_DEPTH]
             ]
+            if model is state.otherwise and state.ask.plan.name is PlanName.TEMPORAL:
+                ranked = _window_first(ranked, dated_within(state.query, attributes))
             state.ranked_by = model
             state.clock.time("fuse", start)
             return ranked, attributes
@@ -565,6 +568,20 @@ class ReadPipeline:
         by_id = {f.id: f for f in head}
         state.clock.time("mmr", start)
         return [by_id[i] for i in order] + tail
+
+
+def _window_first(ranked: Sequence[Fused], inside: set[int]) -> list[Fused]:
+    """A question about a time asks for what happened in it: the facts model weighs the window
+    as one feature among many, and put old memories sharing the question's words above the
+    events inside it. Those outside are scaled below the lowest inside (still probabilities,
+    each side in the model's order)."""
+    low = min((f.score for f in ranked if f.id in inside), default=None)
+    high = max((f.score for f in ranked if f.id not in inside), default=0.0)
+    if low is None or high <= low:
+        return list(ranked)
+    scale = low / high * (1.0 - 1e-9)
+    out = [f if f.id in inside else Fused(f.id, f.score * scale, f.terms) for f in ranked]
+    return sorted(out, key=lambda f: (-f.score, f.id))
 
 
 def _conversation_turns(probe: Sequence[Fused], attributes: Mapping[int, MemoryAttributes]) -> bool:
