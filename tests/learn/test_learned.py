@@ -7,6 +7,7 @@ import base64
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,9 @@ from fivefold.learn.model import (
     recall_at,
 )
 from fivefold.read.calibrate import LEARNED_COEFFICIENTS, confidence, result_features
+from fivefold.read.fuse import Fused
+from fivefold.read.pipeline import _window_first
+from fivefold.read.reader import FACTS_MODEL
 from fivefold.store.records import MemoryAttributes
 from fivefold.types import (
     MemoryType,
@@ -41,7 +45,7 @@ NOW = datetime(2026, 3, 20, 12, tzinfo=UTC)
 LEARNING = Config(optimizer=OptimizerConfig(mode=OptimizerMode.LEARNED))
 TOPICS = 40
 TRAINED = 35  # topics with feedback; the rest are never seen by training
-NOT_TURNS = "the candidates are not conversation turns: the rules rank"
+NOT_TURNS = "the candidates are not conversation turns: the facts model ranks"
 FILLER = (
     "and then we talked for a long while about the weather the garden the road home the "
     "market the late train and what everyone would cook for dinner on the long weekend"
@@ -313,27 +317,93 @@ def test_the_cli_takes_feedback_and_trains(tmp_path: Path) -> None:
     assert "recall_id" in bad.output
 
 
-def test_the_packaged_model_ranks_conversation_turns_only(hashing_mem: fivefold.Memory) -> None:
-    learning = _learning(hashing_mem)
+def _turns_and_notes(mem: fivefold.Memory) -> None:
+    """The same twelve facts as conversation turns (namespace "talk") and as an agent's
+    notes, without a speaker ("notes")."""
     turns = [
         {"content": f"{who}: the support group met on day {n}", "session_id": "s1"}
         for n, who in enumerate(["Caroline", "Melanie"] * 6)
     ]
-    learning.remember_many([{**t, "namespace": "talk"} for t in turns])
-    learning.remember_many(
+    mem.remember_many([{**t, "namespace": "talk"} for t in turns])
+    mem.remember_many(
         [{"content": f"the support group met on day {n}", "namespace": "notes"} for n in range(12)]
     )
-    spoken = learning.recall("when did the support group meet?", namespace="talk", now=NOW)
+
+
+def test_the_packaged_models_rank_turns_and_other_memories(hashing_mem: fivefold.Memory) -> None:
+    """Conversation turns are ranked by the conversation model, other memories by the facts
+    model; the plan names the one that ranked, and only it."""
+    learning = _learning(hashing_mem)
+    _turns_and_notes(learning)
+    question = "when did the support group meet?"
+    spoken = learning.recall(question, namespace="talk", now=NOW)
     reasons = spoken.plan.reasons
-    assert any(r.startswith("learned fusion ranks: the packaged model") for r in reasons)
-    assert NOT_TURNS not in reasons
+    assert reasons[-1] == (
+        "learned fusion ranks: the packaged model (trained on LoCoMo conversations; "
+        "for conversation turns)"
+    )
+    assert not any("facts model" in r for r in reasons)
     assert all(0.0 < h.score < 1.0 for h in spoken.hits)
-    written = learning.recall("when did the support group meet?", namespace="notes", now=NOW)
-    assert NOT_TURNS in written.plan.reasons
-    # The model that did not rank is not named as ranking (both lines showed: a contradiction).
-    assert not any(r.startswith("learned fusion ranks") for r in written.plan.reasons)
-    explained = learning.explain("when did the support group meet?", namespace="notes", now=NOW)
+    written = learning.recall(question, namespace="notes", now=NOW)
+    assert written.plan.reasons[-2:] == (
+        "learned fusion ranks: the packaged facts model (trained on agent facts; for memories "
+        "that are not turns)",
+        NOT_TURNS,
+    )
+    assert not any("LoCoMo" in r for r in written.plan.reasons)
+    # Its scores are the facts model's probabilities, not the rules' fused scores.
+    ruled = _rule_mode(hashing_mem).recall(question, namespace="notes", now=NOW)
+    assert all(0.0 < h.score < 1.0 for h in written.hits)
+    assert [h.score for h in written.hits] != [h.score for h in ruled.hits]
+    explained = learning.explain(question, namespace="notes", now=NOW)
     assert explained.plan.reasons == written.plan.reasons
+
+
+def _rule_mode(mem: fivefold.Memory) -> fivefold.Memory:
+    config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE))
+    return fivefold.Memory(mem.store, mem.embedder, config)
+
+
+def test_the_packaged_facts_model_fits_the_read_path() -> None:
+    """The facts model ships, loads (its format and features are this version's) and says
+    what it was fit on: the dev users of the facts benchmark only."""
+    text = resources.files("fivefold").joinpath(FACTS_MODEL).read_text()
+    model = LearnedModel.from_json(text)
+    assert model is not None
+    trained_on = str(model.report["trained_on"])
+    assert "dev users (kofi, maya)" in trained_on
+    assert "ines" not in trained_on
+    assert "tane" not in trained_on
+
+
+def test_a_namespace_model_ranks_before_the_packaged_ones(hashing_mem: fivefold.Memory) -> None:
+    learning = _learning(hashing_mem)
+    _turns_and_notes(learning)
+    payload = resources.files("fivefold").joinpath(FACTS_MODEL).read_text()
+    for namespace in ("talk", "notes"):
+        hashing_mem.store.models.save_model(namespace, payload, accepted=True)
+        result = learning.recall("when did the support group meet?", namespace=namespace, now=NOW)
+        assert result.plan.reasons[-1] == "learned fusion ranks: model v1"
+
+
+def test_without_a_facts_model_the_rules_rank_other_memories(
+    hashing_mem: fivefold.Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build without the facts model ranks turns by the conversation model and other
+    memories by the rules, and names no model for them."""
+    monkeypatch.setattr("fivefold.read.reader.FACTS_MODEL", "no_such_model.json")
+    learning = _learning(hashing_mem)
+    _turns_and_notes(learning)
+    question = "when did the support group meet?"
+    spoken = learning.recall(question, namespace="talk", now=NOW)
+    assert spoken.plan.reasons[-1].startswith("learned fusion ranks: the packaged model")
+    written = learning.recall(question, namespace="notes", now=NOW)
+    assert written.plan.reasons[-1] == ("the candidates are not conversation turns: the rules rank")
+    assert not any(r.startswith("learned fusion ranks") for r in written.plan.reasons)
+    ruled = _rule_mode(hashing_mem).recall(question, namespace="notes", now=NOW)
+    assert [(h.memory.id, h.score) for h in written.hits] == [
+        (h.memory.id, h.score) for h in ruled.hits
+    ]
 
 
 @pytest.mark.slow
@@ -413,3 +483,14 @@ def test_a_feedback_row_no_longer_readable_does_not_stop_training(
     learning.store.models.add_feedback("default", "topic1", odd, {answers[1]: 1.0}, NOW)
     assert len(learning.examples()) == TRAINED
     assert learning.train().recalls == TRAINED
+
+
+def test_a_temporal_plan_ranks_the_window_first_under_the_facts_model() -> None:
+    ranked = [Fused(1, 0.9, ()), Fused(2, 0.5, ()), Fused(3, 0.4, ()), Fused(4, 0.1, ())]
+    out = _window_first(ranked, {2, 4})
+    assert [f.id for f in out] == [2, 4, 1, 3]  # each side in the model's order
+    assert all(0.0 <= f.score <= 1.0 for f in out)
+    assert {f.id: f.score for f in out}[2] == 0.5  # inside: the model's probability
+    # Nothing inside, or the window's memories first already: the model's ranking as it is.
+    assert _window_first(ranked, set()) == ranked
+    assert _window_first(ranked, {1, 2}) == ranked
