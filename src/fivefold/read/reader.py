@@ -15,6 +15,7 @@ import numpy as np
 
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
+from fivefold.embed.onnx import same_model
 from fivefold.errors import InvalidInput
 from fivefold.learn.model import Example, LearnedModel
 from fivefold.read.args import RecallArgs
@@ -87,7 +88,11 @@ class Reader:
         self._models: dict[str, tuple[int, dict[str | None, LearnedModel | None]]] = {}
         self._per_user = config.learned.scope is LearnedScope.USER
         self._default_model = _packaged_model(DEFAULT_MODEL, turns_only=True)
-        self._facts_model = _packaged_model(FACTS_MODEL, turns_only=False)
+        # Fit on one embedder's similarities, the facts model means little on another's.
+        facts = _packaged_model(FACTS_MODEL, turns_only=False)
+        fit_with = None if facts is None else facts.report.get("embedder")
+        fits = fit_with is None or same_model(str(fit_with), embedder.name)
+        self._facts_model = facts if fits else None
         self._pipeline = ReadPipeline(store, embedder, config, reranker)
         self._cache = ResultCache(
             ttl_seconds=config.cache.ttl_seconds, max_entries=config.cache.max_entries
