@@ -110,7 +110,7 @@ MEANINGS: Mapping[str, str] = MappingProxyType(
         # [optimizer]
         "optimizer.mode": '"learned" (default): a namespace\'s trained model ranks, else a '
         "packaged one: the conversation model where most candidates are conversation turns, "
-        "the facts model elsewhere; "
+        "the facts model elsewhere (under the embedder it was fit with, else the rules); "
         '"rule": the rule optimizer picks a plan per query; "cached": the rules behind a result '
         'cache; "off": the balanced plan (every retriever, equal weights, `fusion.k`) for '
         "every query.",
