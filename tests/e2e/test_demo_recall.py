@@ -14,7 +14,8 @@ from fivefold.types import OptimizerMode
 
 @pytest.fixture(scope="module")
 def demo_mem(minilm: fivefold.MiniLMEmbedder) -> Iterator[fivefold.Memory]:
-    """The demo store with the default configuration (the rule optimizer)."""
+    """The demo store with the default configuration (learned fusion: the packaged facts
+    model ranks the demo's memories, which are not conversation turns)."""
     with fivefold.Memory.open(":memory:", embedder=minilm) as memory:
         demo.load(memory)
         yield memory
@@ -61,7 +62,10 @@ def test_right_memory_first(
     assert (result.plan.name is fivefold.PlanName.BALANCED) is off
 
 
-@pytest.mark.parametrize(("mode", "floor"), [(OptimizerMode.RULE, 20), (OptimizerMode.OFF, 19)])
+@pytest.mark.parametrize(
+    ("mode", "floor"),
+    [(OptimizerMode.LEARNED, 21), (OptimizerMode.RULE, 20), (OptimizerMode.OFF, 19)],
+)
 def test_most_demo_queries_put_the_expected_memory_first(
     demo_mem: fivefold.Memory, mode: OptimizerMode, floor: int
 ) -> None:
@@ -137,7 +141,16 @@ def test_explain_reports_every_retriever_and_fusion_term(either_mem: fivefold.Me
             term.weight * term.confidence**0.5 / (k + term.rank)
         )
     assert top.fused == pytest.approx(sum(t.contribution for t in top.terms))
-    assert top.final == pytest.approx(top.fused * (0.7 + 0.3 * top.importance))
+    rules_final = top.fused * (0.7 + 0.3 * top.importance)
+    if either_mem.config.optimizer.mode is OptimizerMode.LEARNED:
+        # The default ranks the demo's facts by the packaged facts model: the final score is
+        # its probability, not the rules' fused score times the importance prior.
+        reasons = explanation.plan.reasons
+        assert any(r.startswith("learned fusion ranks: the packaged facts model") for r in reasons)
+        assert 0.0 < top.final < 1.0
+        assert top.final != pytest.approx(rules_final)
+    else:
+        assert top.final == pytest.approx(rules_final)
 
 
 def test_recall_result_carries_plan_query_and_timings(demo_mem: fivefold.Memory) -> None:

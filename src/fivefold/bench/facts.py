@@ -206,14 +206,29 @@ def table(results: Mapping[str, Scores], users: Sequence[str]) -> str:
 @click.option("--embedder", type=click.Choice(["minilm", "hashing"]), default="minilm")
 @click.option("--json", "json_path", type=click.Path(path_type=Path))
 @click.option("--misses", is_flag=True, help="Print the dev users' questions fivefold misses.")
+@click.option(
+    "--save-model",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write learned fusion fit on the dev users' questions alone (JSON; what fivefold "
+    "ships as its packaged facts model).",
+)
 def facts(
-    data: Path | None, db: str | None, embedder: str, json_path: Path | None, misses: bool
+    data: Path | None,
+    db: str | None,
+    embedder: str,
+    json_path: Path | None,
+    misses: bool,
+    save_model: Path | None,
 ) -> None:
     """Agent facts: recall@5 per stratum (dev and held-out users), baselines, abstention."""
+    from fivefold.bench.facts_model import fit_facts_model
     from fivefold.embed import HashingEmbedder, MiniLMEmbedder
 
     model: Embedder = MiniLMEmbedder() if embedder == "minilm" else HashingEmbedder()
     users = load_users(data)
+    if save_model is not None:  # first: a fit that fails costs no benchmark run
+        save_model.write_text(fit_facts_model(users, model).to_json() + "\n")
+        click.echo(f"wrote {save_model}")
     results = run_all(users, model, db)
     loaded = {u.name for u in users}
     for label, names in (("dev", DEV_USERS), ("held out", HELD_OUT_USERS)):

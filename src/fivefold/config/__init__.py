@@ -225,10 +225,9 @@ class IndexConfig:
 class OptimizerConfig:
     """Rule DAG thresholds (``read/plan/rules.py``) and plan knobs."""
 
-    # Learned fusion over the rule optimizer's plans by default: with the packaged model (for
-    # conversation turns) it ranks better than the rules on conversations it never saw
-    # (BENCHMARKS.md); on other memories, until a namespace trains its own model, the rules
-    # rank, as in "rule" mode.
+    # Learned fusion over the rule optimizer's plans by default: with the packaged models (one
+    # for conversation turns, one for other memories) it ranks better than the rules on
+    # conversations and users it never saw (BENCHMARKS.md), until a namespace trains its own.
     mode: OptimizerMode = OptimizerMode.LEARNED
     precise_threshold: float = 0.8
     exploratory_threshold: float = 0.4

@@ -108,8 +108,9 @@ MEANINGS: Mapping[str, str] = MappingProxyType(
         "half-precision copy of the vectors; below `index.hnsw_threshold` nothing changes "
         "(exact search on float32).",
         # [optimizer]
-        "optimizer.mode": '"learned" (default): a namespace\'s trained model ranks, else the '
-        "packaged one where most candidates are conversation turns, else the rules; "
+        "optimizer.mode": '"learned" (default): a namespace\'s trained model ranks, else a '
+        "packaged one: the conversation model where most candidates are conversation turns, "
+        "the facts model elsewhere (under the embedder it was fit with, else the rules); "
         '"rule": the rule optimizer picks a plan per query; "cached": the rules behind a result '
         'cache; "off": the balanced plan (every retriever, equal weights, `fusion.k`) for '
         "every query.",

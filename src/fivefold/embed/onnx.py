@@ -7,6 +7,7 @@ one model, and a model file replaced in place is another.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections.abc import Sequence
@@ -17,10 +18,17 @@ import numpy as np
 
 from fivefold.config import Pooling
 from fivefold.embed.base import Budget, KnownModel, Vectors, normalize_rows
-from fivefold.embed.minilm import Released, by_length, load_session, run_within
+from fivefold.embed.minilm import (
+    MODEL_NAME,
+    Released,
+    by_length,
+    load_session,
+    packaged_model_file,
+    run_within,
+)
 from fivefold.errors import EmbedderError
 
-__all__ = ["OnnxEmbedder", "model_file"]
+__all__ = ["OnnxEmbedder", "model_file", "same_model"]
 
 
 class OnnxEmbedder(KnownModel):
@@ -128,3 +136,22 @@ def model_file(folder: Path) -> Path:
 def _digest(path: Path) -> str:
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()[:16]
+
+
+def same_model(name: str, other: str) -> bool:
+    """Whether two embedders' names are one model: the same name, or the packaged MiniLM and
+    the onnx provider given its very file (mean pooling), which embed alike."""
+    if name == other:
+        return True
+    if MODEL_NAME not in (name, other):
+        return False
+    local = other if name == MODEL_NAME else name
+    return local.startswith("onnx:") and local.endswith(f"@sha256:{_packaged_digest()}:mean")
+
+
+@functools.cache
+def _packaged_digest() -> str:
+    try:
+        return _digest(packaged_model_file())
+    except EmbedderError:  # no packaged model: nothing is the same as it
+        return "-"

@@ -41,6 +41,7 @@ from fivefold.types import (
     MemoryType,
     ParsedQuery,
     Plan,
+    PlanName,
     RetrieverName,
     RetrieverRun,
     Scope,
@@ -52,8 +53,8 @@ from fivefold.types import (
 # Fused candidates kept for the post-fusion policies: enough that a memory pushed down by
 # demotion or a post-filter is replaced from below, few enough that each policy stays cheap.
 POST_FUSION_DEPTH = 200
-# How many of the rule fusion's best candidates decide whether the packaged learned model ranks
-# (it does when most of them are conversation turns).
+# How many of the rule fusion's best candidates decide whether the packaged conversation model
+# ranks (it does when most of them are conversation turns; else the facts model does).
 CONVERSATION_PROBE = 10
 S, L, G, T, Y = (
     RetrieverName.SEMANTIC,
@@ -73,10 +74,15 @@ class Retrieval:
     attributes: dict[int, MemoryAttributes]
     notes: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict)
-    # The learned model ranked (its scores are probabilities: confidence reads them so).
-    learned: bool = False
+    # The learned model that ranked (None: the rules).
+    model: LearnedModel | None = None
     # Per superseded memory kept in the ranking, the current memory that replaced it.
     replaced: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def learned(self) -> bool:
+        """A model ranked: its scores are probabilities (confidence reads them so)."""
+        return self.model is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +117,9 @@ class _State:
     query: ParsedQuery  # the ask's, with the rewrites once they are made
     clock: _Clock = field(default_factory=_Clock)
     model: LearnedModel | None = None
+    otherwise: LearnedModel | None = None
     include_superseded: bool = True
-    learned: bool = False
+    ranked_by: LearnedModel | None = None
     vectors: Vectors | None = None
     # The query's embedding while it is being computed (see ``_retrieve``).
     embedding: Future[Vectors | None] | None = None
@@ -140,10 +147,19 @@ class ReadPipeline:
         *,
         budget: Budget = Budget.MID,
         model: LearnedModel | None = None,
+        otherwise: LearnedModel | None = None,
         include_superseded: bool = True,
     ) -> Retrieval:
-        """``model``: learned fusion ranks the candidates instead of the plan's RRF."""
-        state = _State(question, question.query, model=model, include_superseded=include_superseded)
+        """``model``: learned fusion ranks the candidates instead of the plan's RRF;
+        ``otherwise``: what ranks where ``model`` ranks conversation turns only and the
+        candidates are not turns (None: the rules)."""
+        state = _State(
+            question,
+            question.query,
+            model=model,
+            otherwise=otherwise,
+            include_superseded=include_superseded,
+        )
         self._retrieve(state)
         if question.plan.rewrites:
             self._rewrite(state)
@@ -179,7 +195,7 @@ class ReadPipeline:
             attributes,
             tuple(state.notes),
             state.clock.timings,
-            state.learned,
+            state.ranked_by,
             replaced,
         )
 
@@ -445,24 +461,20 @@ class ReadPipeline:
     def _fuse(self, state: _State) -> tuple[list[Fused], dict[int, MemoryAttributes]]:
         start = time.perf_counter()
         fused = self._rule_fused(state)
-        if state.model is not None:
-            # The packaged model looks at the ten best candidates first (one small read).
-            probe = fused[:CONVERSATION_PROBE] if state.model.turns_only else []
-            if not probe or _conversation_turns(
-                probe, self._attributes(state, [f.id for f in probe])
-            ):
-                # The model weighs importance and the speaker itself: no prior or boost after.
-                attributes = self._attributes(state, [f.id for f in fused])
-                candidates = self._candidates(state, fused, attributes)
-                terms = {f.id: f.terms for f in fused}
-                ranked = [
-                    Fused(i, score, terms[i])
-                    for i, score in state.model.rank(candidates)[:POST_FUSION_DEPTH]
-                ]
-                state.learned = True
-                state.clock.time("fuse", start)
-                return ranked, attributes
-            state.notes.append("the candidates are not conversation turns: the rules rank")
+        model = self._ranker(state, fused)
+        if model is not None:
+            # The model weighs importance and the speaker itself: no prior or boost after.
+            attributes = self._attributes(state, [f.id for f in fused])
+            candidates = self._candidates(state, fused, attributes)
+            terms = {f.id: f.terms for f in fused}
+            ranked = [
+                Fused(i, score, terms[i]) for i, score in model.rank(candidates)[:POST_FUSION_DEPTH]
+            ]
+            if model is state.otherwise and state.ask.plan.name is PlanName.TEMPORAL:
+                ranked = _window_first(ranked, dated_within(state.query, attributes))
+            state.ranked_by = model
+            state.clock.time("fuse", start)
+            return ranked, attributes
         fusion = self._config.fusion
         fused = fused[:POST_FUSION_DEPTH]
         attributes = self._attributes(state, [f.id for f in fused])
@@ -472,6 +484,20 @@ class ReadPipeline:
         ranked = boost(ranked, dated_within(state.query, attributes), fusion.window_boost)
         state.clock.time("fuse", start)
         return ranked, attributes
+
+    def _ranker(self, state: _State, fused: Sequence[Fused]) -> LearnedModel | None:
+        """The model that ranks these candidates (None: the rules). A model for conversation
+        turns looks at the ten best candidates first (one small read); where most are not
+        turns, ``otherwise`` ranks."""
+        model = state.model
+        if model is None or not model.turns_only:
+            return model
+        probe = fused[:CONVERSATION_PROBE]
+        if not probe or _conversation_turns(probe, self._attributes(state, [f.id for f in probe])):
+            return model
+        ranks = "the rules rank" if state.otherwise is None else "the facts model ranks"
+        state.notes.append(f"the candidates are not conversation turns: {ranks}")
+        return state.otherwise
 
     def _post_filter(
         self, state: _State, ranked: list[Fused], attributes: dict[int, MemoryAttributes]
@@ -544,10 +570,24 @@ class ReadPipeline:
         return [by_id[i] for i in order] + tail
 
 
+def _window_first(ranked: Sequence[Fused], inside: set[int]) -> list[Fused]:
+    """A question about a time asks for what happened in it: the facts model weighs the window
+    as one feature among many, and put old memories sharing the question's words above the
+    events inside it. Those outside are scaled below the lowest inside (still probabilities,
+    each side in the model's order)."""
+    low = min((f.score for f in ranked if f.id in inside), default=None)
+    high = max((f.score for f in ranked if f.id not in inside), default=0.0)
+    if low is None or high <= low:
+        return list(ranked)
+    scale = low / high * (1.0 - 1e-9)
+    out = [f if f.id in inside else Fused(f.id, f.score * scale, f.terms) for f in ranked]
+    return sorted(out, key=lambda f: (-f.score, f.id))
+
+
 def _conversation_turns(probe: Sequence[Fused], attributes: Mapping[int, MemoryAttributes]) -> bool:
     """Whether most of the ``probe`` (the best candidates) are conversation turns (they have a
-    speaker): the packaged model learned from conversations, and on memories of another kind
-    (the demo's facts) the rules rank better."""
+    speaker): the packaged conversation model learned from them, and on memories of another
+    kind (the demo's facts) it ranks worse than the rules; a model fit on facts ranks those."""
     top = [attributes.get(f.id) for f in probe]
     spoken = sum(1 for a in top if a is not None and a.speaker is not None)
     return bool(top) and 2 * spoken >= len(top)

@@ -15,6 +15,7 @@ import numpy as np
 
 from fivefold.config import Config
 from fivefold.embed.base import Embedder
+from fivefold.embed.onnx import same_model
 from fivefold.errors import InvalidInput
 from fivefold.learn.model import Example, LearnedModel
 from fivefold.read.args import RecallArgs
@@ -58,8 +59,10 @@ def _detached(hits: tuple[Hit, ...]) -> tuple[Hit, ...]:
     )
 
 
-# The packaged model learned fusion uses where a namespace has trained none (None: the rules).
+# The packaged models learned fusion uses where a namespace has trained none (None: the rules):
+# one fit on conversations, for recalls whose candidates are turns, and one fit on agent facts.
 DEFAULT_MODEL = "learned_default.json"
+FACTS_MODEL = "learned_facts.json"
 LEARNED_RANKS = "learned fusion ranks: "  # the plan's reason naming the model that ranks
 
 
@@ -85,7 +88,12 @@ class Reader:
         # Per namespace, at its generation: the model each user's recalls rank by.
         self._models: dict[str, tuple[int, dict[str | None, LearnedModel | None]]] = {}
         self._per_user = config.learned.scope is LearnedScope.USER
-        self._default_model = _packaged_model()
+        self._default_model = _packaged_model(DEFAULT_MODEL, turns_only=True)
+        # Fit on one embedder's similarities, the facts model means little on another's.
+        facts = _packaged_model(FACTS_MODEL, turns_only=False)
+        fit_with = None if facts is None else facts.report.get("embedder")
+        fits = fit_with is None or same_model(str(fit_with), embedder.name)
+        self._facts_model = facts if fits else None
         self._pipeline = ReadPipeline(store, embedder, config, reranker)
         self._cache = ResultCache(
             ttl_seconds=config.cache.ttl_seconds, max_entries=config.cache.max_entries
@@ -308,6 +316,7 @@ class Reader:
             self._question(args, planned, stats),
             budget=args.budget,
             model=model,
+            otherwise=self._facts_model if model is not None and model.turns_only else None,
             include_superseded=args.include_superseded,
         )
 
@@ -367,28 +376,32 @@ class Reader:
 def _label(model: LearnedModel) -> str:
     if model.turns_only:
         return "the packaged model (trained on LoCoMo conversations; for conversation turns)"
+    if model.version == 0:
+        return "the packaged facts model (trained on agent facts; for memories that are not turns)"
     user = model.report.get("user_id")
     return f"model v{model.version}" + ("" if user is None else f" of user {user!r}")
 
 
-def _packaged_model() -> LearnedModel | None:
-    """The model that ships with fivefold (trained on the public LoCoMo conversations), if
-    this build carries one."""
+def _packaged_model(name: str, *, turns_only: bool) -> LearnedModel | None:
+    """A model that ships with fivefold (``DEFAULT_MODEL``: trained on the public LoCoMo
+    conversations; ``FACTS_MODEL``: on the dev users of the agent-facts benchmark), if this
+    build carries it."""
     try:
-        text = resources.files("fivefold").joinpath(DEFAULT_MODEL).read_text()
+        text = resources.files("fivefold").joinpath(name).read_text()
     except (FileNotFoundError, OSError):
         return None
     model = LearnedModel.from_json(text, version=0)
-    return None if model is None else replace(model, turns_only=True)
+    return None if model is None else replace(model, turns_only=turns_only)
 
 
 def _with_notes(plan: Plan, retrieval: Retrieval) -> Plan:
-    """The plan's reasons, then the retrieval's notes. A model chosen that did not rank (the
-    packaged one, when the candidates are not conversation turns: the retrieval's note says so)
-    is not named as ranking."""
-    reasons = plan.reasons
-    if not retrieval.learned:
-        reasons = tuple(r for r in reasons if not r.startswith(LEARNED_RANKS))
+    """The plan's reasons, then the retrieval's notes. The model chosen is named as ranking
+    only if it ranked: where the candidates are not conversation turns the conversation model
+    gives way to the facts model (named instead) or the rules (none named); the retrieval's
+    note says which."""
+    reasons = tuple(r for r in plan.reasons if not r.startswith(LEARNED_RANKS))
+    if retrieval.model is not None:
+        reasons = (*reasons, f"{LEARNED_RANKS}{_label(retrieval.model)}")
     if not retrieval.notes and reasons == plan.reasons:
         return plan
     return replace(plan, reasons=(*reasons, *retrieval.notes))
