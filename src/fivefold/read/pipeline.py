@@ -22,6 +22,7 @@ from fivefold.read.demote import demote
 from fivefold.read.favour import dated_within, spoken_by_named, when
 from fivefold.read.fuse import Fused, apply_prior, boost, weighted_rrf
 from fivefold.read.query_vectors import QueryVectors
+from fivefold.read.rankers import CONVERSATION_PROBE, conversation_turns, window_first
 from fivefold.read.rerank.base import Reranker
 from fivefold.read.rerank.mmr import mmr_order
 from fivefold.read.rerank.rewrite import RewriteError, feedback_rewrites, llm_rewrites
@@ -53,9 +54,6 @@ from fivefold.types import (
 # Fused candidates kept for the post-fusion policies: enough that a memory pushed down by
 # demotion or a post-filter is replaced from below, few enough that each policy stays cheap.
 POST_FUSION_DEPTH = 200
-# How many of the rule fusion's best candidates decide whether the packaged conversation model
-# ranks (it does when most of them are conversation turns; else the facts model does).
-CONVERSATION_PROBE = 10
 S, L, G, T, Y = (
     RetrieverName.SEMANTIC,
     RetrieverName.LEXICAL,
@@ -471,7 +469,7 @@ class ReadPipeline:
                 Fused(i, score, terms[i]) for i, score in model.rank(candidates)[:POST_FUSION_DEPTH]
             ]
             if model is state.otherwise and state.ask.plan.name is PlanName.TEMPORAL:
-                ranked = _window_first(ranked, dated_within(state.query, attributes))
+                ranked = window_first(ranked, dated_within(state.query, attributes))
             state.ranked_by = model
             state.clock.time("fuse", start)
             return ranked, attributes
@@ -493,7 +491,7 @@ class ReadPipeline:
         if model is None or not model.turns_only:
             return model
         probe = fused[:CONVERSATION_PROBE]
-        if not probe or _conversation_turns(probe, self._attributes(state, [f.id for f in probe])):
+        if not probe or conversation_turns(probe, self._attributes(state, [f.id for f in probe])):
             return model
         ranks = "the rules rank" if state.otherwise is None else "the facts model ranks"
         state.notes.append(f"the candidates are not conversation turns: {ranks}")
@@ -568,29 +566,6 @@ class ReadPipeline:
         by_id = {f.id: f for f in head}
         state.clock.time("mmr", start)
         return [by_id[i] for i in order] + tail
-
-
-def _window_first(ranked: Sequence[Fused], inside: set[int]) -> list[Fused]:
-    """A question about a time asks for what happened in it: the facts model weighs the window
-    as one feature among many, and put old memories sharing the question's words above the
-    events inside it. Those outside are scaled below the lowest inside (still probabilities,
-    each side in the model's order)."""
-    low = min((f.score for f in ranked if f.id in inside), default=None)
-    high = max((f.score for f in ranked if f.id not in inside), default=0.0)
-    if low is None or high <= low:
-        return list(ranked)
-    scale = low / high * (1.0 - 1e-9)
-    out = [f if f.id in inside else Fused(f.id, f.score * scale, f.terms) for f in ranked]
-    return sorted(out, key=lambda f: (-f.score, f.id))
-
-
-def _conversation_turns(probe: Sequence[Fused], attributes: Mapping[int, MemoryAttributes]) -> bool:
-    """Whether most of the ``probe`` (the best candidates) are conversation turns (they have a
-    speaker): the packaged conversation model learned from them, and on memories of another
-    kind (the demo's facts) it ranks worse than the rules; a model fit on facts ranks those."""
-    top = [attributes.get(f.id) for f in probe]
-    spoken = sum(1 for a in top if a is not None and a.speaker is not None)
-    return bool(top) and 2 * spoken >= len(top)
 
 
 @functools.cache

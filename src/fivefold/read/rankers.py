@@ -1,0 +1,36 @@
+"""Which packaged model ranks a recall's candidates, and how the facts model's ranking meets a
+question's time window: pure functions over the fused candidates and their attributes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from fivefold.read.fuse import Fused
+from fivefold.store.records import MemoryAttributes
+
+# How many of the rule fusion's best candidates decide whether the packaged conversation model
+# ranks (it does when most of them are conversation turns; else the facts model does).
+CONVERSATION_PROBE = 10
+
+
+def window_first(ranked: Sequence[Fused], inside: set[int]) -> list[Fused]:
+    """A question about a time asks for what happened in it: the facts model weighs the window
+    as one feature among many, and put old memories sharing the question's words above the
+    events inside it. Those outside are scaled below the lowest inside (still probabilities,
+    each side in the model's order)."""
+    low = min((f.score for f in ranked if f.id in inside), default=None)
+    high = max((f.score for f in ranked if f.id not in inside), default=0.0)
+    if low is None or high <= low:
+        return list(ranked)
+    scale = low / high * (1.0 - 1e-9)
+    out = [f if f.id in inside else Fused(f.id, f.score * scale, f.terms) for f in ranked]
+    return sorted(out, key=lambda f: (-f.score, f.id))
+
+
+def conversation_turns(probe: Sequence[Fused], attributes: Mapping[int, MemoryAttributes]) -> bool:
+    """Whether most of the ``probe`` (the best candidates) are conversation turns (they have a
+    speaker): the packaged conversation model learned from them, and on memories of another
+    kind (the demo's facts) it ranks worse than the rules; a model fit on facts ranks those."""
+    top = [attributes.get(f.id) for f in probe]
+    spoken = sum(1 for a in top if a is not None and a.speaker is not None)
+    return bool(top) and 2 * spoken >= len(top)
