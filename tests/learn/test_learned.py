@@ -29,7 +29,7 @@ from fivefold.learn.model import (
 )
 from fivefold.read.calibrate import LEARNED_COEFFICIENTS, confidence, result_features
 from fivefold.read.fuse import Fused
-from fivefold.read.pipeline import _window_first
+from fivefold.read.rankers import window_first
 from fivefold.read.reader import FACTS_MODEL
 from fivefold.store.records import MemoryAttributes
 from fivefold.types import (
@@ -428,10 +428,10 @@ def test_the_facts_model_knows_its_embedder_under_another_name(tmp_path: Path) -
 
 def test_a_temporal_plan_ranks_the_window_first_under_the_facts_model() -> None:
     ranked = [Fused(1, 0.9, ()), Fused(2, 0.5, ()), Fused(3, 0.4, ()), Fused(4, 0.1, ())]
-    out = _window_first(ranked, {2, 4})
+    out = window_first(ranked, {2, 4})
     assert [f.id for f in out] == [2, 4, 1, 3]  # each side in the model's order
     assert all(0.0 <= f.score <= 1.0 for f in out)
     assert {f.id: f.score for f in out}[2] == 0.5  # inside: the model's probability
     # Nothing inside, or the window's memories first already: the model's ranking as it is.
-    assert _window_first(ranked, set()) == ranked
-    assert _window_first(ranked, {1, 2}) == ranked
+    assert window_first(ranked, set()) == ranked
+    assert window_first(ranked, {1, 2}) == ranked
