@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from fivefold.bench.facts import facts
+from fivefold.bench.facts_cli import facts
 from fivefold.bench.latency_cli import latency
 from fivefold.bench.quality_cli import COMMANDS
 from fivefold.bench.serve import serve
