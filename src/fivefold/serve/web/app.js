@@ -160,6 +160,8 @@ function showMemory(memory) {
     try {
       const params = new URLSearchParams(scope());
       await api("DELETE", `/v1/memories/${memory.id}?${params}`);
+      // The list may have been drawn again while the request ran: remove its row, not only this one.
+      for (const row of $("memories").querySelectorAll(`li[data-id='${memory.id}']`)) row.remove();
       item.remove();
       status(`forgot memory #${memory.id}`);
     } catch (error) {
@@ -170,18 +172,23 @@ function showMemory(memory) {
   return item;
 }
 
+// Each browse is numbered: only the latest one draws (a key typed, then Refresh, sends two).
+let browsing = 0;
+
 async function browse(reset) {
   const params = new URLSearchParams({ limit: "25", ...scope() });
   if (!reset && oldest !== null) params.set("before", String(oldest));
+  const mine = ++browsing;
   try {
     const memories = await api("GET", `/v1/memories?${params}`);
+    if (mine !== browsing) return;
     const items = memories.map(showMemory);
     if (reset) $("memories").replaceChildren(...items); else $("memories").append(...items);
     oldest = memories.length ? memories[memories.length - 1].id : oldest;
     $("more").hidden = memories.length < 25;
     cleared();
   } catch (error) {
-    status(error.message, true);
+    if (mine === browsing) status(error.message, true);
   }
 }
 
