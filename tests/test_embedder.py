@@ -64,63 +64,66 @@ def test_concurrent_callers_and_one_worker_get_the_same_vectors(
     assert np.allclose(serial.embed(texts), expected, atol=1e-5)
 
 
-def test_a_batch_is_bounded_in_word_pieces_and_the_vectors_are_the_same(
+def test_the_packaged_model_embeds_one_text_a_call(
     minilm: fivefold.MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """64 texts of 256 word pieces ran as one batch (1.5 GB at its peak); within the bound
-    they run in smaller ones, which give the vectors one batch gave."""
+    """Its products run in int8 with the activations quantized over each call's input, so a
+    text's vector would depend on its neighbours in a batch: each text runs alone, and a call
+    of many gives the vectors of one call each."""
     from fivefold.embed import minilm as module
 
     texts = [
-        f"note {n}: " + "the Kestrel review moved to Thursday " * (1 + n % 40) for n in range(40)
+        f"note {n}: " + "the Kestrel review moved to Thursday " * (1 + n % 9) for n in range(4)
     ]
-    whole = minilm.embed(texts)
-    sizes: list[int] = []
+    alone = np.vstack([minilm.embed([t]) for t in texts])
+    rows: list[int] = []
     infer = module.MiniLMEmbedder._infer
 
     def counted(
         self: module.MiniLMEmbedder, ids: np.ndarray, mask: np.ndarray, options: object
     ) -> np.ndarray:
-        assert ids.shape[0] * ids.shape[1] <= 1024 or ids.shape[0] == 1
-        sizes.append(ids.shape[0])
+        rows.append(ids.shape[0])
         return infer(self, ids, mask, options)
 
-    monkeypatch.setattr(module, "MAX_BATCH_TOKENS", 1024)
     monkeypatch.setattr(module.MiniLMEmbedder, "_infer", counted)
-    bounded = minilm.embed(texts)
-    assert len(sizes) > 2
-    assert sum(sizes) == len(texts)
-    assert np.allclose(bounded, whole, atol=1e-6)
+    together = minilm.embed(texts)
+    assert rows == [1, 1, 1, 1]
+    assert np.array_equal(together, alone)
 
 
-def test_a_large_call_gives_the_arena_back_after_its_last_batch_only(
-    minilm: fivefold.MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_int8_products_stay_close_to_the_float_model(minilm: fivefold.MiniLMEmbedder) -> None:
+    """The rewritten model against the file as it is (its weights folded to float32)."""
+    import onnxruntime as ort
+
+    from fivefold.embed import minilm as module
+
+    float_session = ort.InferenceSession(
+        str(module.packaged_model_file()),
+        module.session_options(1),
+        providers=["CPUExecutionProvider"],
+    )
+    texts = ["Which city do I live in?", "We moved to Utrecht in January, by the canal."]
+    got = minilm.embed(texts)
+    for text, vector in zip(texts, got, strict=True):
+        ids = np.array([minilm._tokenizer.encode(text).ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        feeds["token_type_ids"] = np.zeros_like(ids)
+        pooled = float_session.run(None, feeds)[0].mean(axis=1)[0]
+        assert float(vector @ pooled / np.linalg.norm(pooled)) > 0.97
+
+
+def test_a_large_call_gives_the_arena_back_after_its_last_batch_only() -> None:
     """A call with a batch of ``RELEASE_TOKENS`` word pieces or more runs its last batch with
     the arena's shrinkage, and no other; a small call never does (its arena stays warm)."""
     from fivefold.embed import minilm as module
 
-    shrinking: list[bool] = []
-    infer = module.MiniLMEmbedder._infer
-
-    def seen(
-        self: module.MiniLMEmbedder, ids: np.ndarray, mask: np.ndarray, options: object
-    ) -> np.ndarray:
-        shrinking.append(options is not None)
-        return infer(self, ids, mask, options)
-
-    monkeypatch.setattr(module.MiniLMEmbedder, "_infer", seen)
-    long = ["the Kestrel review moved to Thursday again " * 40 for _ in range(40)]
-    before = minilm.embed(long[:1])
-    assert shrinking == [False]  # one text of 256 word pieces: below the release
-    shrinking.clear()
-    minilm.embed(long)
-    assert len(shrinking) > 2
-    assert shrinking == [False] * (len(shrinking) - 1) + [True]
-    shrinking.clear()
-    minilm.embed(["a short query", "another one"])
-    assert shrinking == [False]
-    assert np.array_equal(minilm.embed(long[:1]), before)  # the same vector after a release
+    small = module.Released()
+    assert small.options(module.RELEASE_TOKENS - 1, last=False) is None
+    assert small.options(10, last=True) is None
+    large = module.Released()
+    assert large.options(module.RELEASE_TOKENS, last=False) is None
+    assert large.options(10, last=False) is None
+    assert large.options(10, last=True) is not None
 
 
 def test_token_batches_fill_each_batch_up_to_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:

