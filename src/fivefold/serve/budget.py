@@ -4,8 +4,9 @@ turns) holds its word pieces (texts times padded length) of one shared budget wh
 
 A request larger than the budget is not refused: the model runs it in batches (of at most
 4,096 word pieces; the packaged model, one text at a time), each waiting for its share, and a
-batch larger than the whole budget runs alone. Concurrent bulk writes queue instead of each holding a batch's buffers at once, and
-a recall's query (tens of word pieces) runs beside one bulk batch when the budget is above it.
+batch larger than the whole budget runs alone. Concurrent bulk writes queue instead of each
+holding a batch's buffers at once, and a recall's query (tens of word pieces) runs beside one
+bulk batch when the budget is above it.
 """
 
 from __future__ import annotations
