@@ -103,3 +103,28 @@ def test_topic_after_a_strong_cue_is_always_negated(cue: str, topic: str) -> Non
     found, focus = find_negations(f"{cue} {topic}")
     assert found == [topic.lower()]
     assert topic not in focus
+
+
+@pytest.mark.parametrize(
+    ("query", "negated"),
+    [
+        ("Which units do I cover other than 7 West?", ["7 west"]),
+        # a name that is also an auxiliary, capitalized right after the cue
+        ("Other than Will, which engineers are on Platform with me?", ["will"]),
+    ],
+)
+def test_numbers_and_names_after_a_strong_cue(query: str, negated: list[str]) -> None:
+    assert find_negations(query)[0] == negated
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # "besides" is no cue: what it sets aside is often named by the answer as well
+        "Besides Rhino, what software do I use for renders?",
+        "did I not take 3 days off?",  # an amount after a bare "not"
+        "everything except when it rains",  # a lower-case auxiliary still ends the object
+    ],
+)
+def test_besides_and_amounts_rule_nothing_out(query: str) -> None:
+    assert find_negations(query)[0] == []

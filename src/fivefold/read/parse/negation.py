@@ -16,7 +16,9 @@ _CUE = (
 _LINK = r"(?:\s+(?:be|been|being|is|are|was|were|related|relating|connected|about|to|involve|"
 _LINK += r"involving|involved|with|in|on|for|any|anything|the|a|an|my|our|do|doing|done|caused|"
 _LINK += r"by|due|written|made))*"
-_OBJECT = r"\s+(?P<object>[^\W\d_][\w\-]*(?:\s+[^\W\d_][\w\-]*){0,3})"
+# An object may open with a number ("other than 7 West"); after a bare "not" a number is an
+# amount, and the verb check below leaves it alone.
+_OBJECT = r"\s+(?P<object>[^\W_][\w\-]*(?:\s+[^\W\d_][\w\-]*){0,3})"
 _NEGATION = re.compile(_CUE + _LINK + _OBJECT, re.IGNORECASE)
 # The object of a negation ends at a conjunction, a relative word or the next clause's subject
 # or auxiliary ("other than Python do I use" negates "Python", not "Python use").
@@ -25,6 +27,9 @@ _STOP_AT = re.compile(
     r"he|she|it|is|are|was|were|have|has|had|can|could|will|would|should)\b",
     re.I,
 )
+
+# Auxiliaries that are also given names: capitalized right after the cue, one is a name.
+_NAME_LIKE = frozenset({"will", "can"})
 
 
 def find_negations(text: str) -> tuple[list[str], str]:
@@ -37,8 +42,9 @@ def find_negations(text: str) -> tuple[list[str], str]:
     negation = _NEGATION if text.isascii() else with_marks(_NEGATION)
     while (match := negation.search(text, position)) is not None:
         position = match.start("object")
-        phrase = _STOP_AT.split(match.group("object"))[0]
+        phrase, name = _object_phrase(match.group("object"), shouting=text.isupper())
         terms = [t for t in content_terms(phrase) if t not in STOP_WORDS | _GENERIC]
+        terms = terms or ([name.lower()] if name else [])
         if not terms:
             continue
         # Verbs right after the cue ("didn't finish") negate an action, not a topic: only
@@ -54,6 +60,16 @@ def find_negations(text: str) -> tuple[list[str], str]:
         clause_end = match.start("object") + len(phrase)
         kept = kept.replace(text[match.start() : clause_end], " ")
     return negated, re.sub(r"\s+", " ", kept).strip()
+
+
+def _object_phrase(obj: str, *, shouting: bool) -> tuple[str, str]:
+    """The negated phrase, cut at the next clause; and its first word when that is a
+    capitalized word the cut would drop ("other than Will, who ..." rules out Will)."""
+    first, _, rest = obj.partition(" ")
+    if first[:1].isupper() and not shouting and first.lower() in _NAME_LIKE:
+        tail = _STOP_AT.split(rest)[0] if rest else ""
+        return f"{first} {tail}".strip(), first
+    return _STOP_AT.split(obj)[0], ""
 
 
 # Words that stand for the topic without naming it ("not the one from Spain" rules out Spain).
