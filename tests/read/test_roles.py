@@ -12,7 +12,15 @@ import pytest
 
 import fivefold
 from fivefold import Memory
-from fivefold.read.roles import MAX_ROLES, Holder, choose, holders_in, roles, with_names
+from fivefold.read.roles import (
+    MAX_ROLES,
+    Holder,
+    choose,
+    holders_in,
+    roles,
+    superiors_in,
+    with_names,
+)
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 T1 = datetime(2026, 4, 2, tzinfo=UTC)
@@ -66,6 +74,11 @@ def test_the_roles_a_question_asks_about(question: str, expected: list[tuple[str
             "manager",
             ["Fatima Siddiqui"],
         ),
+        (
+            "Greg Novak retires in June and he has been my manager for six years.",
+            "manager",
+            ["Greg Novak"],
+        ),
         ("My family doctor is Dr. Mensah at the Bloor clinic.", "doctor", ["Dr. Mensah"]),
         ("My sister's birthday is in May; she likes orchids.", "sister", []),
         ("The sister ward is 7 East.", "sister", []),
@@ -113,9 +126,52 @@ def test_the_holder_a_question_means() -> None:
 
 def test_the_name_follows_the_role() -> None:
     question = "Where does my wife's sister live?"
-    assert with_names(question, [(roles(question)[0], "Abena")]) == (
+    assert with_names(question, [(roles(question)[0].end, "Abena")]) == (
         "Where does my wife Abena's sister live?"
     )
+    question = "Who is my manager's boss's boss?"
+    (role,) = roles(question)
+    named = [(role.end, "Fatima"), (role.up[0], "Robert Tremblay"), (role.up[1], "Anita")]
+    assert with_names(question, named) == (
+        "Who is my manager Fatima's boss Robert Tremblay's boss Anita?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "steps"),
+    [
+        ("Who does my manager report to?", 1),
+        ("Who is my former manager's boss now?", 1),
+        ("Who is my manager's boss's boss?", 2),
+        ("Who is my manager's boss's boss's boss's boss?", 2),  # bounded: each costs reads
+        ("What does my former manager's team work on?", 0),
+        ("Where does my wife's sister live?", 0),
+    ],
+)
+def test_the_steps_up_a_question_asks_for(question: str, steps: int) -> None:
+    (role,) = roles(question)
+    assert len(role.up) == steps
+
+
+@pytest.mark.parametrize(
+    ("text", "person", "names"),
+    [
+        (
+            "Fatima reports to Robert Tremblay, the Director.",
+            "Fatima Siddiqui",
+            ["Robert Tremblay"],
+        ),
+        ("Tremblay reports to Dr. Anita Sharma, the VP.", "Robert Tremblay", ["Dr. Anita Sharma"]),
+        ("At the new site Greg will report to Dr. Yusuf Ali.", "Greg Novak", ["Dr. Yusuf Ali"]),
+        ("Helena's new boss is Oskar Dahl.", "Helena Ström", ["Oskar Dahl"]),
+        ("Oskar Dahl is Helena's manager.", "Helena", ["Oskar Dahl"]),
+        # Someone answering to the person is no superior of theirs.
+        ("Kofi Asante reports to Fatima Siddiqui.", "Fatima Siddiqui", []),
+        ("Greg reports to Yusuf Ali.", "Fatima Siddiqui", []),
+    ],
+)
+def test_who_a_memory_says_a_person_answers_to(text: str, person: str, names: list[str]) -> None:
+    assert superiors_in(text, person) == names
 
 
 @pytest.fixture
@@ -193,3 +249,24 @@ def test_another_speakers_words_name_no_holder_of_the_users(memory: Memory) -> N
     )
     result = memory.recall("Where does my sister live?", user_id="maya", k=3)
     assert any(r.startswith("my sister: Karin") for r in result.plan.reasons)
+
+
+def test_a_question_climbs_from_the_holder_to_whom_they_answer(memory: Memory) -> None:
+    """ "Who does my manager report to?" is answered by a memory that never says "my"."""
+    *_, who, above, top = _write(
+        memory,
+        "kofi",
+        [
+            *FILLER,
+            "Fatima Siddiqui started as coordinator today, so she's my manager now.",
+            "Fatima reports to Robert Tremblay, the Director of Pharmacy.",
+            "Tremblay reports to Dr. Anita Sharma, the VP of Clinical Services.",
+        ],
+    )
+    result = memory.recall("Who does my manager report to?", user_id="kofi", k=3)
+    assert f"my manager's boss: Robert Tremblay (memory {above})" in result.plan.reasons
+    assert above in [h.memory.id for h in result.hits[:2]]
+    result = memory.recall("Who is my manager's boss's boss?", user_id="kofi", k=3)
+    assert f"my manager's boss's boss: Dr. Anita Sharma (memory {top})" in result.plan.reasons
+    assert top in [h.memory.id for h in result.hits[:2]]
+    assert who != above

@@ -33,6 +33,10 @@ ROLES = (
 LOOKUP = 20
 # Roles resolved per question: each costs two store reads, and a question names one or two.
 MAX_ROLES = 3
+# The person someone answers to: "my manager's boss" asks one step up from the holder.
+SUPERIORS = frozenset("boss manager supervisor".split())
+# Steps up the chain a question may ask for ("my manager's boss's boss"): each costs two reads.
+MAX_STEPS_UP = 2
 # Words saying which holder of a role that changed the question means.
 EARLIER = frozenset("former previous old ex".split())
 LATER = frozenset("current new present".split())
@@ -69,6 +73,8 @@ class Role:
     head: str
     earlier: bool
     end: int  # where the role's words end in the question (before any "'s")
+    # Where each step up from the holder ends ("'s boss", "report to"): a name goes there.
+    up: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +103,25 @@ def roles(question: str) -> list[Role]:
         else:
             continue
         when = (m.group("when") or "").lower()
-        out.append(Role(words, words.split()[-1], when in EARLIER, end))
+        up = _steps_up(question, end)
+        out.append(Role(words, words.split()[-1], when in EARLIER, end, up))
     return out
+
+
+_STEP_UP = re.compile(rf"['’]s\s+(?:{'|'.join(sorted(SUPERIORS))})\b", re.IGNORECASE)
+_REPORTS = re.compile(r"\s+report(?:s|ed)?\s+to\b", re.IGNORECASE)
+
+
+def _steps_up(question: str, end: int) -> tuple[int, ...]:
+    """Where each "'s boss" right after a role ends, or its "report to" ("does my manager
+    report to"): the steps up the chain the question asks for."""
+    ends: list[int] = []
+    while len(ends) < MAX_STEPS_UP and (m := _STEP_UP.match(question, end)):
+        end = m.end()
+        ends.append(end)
+    if not ends and (m := _REPORTS.match(question, end)):
+        ends.append(m.end())
+    return tuple(ends)
 
 
 def holders_in(text: str, role_words: str) -> list[tuple[str, bool]]:
@@ -132,7 +155,11 @@ def holders_in(text: str, role_words: str) -> list[tuple[str, bool]]:
                 if name.split()[0] not in _NOT_NAMES:
                     found.append((name, ended))
         for pattern, ended in (
-            (rf"\b(?:she|he|they)(?:['’]s|\s+is|\s+are)\s+(?:now\s+)?my\s+{words}\b", False),
+            (
+                rf"\b(?:she|he|they)(?:['’]s|\s+is|\s+are|\s+has|\s+have)(?:\s+been)?"
+                rf"\s+(?:now\s+)?my\s+{words}\b",
+                False,
+            ),
             (rf"\bno\s+longer\s+(?:{_WORD}\s+)?my\s+{before}{words}\b", True),
         ):
             if re.search(pattern, sentence, re.I):
@@ -173,11 +200,11 @@ def _named_in(question: str, name: str) -> bool:
     return any(w.lower() in said for w in _TITLE.sub("", name).split())
 
 
-def with_names(question: str, named: Sequence[tuple[Role, str]]) -> str:
-    """``question`` with each resolved role followed by its holder's name ("my sister Karin")."""
+def with_names(question: str, named: Sequence[tuple[int, str]]) -> str:
+    """``question`` with each name put where its role ends ("my sister Karin")."""
     out = question
-    for role, name in sorted(named, key=lambda rn: rn[0].end, reverse=True):
-        out = f"{out[: role.end]} {name}{out[role.end :]}"
+    for end, name in sorted(named, reverse=True):
+        out = f"{out[:end]} {name}{out[end:]}"
     return out
 
 
@@ -187,14 +214,25 @@ def resolve(
     """``question`` with the holder of each role it names through the user added (found in the
     scope's memories), and a note per role resolved. A role no memory names stays as it is."""
     asked = roles(question)[:MAX_ROLES]
-    named: list[tuple[Role, str]] = []
+    named: list[tuple[int, str]] = []
     notes = []
     for role in asked:
         holder = _holder(scope, store, weights, role)
-        if holder is not None and not _named_in(question, holder.name):
-            named.append((role, holder.name))
-            which = "former " if role.earlier else ""
-            notes.append(f"my {which}{role.words}: {holder.name} (memory {holder.memory_id})")
+        if holder is None:
+            continue
+        if not _named_in(question, holder.name):
+            named.append((role.end, holder.name))
+        which = "former " if role.earlier else ""
+        said = f"my {which}{role.words}"
+        notes.append(f"{said}: {holder.name} (memory {holder.memory_id})")
+        for end in role.up:
+            holder = _superior(scope, store, weights, holder.name)
+            if holder is None:
+                break
+            if not _named_in(question, holder.name):
+                named.append((end, holder.name))
+            said = f"{said}'s boss"
+            notes.append(f"{said}: {holder.name} (memory {holder.memory_id})")
     return (with_names(question, named), tuple(notes)) if named else (question, ())
 
 
@@ -213,3 +251,42 @@ def _holder(scope: Scope, store: Store, weights: ColumnWeights, role: Role) -> H
         if holders:
             return choose(role, holders)
     return None
+
+
+def superiors_in(text: str, person: str) -> list[str]:
+    """The names ``text`` gives as the one ``person`` answers to: "Fatima reports to Robert
+    Tremblay", "Greg will report to Dr. Yusuf Ali", "Helena's new boss is Oskar Dahl",
+    "Oskar Dahl is Helena's manager"."""
+    parts = [re.escape(p) for p in _TITLE.sub("", person).split() if p[:1].isupper()]
+    if not parts:
+        return []
+    who = rf"(?:{'|'.join(sorted(parts, key=len, reverse=True))})"
+    heads = "|".join(sorted(SUPERIORS))
+    patterns = (
+        rf"\b{who}(?:\s+[A-Z][\w’'-]*)?\s+(?:now\s+|still\s+|will\s+)?"
+        rf"report(?:s|ed)?\s+(?:directly\s+)?to\s+(?P<n>{_NAME})",
+        rf"\b{who}['’]s\s+(?:new\s+)?(?:{heads})\s+(?:is\s+|will\s+be\s+)?(?P<n>{_NAME})",
+        rf"(?P<n>{_NAME}),?\s+(?:is\s+|was\s+|has\s+been\s+)?(?:now\s+)?{who}['’]s\s+(?:{heads})\b",
+    )
+    found = []
+    for sentence in _SENTENCE_END.split(text):
+        for pattern in patterns:
+            for m in re.finditer(pattern, sentence):
+                name = m.group("n")
+                if name.split()[0] not in _NOT_NAMES and not _same_person(name, person):
+                    found.append(name)
+    return found
+
+
+def _superior(scope: Scope, store: Store, weights: ColumnWeights, person: str) -> Holder | None:
+    """Who ``person`` answers to now, as the scope's memories say it: the newest statement."""
+    terms = content_terms(f"{person} reports {' '.join(sorted(SUPERIORS))}")
+    found = store.search.lexical_search(scope, terms, LOOKUP, weights=weights)
+    records = store.reads.get_memories(scope.namespace, [i for i, _ in found])
+    holders = [
+        Holder(name, r.id, r.event_at or r.created_at, r.superseded_by is None)
+        for r in records.values()
+        if r.speaker is None or r.speaker.lower() == "user"
+        for name in superiors_in(r.content, person)
+    ]
+    return choose(Role("boss", "boss", False, 0), holders) if holders else None
