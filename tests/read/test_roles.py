@@ -19,8 +19,10 @@ from fivefold.read.roles import (
     holders_in,
     roles,
     superiors_in,
+    user_names,
     with_names,
 )
+from fivefold.types import Scope
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 T1 = datetime(2026, 4, 2, tzinfo=UTC)
@@ -86,6 +88,25 @@ def test_the_roles_a_question_asks_about(question: str, expected: list[tuple[str
 )
 def test_who_a_memory_says_holds_a_role(text: str, role: str, names: list[str]) -> None:
     assert [name for name, ended in holders_in(text, role) if not ended] == names
+
+
+@pytest.mark.parametrize(
+    ("text", "user", "names"),
+    [
+        ("Kofi's manager is Greg Novak, the coordinator.", "kofi", ["Greg Novak"]),
+        ("Inês's sister Beatriz lives in Benfica.", "ines", ["Beatriz"]),  # accents folded
+        ("The user's manager is Greg Novak.", "u_81", ["Greg Novak"]),
+        # Another person's, and a user id that is no name
+        ("Abena's sister Efua lives in Brampton.", "kofi", []),
+        ("U_81's manager is Greg Novak.", "u_81", []),
+    ],
+)
+def test_a_memory_may_name_the_user_in_the_third_person(
+    text: str, user: str, names: list[str]
+) -> None:
+    role = "sister" if "sister" in text else "manager"
+    selves = user_names(Scope(user_id=user))
+    assert [name for name, _ in holders_in(text, role, selves)] == names
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from fivefold.extract.attributes import KIN, ROLE_HEADS
 from fivefold.store.protocol import Store
-from fivefold.text import content_terms
+from fivefold.text import content_terms, normalize_name
 from fivefold.types import ColumnWeights, Scope
 
 # People a user has: kin, and roles at work, school and in care.
@@ -61,6 +61,7 @@ _CAPITALIZED = r"[A-Z][\w’'-]*[a-z][\w’'-]*"
 _NAME = rf"(?:(?:Dr|Prof|Mr|Mrs|Ms|Mx)\.?\s+)?{_CAPITALIZED}(?:\s+{_CAPITALIZED})?"
 # Sentences end at a stop, but not at a title's ("Dr. Mensah").
 _SENTENCE_END = re.compile(r"(?<!Dr\.)(?<!Mr\.)(?<!Ms\.)(?<!Mrs\.)(?<!Prof\.)(?<=[.!?;])\s+")
+_POSSESSIVE = re.compile(r"\b([^\W\d_][\w’'-]*)['’]s\b")
 _NOT_NAMES = frozenset("I The A An My Our We He She They It This That Since After Before".split())
 
 
@@ -124,16 +125,23 @@ def _steps_up(question: str, end: int) -> tuple[int, ...]:
     return tuple(ends)
 
 
-def holders_in(text: str, role_words: str) -> list[tuple[str, bool]]:
+def holders_in(
+    text: str, role_words: str, selves: frozenset[str] = frozenset()
+) -> list[tuple[str, bool]]:
     """The names ``text`` gives as the user's holder of the role ``role_words``, each with
     whether it says they hold it no longer: "My older sister Karin", "My partner is Elias
     Nordin", "Sanna Lund is my climbing partner", "..., so she's my manager" (the sentence's
-    first name); "my former manager Helena", "..., though she's no longer my manager"."""
+    first name); "my former manager Helena", "..., though she's no longer my manager".
+    ``selves`` are the user's other names (folded): "Kofi's manager is Greg" is theirs too."""
     words = r"\s+".join(re.escape(w) for w in role_words.split())
     earlier = "|".join(sorted(EARLIER))
     before = rf"(?:(?!(?:{earlier})\b){_WORD}\s+){{0,2}}"
     found = []
     for sentence in _SENTENCE_END.split(text):
+        if selves:
+            sentence = _POSSESSIVE.sub(
+                lambda m: "my" if normalize_name(m.group(1)) in selves else m.group(0), sentence
+            )
         patterns = (
             (
                 rf"\b[Mm]y\s+{before}{words},?\s+(?:is\s+|was\s+)?(?:called\s+|named\s+)?(?P<n>{_NAME})",
@@ -237,6 +245,7 @@ def resolve(
 
 
 def _holder(scope: Scope, store: Store, weights: ColumnWeights, role: Role) -> Holder | None:
+    selves = user_names(scope)
     # "my climbing partner" is named as such; failing that, as any partner of the user.
     for words in dict.fromkeys((role.words, role.head)):
         found = store.search.lexical_search(scope, content_terms(words), LOOKUP, weights=weights)
@@ -246,7 +255,7 @@ def _holder(scope: Scope, store: Store, weights: ColumnWeights, role: Role) -> H
             for r in records.values()
             # Said by the user: a conversation's other speakers' "my sister" is theirs.
             if r.speaker is None or r.speaker.lower() == "user"
-            for name, ended in holders_in(r.content, words)
+            for name, ended in holders_in(r.content, words, selves)
         ]
         if holders:
             return choose(role, holders)
@@ -290,3 +299,14 @@ def _superior(scope: Scope, store: Store, weights: ColumnWeights, person: str) -
         for name in superiors_in(r.content, person)
     ]
     return choose(Role("boss", "boss", False, 0), holders) if holders else None
+
+
+def user_names(scope: Scope) -> frozenset[str]:
+    """What memories may call the user besides "I": "the user", and the user id when it is a
+    name ("kofi" for "Kofi's manager is Greg Novak")."""
+    names = {"user"}
+    if scope.user_id:
+        own = normalize_name(scope.user_id)
+        if own.replace(" ", "").isalpha():
+            names |= {own, own.split()[0]}
+    return frozenset(names)
