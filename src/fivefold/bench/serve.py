@@ -186,6 +186,16 @@ def _store(memories: int, store_dir: Path, say: Callable[[str], None]) -> Path:
     return path
 
 
+def _copy_store(built: Path, db: Path) -> None:
+    """The store file and its index folders: without them the server's first recalls would
+    build the indexes again, inside the timed run."""
+    shutil.copyfile(built, db)
+    for sidecar in (".lexical", ".vindex"):
+        source = built.with_name(built.name + sidecar)
+        if source.is_dir():
+            shutil.copytree(source, db.with_name(db.name + sidecar))
+
+
 def _start(db: Path, folder: Path, workers: int) -> tuple[subprocess.Popen[bytes], str]:
     import socket
 
@@ -261,7 +271,7 @@ def serve(
         folder = Path(scratch)
         built = _store(memories, store_dir or folder, _say)
         db = folder / "served.db"  # the load writes: serve a copy, keep the built store clean
-        shutil.copyfile(built, db)
+        _copy_store(built, db)
         process, url = _start(db, folder, workers)
         try:
             # Distinct queries, none repeated within a paced run: no cache answers for the engine.
