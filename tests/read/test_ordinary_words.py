@@ -17,3 +17,18 @@ def test_a_lower_case_word_the_memories_use_everywhere_names_no_entity() -> None
     assert ordinary.query.entity_refs == ()
     assert ordinary.plan.name != "entity_centric"
     assert [r.name for r in named.query.entity_refs] == ["Tokyo Times Square"]
+
+
+def test_one_word_of_a_longer_name_is_the_name_only_where_the_store_uses_it_so() -> None:
+    """ "family" in two memories, one of them naming Family Day: no ref; a word the store uses
+    only inside the name ("priya" of Priya Raman) still finds it in lower case."""
+    with Memory.open(":memory:", embedder=fivefold.HashingEmbedder()) as mem:
+        mem.remember("Family Day at High Park with the kids.", user_id="x")
+        mem.remember("The whole family had a check-up in April.", user_id="x")
+        mem.remember("Priya Raman leads the Heron team.", user_id="x")
+        ordinary = mem.recall("which appointments did the family have?", user_id="x")
+        cased = mem.recall("what did we do on Family Day?", user_id="x")
+        named = mem.recall("which team does priya lead?", user_id="x")
+    assert ordinary.query.entity_refs == ()
+    assert [r.name for r in cased.query.entity_refs] == ["Family Day"]
+    assert [r.name for r in named.query.entity_refs] == ["Priya Raman"]

@@ -223,9 +223,17 @@ def ordinary_words(
     dropped = {
         r.entity_id
         for r in suspects
-        if counts.get(r.text.lower(), 0) > ORDINARY_RATIO * named.get(r.entity_id, 0) + 1
+        if counts.get(r.text.lower(), 0) > _allowed(r, named.get(r.entity_id, 0))
     }
     return [r for r in refs if r.entity_id not in dropped or r not in suspects]
+
+
+def _allowed(ref: EntityRef, mentions: int) -> int:
+    """How often the store may use the word for it still to be the name. One word of a longer
+    name ("family" of "Family Day") is the name only where the store uses it for nothing else."""
+    if ref.resolution is Resolution.PARTIAL:
+        return mentions
+    return ORDINARY_RATIO * mentions + 1
 
 
 def _uncased_word(query: str, text: str) -> bool:
