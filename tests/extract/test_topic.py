@@ -15,6 +15,8 @@ from fivefold.extract.topic import owned_apart, same_topic, topic
         ("The orchard survey counted 212 trees.", "After the storm the orchard has 198 trees."),
         ("Ines runs the Friday book club.", "I run the Friday book club."),
         ("I study to Baroque lute music.", "Study music is film scores."),
+        # plural weekdays are times, not names the two would hold apart
+        ("The choir rehearses Mondays at 7 pm.", "Choir rehearsal is Thursdays at 6:30."),
     ],
 )
 def test_a_change_in_other_words_is_the_same_topic(old: str, new: str) -> None:

@@ -76,7 +76,7 @@ def topic(text: str) -> Topic:
         if low in _FIRST_PERSON:
             first = True
             continue
-        if not raw[0].isalpha() or base in _CALENDAR or low in cues:
+        if not raw[0].isalpha() or singular(base) in _CALENDAR or low in cues:
             continue
         opener = i == 0 or text[found[i - 1].end() : m.start()].strip()[-1:] in _ENDS
         possessive = base != low
