@@ -17,6 +17,8 @@ from fivefold.extract.topic import owned_apart, same_topic, topic
         ("I study to Baroque lute music.", "Study music is film scores."),
         # plural weekdays are times, not names the two would hold apart
         ("The choir rehearses Mondays at 7 pm.", "Choir rehearsal is Thursdays at 6:30."),
+        # the names differ as the value, after the copula
+        ("Sam's piano teacher is Mrs. Alder.", "Sam's piano teacher is Mr. Brandt."),
     ],
 )
 def test_a_change_in_other_words_is_the_same_topic(old: str, new: str) -> None:
@@ -33,6 +35,8 @@ def test_a_change_in_other_words_is_the_same_topic(old: str, new: str) -> None:
         ("Ines visits Porto on 3 May.", "Marek visits Porto on 9 May."),  # two people
         ("My work phone is a Fairphone.", "My home phone is a Nokia."),  # two contexts
         ("My chess rating is 1480.", "The hives produced 30 kg of honey."),  # nothing shared
+        ("Tobi's piano teacher is Mrs. Alder.", "Mia's piano teacher is Mr. Brandt."),
+        ("My older kid's school is Hillcrest.", "My younger kid's school is Oakwood."),
     ],
 )
 def test_coexisting_facts_are_not_the_same_topic(old: str, new: str) -> None:

@@ -38,6 +38,8 @@ _ANY = frozenset(
     "number amount price thing things one two three four five six seven eight nine ten eleven "
     "twelve first last next other same back up down out off over".split()
 )
+# What joins a statement's subject to its value ("My tutor is Mr. Idrissi"), as a colon does.
+_COPULAS = frozenset("is are was were".split())
 _CONTEXTS = frozenset(
     "work personal home private business office school gym spare second backup".split()
 )
@@ -47,6 +49,9 @@ _CONTEXTS = frozenset(
 class Topic:
     words: frozenset[str]  # what it is about: "atlas", "cell", "handicap"
     names: frozenset[str]  # who or what it names ("noor", "kyoto")
+    # Of them, the ones said only as the value, after the copula: "idrissi" of "Lina's tutor is
+    # Mr. Idrissi".
+    values: frozenset[str]
     first_person: bool  # "I", "my", "we"
     owned: frozenset[tuple[str, str]]  # who owns which word: ("noor", "desk"), ("i", "badge")
 
@@ -68,11 +73,16 @@ def topic(text: str) -> Topic:
     }
     words: set[str] = set()
     names: set[str] = set()
+    subjects: set[str] = set()  # names before the copula
     first = False
+    copula = False
     for i, m in enumerate(found):
         raw = m.group(0)
         low = raw.lower()
         base = _POSSESSIVE.sub("", low)
+        copula = (
+            copula or low in _COPULAS or (i > 0 and ":" in text[found[i - 1].end() : m.start()])
+        )
         if low in _FIRST_PERSON:
             first = True
             continue
@@ -82,13 +92,16 @@ def topic(text: str) -> Topic:
         possessive = base != low
         if raw[0].isupper() and (not opener or possessive or base not in dictionary_words()):
             names.add(base)
+            if not copula:
+                subjects.add(base)
             continue
         if base in STOP_WORDS or base in _ANY:
             continue
         word = singular(base)
         if word not in units:
             words.add(word)
-    return Topic(frozenset(words), frozenset(names), first, _owned(found))
+    values = frozenset(names - subjects) if copula else frozenset[str]()
+    return Topic(frozenset(words), frozenset(names), values, first, _owned(found))
 
 
 _MINE = frozenset("my our".split())
@@ -126,7 +139,7 @@ def _modifiers(text: str, shared: frozenset[str]) -> dict[str, str]:
     found = [m.group(0) for m in _TOKEN.finditer(text)]
     out = {}
     for before, word in itertools.pairwise(found):
-        w, b = singular(word.lower()), before.lower()
+        w, b = singular(_POSSESSIVE.sub("", word.lower())), before.lower()
         if (
             w in shared
             and b.isalpha()
@@ -153,7 +166,10 @@ def same_topic(old: str, new: str) -> bool:
         for w in ma
     ):
         return False
-    if a.names - b.names and b.names - a.names:
+    only_a, only_b = a.names - b.names, b.names - a.names
+    # Two statements naming different people are two facts ("Ines visits Porto", "Marek
+    # visits Porto"), unless the names are each one's value ("Lina's tutor is Mr. Idrissi").
+    if only_a and only_b and not (only_a <= a.values and only_b <= b.values):
         return False
     if owned_apart(old, new):
         return False
