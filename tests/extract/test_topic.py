@@ -19,6 +19,7 @@ from fivefold.extract.topic import owned_apart, same_topic, topic
         ("The choir rehearses Mondays at 7 pm.", "Choir rehearsal is Thursdays at 6:30."),
         # the names differ as the value, after the copula
         ("Sam's piano teacher is Mrs. Alder.", "Sam's piano teacher is Mr. Brandt."),
+        ("My allotment plot is P7 by the gate.", "I'm on allotment plot Q12 since May."),
     ],
 )
 def test_a_change_in_other_words_is_the_same_topic(old: str, new: str) -> None:

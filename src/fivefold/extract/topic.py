@@ -39,7 +39,7 @@ _ANY = frozenset(
     "twelve first last next other same back up down out off over".split()
 )
 # What joins a statement's subject to its value ("My tutor is Mr. Idrissi"), as a colon does.
-_COPULAS = frozenset("is are was were".split())
+_COPULAS = frozenset("is are was were am i'm we're i’m we’re".split())
 _CONTEXTS = frozenset(
     "work personal home private business office school gym spare second backup".split()
 )
