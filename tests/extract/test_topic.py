@@ -38,6 +38,7 @@ def test_a_change_in_other_words_is_the_same_topic(old: str, new: str) -> None:
         ("My chess rating is 1480.", "The hives produced 30 kg of honey."),  # nothing shared
         ("Tobi's piano teacher is Mrs. Alder.", "Mia's piano teacher is Mr. Brandt."),
         ("My older kid's school is Hillcrest.", "My younger kid's school is Oakwood."),
+        ("I'm meeting Ana for the budget review.", "I'm meeting Tom for the budget review."),
     ],
 )
 def test_coexisting_facts_are_not_the_same_topic(old: str, new: str) -> None:

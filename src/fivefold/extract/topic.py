@@ -80,9 +80,7 @@ def topic(text: str) -> Topic:
         raw = m.group(0)
         low = raw.lower()
         base = _POSSESSIVE.sub("", low)
-        copula = (
-            copula or low in _COPULAS or (i > 0 and ":" in text[found[i - 1].end() : m.start()])
-        )
+        copula = copula or _joins(text, found, i)
         if low in _FIRST_PERSON:
             first = True
             continue
@@ -102,6 +100,16 @@ def topic(text: str) -> Topic:
             words.add(word)
     values = frozenset(names - subjects) if copula else frozenset[str]()
     return Topic(frozenset(words), frozenset(names), values, first, _owned(found))
+
+
+def _joins(text: str, found: list[re.Match[str]], i: int) -> bool:
+    """Whether the ``i``th token joins the subject to its value: a copula ("is", "I'm"), not
+    an auxiliary ("I'm meeting Ana": a doing, whose names are no value), or a colon before it."""
+    low = found[i].group(0).lower()
+    if low in _COPULAS:
+        after = found[i + 1].group(0).lower() if i + 1 < len(found) else ""
+        return not after.endswith("ing")
+    return i > 0 and ":" in text[found[i - 1].end() : found[i].start()]
 
 
 _MINE = frozenset("my our".split())
