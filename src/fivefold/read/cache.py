@@ -1,5 +1,6 @@
 """The result cache (Mode B): fused, post-policy results keyed by the normalized query,
-the scope and the recall arguments; TTL 30 s, 1,000 entries, LRU.
+the scope and the recall arguments; TTL 30 s, 1,000 entries, LRU. And the candidates'
+attributes, which recalls of one namespace share until a write in it.
 
 Invalidation is by version: an entry remembers the namespace generation it was computed at, and
 every write in the namespace (remember, forget, relate, alias) bumps that generation in the
@@ -12,9 +13,10 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from fivefold.store.records import MemoryAttributes
 from fivefold.types import RecallResult
 
 Clock = Callable[[], float]
@@ -71,3 +73,47 @@ class ResultCache:
     def hit_rate(self) -> float:
         total = self.hits + self.misses
         return self.hits / total if total else 0.0
+
+
+class AttributeCache:
+    """Memories' attributes by namespace, as of one generation of it: a recall reads a few
+    hundred, mostly the same ones as the recall before, and any write that could change one
+    (a new, forgotten or superseded memory) moves the generation. A namespace's entries go
+    whole when its generation moves; the least recent namespace goes first past
+    ``max_entries`` in all."""
+
+    def __init__(self, max_entries: int) -> None:
+        self._max = max_entries
+        self._spaces: OrderedDict[str, tuple[int, dict[int, MemoryAttributes]]] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(
+        self, namespace: str, generation: int, ids: Iterable[int]
+    ) -> dict[int, MemoryAttributes]:
+        with self._lock:
+            held = self._spaces.get(namespace)
+            if held is None or held[0] != generation:
+                return {}
+            self._spaces.move_to_end(namespace)
+            known = held[1]
+            return {i: known[i] for i in ids if i in known}
+
+    def put(self, namespace: str, generation: int, found: Mapping[int, MemoryAttributes]) -> None:
+        if self._max <= 0 or not found:
+            return
+        with self._lock:
+            held = self._spaces.get(namespace)
+            if held is None or held[0] != generation:
+                if held is not None:
+                    self._size -= len(held[1])
+                held = (generation, {})
+                self._spaces[namespace] = held
+            known = held[1]
+            before = len(known)
+            known.update(found)
+            self._size += len(known) - before
+            self._spaces.move_to_end(namespace)
+            while self._size > self._max and self._spaces:
+                _, (_, gone) = self._spaces.popitem(last=False)
+                self._size -= len(gone)

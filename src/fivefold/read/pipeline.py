@@ -18,6 +18,7 @@ from fivefold.config import Config
 from fivefold.embed.base import Embedder, Vectors
 from fivefold.learn.model import Candidates, LearnedModel, candidate_features
 from fivefold.read import history
+from fivefold.read.cache import AttributeCache
 from fivefold.read.demote import demote
 from fivefold.read.favour import dated_within, spoken_by_named, when
 from fivefold.read.fuse import Fused, apply_prior, boost, weighted_rrf
@@ -54,6 +55,8 @@ from fivefold.types import (
 # Fused candidates kept for the post-fusion policies: enough that a memory pushed down by
 # demotion or a post-filter is replaced from below, few enough that each policy stays cheap.
 POST_FUSION_DEPTH = 200
+# Candidates' attributes kept across recalls: about 300 bytes each, 15 MB at the most.
+MAX_ATTRIBUTES = 50_000
 S, L, G, T, Y = (
     RetrieverName.SEMANTIC,
     RetrieverName.LEXICAL,
@@ -136,6 +139,7 @@ class ReadPipeline:
         self._store = store
         self._embedder = embedder
         self._query_vectors = QueryVectors(embedder)
+        self._known = AttributeCache(MAX_ATTRIBUTES)
         self._config = config
         self._reranker = reranker
 
@@ -417,7 +421,13 @@ class ReadPipeline:
         known = state.attributes
         missing = [i for i in ids if i not in known]
         if missing:
-            known.update(self._store.reads.attributes(state.ask.scope.namespace, missing))
+            namespace, generation = state.ask.scope.namespace, state.ask.stats.generation
+            known.update(self._known.get(namespace, generation, missing))
+            missing = [i for i in missing if i not in known]
+            if missing:
+                found = self._store.reads.attributes(namespace, missing)
+                self._known.put(namespace, generation, found)
+                known.update(found)
         return {i: known[i] for i in ids if i in known}
 
     def _rule_fused(self, state: _State) -> list[Fused]:

@@ -20,9 +20,10 @@ from fivefold.store.postgres.context_rows import as_array
 from fivefold.store.postgres.core import Core
 from fivefold.store.postgres.lexical import namespace_row
 from fivefold.store.records import EdgeRow, Ids
+from fivefold.store.shared.rows import edge_kind
 from fivefold.store.shared.timeconv import from_ts, to_ts
 from fivefold.store.shared.translate import EVERY, Role
-from fivefold.types import ColumnWeights, EdgeKind, MemoryType, Scope
+from fivefold.types import ColumnWeights, MemoryType, Scope
 
 log = logging.getLogger("fivefold.store")
 # After a failed build of a derived index (a statement or lock timeout, too little memory),
@@ -167,7 +168,7 @@ class PostgresSearch(Role[Core], reads=EVERY):
         args = {**params, "ids": sorted({int(e) for e in entity_ids}), "cap": per_entity}
         rows = self._core.rows(sql, args)
         return [
-            EdgeRow(int(e), int(t), float(s), EdgeKind(k), None if v is None else float(v))
+            EdgeRow(int(e), int(t), float(s), edge_kind(k), None if v is None else float(v))
             for e, t, s, k, v in rows
         ]
 

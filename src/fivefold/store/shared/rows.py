@@ -17,6 +17,7 @@ COMENTION = "co_mentioned"  # the relation of the edges co-mentions derive
 # A recall converts a few hundred rows: a dict look-up costs a fraction of the enum's call,
 # which still reports a type this version does not know.
 _TYPES = {t.value: t for t in MemoryType}
+_KINDS = {k.value: k for k in EdgeKind}
 
 
 def scope_columns(scope: Scope) -> tuple[str, str, str]:
@@ -94,6 +95,11 @@ def memory_attributes(rows: Sequence[Sequence[Any]]) -> dict[int, MemoryAttribut
         )
         for i, v, t, e, c, s, n, u in rows
     }
+
+
+def edge_kind(value: str) -> EdgeKind:
+    """An edge's stored kind, read the way ``_TYPES`` reads a memory's type."""
+    return _KINDS.get(value) or EdgeKind(value)
 
 
 def relation_from_row(namespace: str, row: Sequence[Any]) -> NewEdge:

@@ -12,12 +12,13 @@ import numpy as np
 
 from fivefold.embed.base import Vectors
 from fivefold.store.records import EdgeRow, Ids
+from fivefold.store.shared.rows import edge_kind
 from fivefold.store.shared.timeconv import from_ts, to_ts
 from fivefold.store.shared.translate import Role
 from fivefold.store.sql import scope_sql
 from fivefold.store.sqlite.core import Core
 from fivefold.store.sqlite.schema import BY_ID, id_list
-from fivefold.types import ColumnWeights, EdgeKind, MemoryType, Scope
+from fivefold.types import ColumnWeights, MemoryType, Scope
 
 
 class SQLiteSearch(Role[Core]):
@@ -83,7 +84,7 @@ class SQLiteSearch(Role[Core]):
                 )
         with self._core.walk() as conn:
             rows = conn.execute(" UNION ALL ".join(parts), args).fetchall()
-        return [EdgeRow(int(e), int(t), float(s), EdgeKind(k), v) for e, t, s, k, v in rows]
+        return [EdgeRow(int(e), int(t), float(s), edge_kind(k), v) for e, t, s, k, v in rows]
 
     def recent_mentions(
         self,
