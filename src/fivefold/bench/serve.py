@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import shutil
 import signal
@@ -19,7 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import click
@@ -58,6 +59,11 @@ class LoadReport:
     errors: int
     error_kinds: dict[str, int]
     endpoints: tuple[Endpoint, ...]
+    # CPU time per request answered: the server's (every worker) and this driver's own. Far
+    # steadier than throughput on a shared machine, and the driver's shows what of the two
+    # cores the clients took.
+    server_cpu_ms: float = 0.0
+    driver_cpu_ms: float = 0.0
 
 
 @dataclass
@@ -163,6 +169,8 @@ def render(report: LoadReport) -> str:
         f"{report.offered_per_second or 'unpaced'} requests/s",
         f"throughput {report.per_second:.1f} requests/s ({report.recalls_per_second:.1f} "
         f"recalls/s); errors {report.errors}",
+        f"CPU per request: server {report.server_cpu_ms:.1f} ms (every worker), "
+        f"this driver {report.driver_cpu_ms:.1f} ms",
         "",
         "| endpoint | requests | errors | p50 ms | p99 ms |",
         "|---|---|---|---|---|",
@@ -218,6 +226,24 @@ def _start(db: Path, folder: Path, workers: int) -> tuple[subprocess.Popen[bytes
             time.sleep(0.2)
     process.kill()
     raise click.ClickException(f"the server did not start: {(folder / 'server.log').read_text()}")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of the server and its workers so far (NaN without psutil,
+    a dev dependency)."""
+    try:
+        import psutil  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - a dev dependency
+        return math.nan
+    root = psutil.Process(pid)
+    total = 0.0
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:  # a worker that ended: its time is gone with it
+            continue
+        total += times.user + times.system
+    return total
 
 
 def _say(text: str) -> None:
@@ -292,7 +318,10 @@ def serve(
                 )
                 click.echo(json.dumps(asdict(soaked), indent=2) if as_json else render_soak(soaked))
                 return
+            server_before, driver_before = _cpu_seconds(process.pid), time.process_time()
             tally, elapsed = asyncio.run(drive(url, load, seconds))
+            server_cpu = _cpu_seconds(process.pid) - server_before
+            driver_cpu = time.process_time() - driver_before
         finally:
             process.send_signal(signal.SIGTERM)
             process.wait(60)
@@ -304,5 +333,11 @@ def serve(
         workers=workers,
         share=write_share,
         rate=rate,
+    )
+    answered = max(report.requests, 1)
+    report = replace(
+        report,
+        server_cpu_ms=server_cpu * 1000.0 / answered,
+        driver_cpu_ms=driver_cpu * 1000.0 / answered,
     )
     click.echo(json.dumps(asdict(report), indent=2) if as_json else render(report))
