@@ -59,9 +59,8 @@ class LoadReport:
     errors: int
     error_kinds: dict[str, int]
     endpoints: tuple[Endpoint, ...]
-    # CPU time per request answered: the server's (every worker) and this driver's own. Far
-    # steadier than throughput on a shared machine, and the driver's shows what of the two
-    # cores the clients took.
+    # CPU time per request answered: the server's (every worker) apart from this driver's own,
+    # which shares the machine with it (NaN without psutil).
     server_cpu_ms: float = 0.0
     driver_cpu_ms: float = 0.0
 
