@@ -105,16 +105,20 @@ def candidate_features(
         }
         confidences = [item.confidence for item in run.items]
         spans[run.name] = (min(confidences), max(confidences))
-    rows = np.zeros((len(rule_order), len(FEATURES)))
+    # Rows as lists, made into one matrix at the end: a row assigned into the matrix at a time
+    # cost more than the features themselves.
+    legs = [(found.get(leg), spans.get(leg, (0.0, 0.0))) for leg in LEGS]
+    graph_hits = found.get(RetrieverName.GRAPH, {})
+    windowed = 1.0 if window is not None else 0.0
+    table: list[list[float]] = []
     for row, memory_id in enumerate(rule_order):
         values = [1.0]
-        for leg in LEGS:
-            hit = found.get(leg, {}).get(memory_id)
+        for hits, (low, high) in legs:
+            hit = None if hits is None else hits.get(memory_id)
             if hit is None:
                 values += [0.0, 0.0, 0.0, 0.0]
                 continue
             rank, confidence, _ = hit
-            low, high = spans[leg]
             relative = (confidence - low) / (high - low) if high > low else 1.0
             values += [confidence, 1.0 / rank, 1.0, relative]
         own = own_text.get(memory_id, 0.0)
@@ -124,20 +128,21 @@ def candidate_features(
             when = found_attributes.event_at or found_attributes.created_at
         inside = window is not None and when is not None and window.start <= when <= window.end
         length = math.log1p(found_attributes.length) if found_attributes is not None else 0.0
-        graph = found.get(RetrieverName.GRAPH, {}).get(memory_id)
+        graph = graph_hits.get(memory_id)
         values += [
             1.0 if own > 0.0 else 0.0,
             own,
             1.0 if memory_id in spoken else 0.0,
             1.0 if inside else 0.0,
-            1.0 if window is not None else 0.0,
+            windowed,
             found_attributes.importance if found_attributes is not None else 0.5,
             1.0 / (row + 1),
             length,
             length * length,
             1.0 if graph is not None and graph[2] == 0 else 0.0,
         ]
-        rows[row] = values
+        table.append(values)
+    rows = np.array(table, dtype=np.float64).reshape(len(rule_order), len(FEATURES))
     return Candidates(tuple(rule_order), rows)
 
 
