@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import random
 import shutil
 import signal
@@ -59,9 +58,9 @@ class LoadReport:
     errors: int
     error_kinds: dict[str, int]
     endpoints: tuple[Endpoint, ...]
-    # CPU time per request answered: the server's (every worker) apart from this driver's own,
-    # which shares the machine with it (NaN without psutil).
-    server_cpu_ms: float = 0.0
+    # CPU time per request answered: the server's (every worker; None without psutil) apart
+    # from this driver's own, which shares the machine with it.
+    server_cpu_ms: float | None = None
     driver_cpu_ms: float = 0.0
 
 
@@ -168,8 +167,8 @@ def render(report: LoadReport) -> str:
         f"{report.offered_per_second or 'unpaced'} requests/s",
         f"throughput {report.per_second:.1f} requests/s ({report.recalls_per_second:.1f} "
         f"recalls/s); errors {report.errors}",
-        f"CPU per request: server {report.server_cpu_ms:.1f} ms (every worker), "
-        f"this driver {report.driver_cpu_ms:.1f} ms",
+        f"CPU per request: server {_ms(report.server_cpu_ms)} (every worker), "
+        f"this driver {_ms(report.driver_cpu_ms)}",
         "",
         "| endpoint | requests | errors | p50 ms | p99 ms |",
         "|---|---|---|---|---|",
@@ -227,13 +226,17 @@ def _start(db: Path, folder: Path, workers: int) -> tuple[subprocess.Popen[bytes
     raise click.ClickException(f"the server did not start: {(folder / 'server.log').read_text()}")
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of the server and its workers so far (NaN without psutil,
+def _ms(value: float | None) -> str:
+    return "n/a (psutil is not installed)" if value is None else f"{value:.1f} ms"
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User and system CPU seconds of the server and its workers so far (None without psutil,
     a dev dependency)."""
     try:
         import psutil  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - a dev dependency
-        return math.nan
+        return None
     root = psutil.Process(pid)
     total = 0.0
     for process in [root, *root.children(recursive=True)]:
@@ -319,7 +322,7 @@ def serve(
                 return
             server_before, driver_before = _cpu_seconds(process.pid), time.process_time()
             tally, elapsed = asyncio.run(drive(url, load, seconds))
-            server_cpu = _cpu_seconds(process.pid) - server_before
+            server_after = _cpu_seconds(process.pid)
             driver_cpu = time.process_time() - driver_before
         finally:
             process.send_signal(signal.SIGTERM)
@@ -336,7 +339,9 @@ def serve(
     answered = max(report.requests, 1)
     report = replace(
         report,
-        server_cpu_ms=server_cpu * 1000.0 / answered,
+        server_cpu_ms=None
+        if server_before is None or server_after is None
+        else (server_after - server_before) * 1000.0 / answered,
         driver_cpu_ms=driver_cpu * 1000.0 / answered,
     )
     click.echo(json.dumps(asdict(report), indent=2) if as_json else render(report))
