@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import resources
@@ -29,7 +30,7 @@ from fivefold.learn.model import (
 )
 from fivefold.read.calibrate import LEARNED_COEFFICIENTS, confidence, result_features
 from fivefold.read.fuse import Fused
-from fivefold.read.rankers import window_first
+from fivefold.read.rankers import codes, window_first
 from fivefold.read.reader import FACTS_MODEL
 from fivefold.store.records import MemoryAttributes
 from fivefold.types import (
@@ -435,3 +436,38 @@ def test_a_temporal_plan_ranks_the_window_first_under_the_facts_model() -> None:
     # Nothing inside, or the window's memories first already: the model's ranking as it is.
     assert window_first(ranked, set()) == ranked
     assert window_first(ranked, {1, 2}) == ranked
+
+
+def _tickets() -> list[str]:
+    rng = random.Random(3)
+    topics = ["database migration", "fraud signals", "vendor onboarding", "pricing experiment"]
+    topics += ["warehouse ETL", "customer churn"]
+    projects = ["Delrho", "Tormo", "Senmardra", "Quifen", "Marnix", "Deltalmar"]
+    return [
+        f"Ticket SEC-{rng.randrange(10**7):07d} tracks the {rng.choice(topics)} issue in "
+        f"Project {rng.choice(projects)}."
+        for _ in range(60)
+    ]
+
+
+def test_a_quoted_code_puts_the_memory_holding_it_first_under_the_facts_model(
+    store_url: str, minilm: fivefold.MiniLMEmbedder
+) -> None:
+    """Sixty tickets alike but for their numbers: the facts model ranked another ticket's
+    statement above the one the question quotes; the memory holding the code now comes first,
+    for every ticket asked about."""
+    tickets = _tickets()
+    with fivefold.Memory.open(store_url, embedder=minilm, config=LEARNING) as learning:
+        stored = learning.remember_many([{"content": t} for t in tickets])
+        for i in range(0, 60, 3):
+            code = tickets[i].split()[1]
+            result = learning.recall(f"what is ticket {code} about?", now=NOW)
+            assert FACTS in result.plan.reasons
+            assert result.hits[0].memory.id == stored[i].id, code
+            assert all(0.0 < h.score < 1.0 for h in result.hits)  # the model's probabilities
+
+
+def test_codes_are_joined_and_hold_a_letter_and_three_digits() -> None:
+    found = codes("is SEC-0558829 or sk-837e012d fixed? not COVID-19, 2024-05-01, 7th, A-B")
+    assert found == ("SEC-0558829", "sk-837e012d")
+    assert codes("Ticket sec-0558829 tracks it") == ("sec-0558829",)

@@ -23,7 +23,7 @@ from fivefold.read.demote import demote
 from fivefold.read.favour import dated_within, spoken_by_named, when
 from fivefold.read.fuse import Fused, apply_prior, boost, weighted_rrf
 from fivefold.read.query_vectors import QueryVectors
-from fivefold.read.rankers import CONVERSATION_PROBE, conversation_turns, window_first
+from fivefold.read.rankers import CONVERSATION_PROBE, codes_first, conversation_turns, window_first
 from fivefold.read.rerank.base import Reranker
 from fivefold.read.rerank.mmr import mmr_order
 from fivefold.read.rerank.rewrite import RewriteError, feedback_rewrites, llm_rewrites
@@ -480,6 +480,8 @@ class ReadPipeline:
             ]
             if model is state.otherwise and state.ask.plan.name is PlanName.TEMPORAL:
                 ranked = window_first(ranked, dated_within(state.query, attributes))
+            read = functools.partial(self._store.reads.get_memories, state.ask.scope.namespace)
+            ranked = codes_first(ranked, state.query.original, state.runs, read)
             state.ranked_by = model
             state.clock.time("fuse", start)
             return ranked, attributes

@@ -3,14 +3,19 @@ question's time window: pure functions over the fused candidates and their attri
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 
 from fivefold.read.fuse import Fused
 from fivefold.store.records import MemoryAttributes
+from fivefold.types import MemoryRecord, RetrieverName, RetrieverRun
 
 # How many of the rule fusion's best candidates decide whether the packaged conversation model
 # ranks (it does when most of them are conversation turns; else the facts model does).
 CONVERSATION_PROBE = 10
+# How many of the lexical leg's best are read for a code the question quotes ("SEC-0558829").
+CODE_PROBE = 20
+_CODE = re.compile(r"(?<![\w-])[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)+(?![\w-])")
 
 
 def window_first(ranked: Sequence[Fused], inside: set[int]) -> list[Fused]:
@@ -34,3 +39,35 @@ def conversation_turns(probe: Sequence[Fused], attributes: Mapping[int, MemoryAt
     top = [attributes.get(f.id) for f in probe]
     spoken = sum(1 for a in top if a is not None and a.speaker is not None)
     return bool(top) and 2 * spoken >= len(top)
+
+
+def codes(text: str) -> tuple[str, ...]:
+    """The codes a text quotes: joined by hyphens or underscores, with a letter and at least
+    three digits ("SEC-0558829", "sk-837e012d"; not "COVID-19" or a date)."""
+    return tuple(
+        code
+        for code in _CODE.findall(text)
+        if sum(c.isdigit() for c in code) >= 3 and any(c.isalpha() for c in code)
+    )
+
+
+def codes_first(
+    ranked: Sequence[Fused],
+    question: str,
+    runs: Sequence[RetrieverRun],
+    read: Callable[[Sequence[int]], Mapping[int, MemoryRecord]],
+) -> list[Fused]:
+    """A question quoting a code asks about the memory that holds it: a model ranks by
+    features, and put other tickets' statements, alike but for the code, above it. Of the
+    lexical leg's best, those holding a quoted code go first (each side in the model's order)."""
+    quoted = [c.casefold() for c in codes(question)]
+    lexical = next((r for r in runs if r.name is RetrieverName.LEXICAL), None)
+    if not quoted or lexical is None or not lexical.items:
+        return list(ranked)
+    said = read([item.id for item in lexical.items[:CODE_PROBE]])
+    holders = {
+        i
+        for i, record in said.items()
+        if any(c in codes(record.content.casefold()) for c in quoted)
+    }
+    return window_first(ranked, holders)
