@@ -1,5 +1,6 @@
-"""Which packaged model ranks a recall's candidates, and how the facts model's ranking meets a
-question's time window: pure functions over the fused candidates and their attributes."""
+"""Which packaged model ranks a recall's candidates, and how a model's ranking meets a
+question's time window or a code it quotes: functions over the fused candidates, their
+attributes and (for a quoted code) a few of their texts."""
 
 from __future__ import annotations
 
