@@ -22,6 +22,7 @@ from fivefold.read.cache import AttributeCache
 from fivefold.read.demote import demote
 from fivefold.read.favour import dated_within, spoken_by_named, when
 from fivefold.read.fuse import Fused, apply_prior, boost, weighted_rrf
+from fivefold.read.plan.rules import G, L, S, T, Y
 from fivefold.read.query_vectors import QueryVectors
 from fivefold.read.rankers import CONVERSATION_PROBE, codes_first, conversation_turns, window_first
 from fivefold.read.rerank.base import Reranker
@@ -57,13 +58,6 @@ from fivefold.types import (
 POST_FUSION_DEPTH = 200
 # Candidates' attributes kept across recalls: about 300 bytes each, 15 MB at the most.
 MAX_ATTRIBUTES = 50_000
-S, L, G, T, Y = (
-    RetrieverName.SEMANTIC,
-    RetrieverName.LEXICAL,
-    RetrieverName.GRAPH,
-    RetrieverName.TEMPORAL,
-    RetrieverName.TYPE,
-)
 
 
 @dataclass(frozen=True, slots=True)
