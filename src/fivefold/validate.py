@@ -264,6 +264,18 @@ def json_number(value: object) -> int | float:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
+def json_line(raw: bytes, number: int) -> dict[str, Any]:
+    """Line ``number`` of a JSONL file as the JSON object it must be. The first line may open
+    with the byte order mark some Windows editors write: not content."""
+    try:
+        value = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise InvalidInput(f"not a JSON line ({exc})") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"a JSON object is expected, got {type(value).__name__}")
+    return value
+
+
 def metadata(value: object) -> dict[str, Any]:
     if value is None:
         return {}

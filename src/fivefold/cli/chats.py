@@ -75,12 +75,7 @@ def _chats(path: Path, namespace: str | None) -> Iterator[tuple[str, dict[str, A
 
 def _arguments(raw: bytes, number: int, namespace: str | None) -> dict[str, Any]:
     """``remember_messages``' arguments of one line, its scope and time checked."""
-    try:
-        value = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise InvalidInput(f"not a JSON line ({exc})") from None
-    if not isinstance(value, dict):
-        raise InvalidInput(f"a JSON object is expected, got {type(value).__name__}")
+    value = validate.json_line(raw, number)
     if unknown := set(value) - FIELDS:
         raise InvalidInput(f"unknown field(s) {sorted(unknown)}; accepted: {sorted(FIELDS)}")
     if "messages" not in value:

@@ -34,7 +34,7 @@ from fivefold.store.records import NewEdge, NewMemory
 from fivefold.text import repeat_key
 from fivefold.types import MemoryRecord, Scope
 from fivefold.write.history import statement
-from fivefold.write.prepare import MAX_PREDICATE_CHARS
+from fivefold.write.prepare import FIELDS, MAX_PREDICATE_CHARS
 from fivefold.write.relations import alias_of, relation_of
 from fivefold.write.vectors import embed_text
 
@@ -206,29 +206,16 @@ def _plain(value: object) -> Any:
 
 
 # -- import -------------------------------------------------------------------------------------
-MEMORY_KEYS = frozenset(
-    {
-        "kind",
-        "content",
-        "type",
-        "predicate",
-        "event_at",
-        "created_at",
-        "entities",
-        "importance",
-        "namespace",
-        "user_id",
-        "agent_id",
-        "session_id",
-        "speaker",
-        "metadata",
-        "seen",
-        "last_seen_at",
-        "superseded_by",
-        "valid_to",
-        "why",
-    }
-)
+# A memory line holds what ``remember`` takes (but ``supersedes``: the line says it the other
+# way round) and what the store learned since.
+MEMORY_KEYS = (FIELDS - {"supersedes"}) | {
+    "kind",
+    "seen",
+    "last_seen_at",
+    "superseded_by",
+    "valid_to",
+    "why",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,13 +304,8 @@ def _lines(
             if not raw.strip():
                 continue
             try:
-                value = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-                raise InvalidInput(f"{where}: not a JSON line ({exc}); nothing imported") from None
-            if not isinstance(value, dict):
-                raise InvalidInput(f"{where}: a JSON object is expected; nothing imported")
-            kind = value.get("kind")
-            try:
+                value = validate.json_line(raw, number)
+                kind = value.get("kind")
                 if number == 1 or kind == "header":
                     _header(value, number)
                     continue
