@@ -63,29 +63,21 @@ class Telemetry:
         self._registry = CollectorRegistry()
         self._store_size = _StoreSize(store_size)
         self._budget = _Budget(budget)
-        self.requests = Histogram(
+        self.requests = self._seconds(
             "fivefold_http_request_seconds",
             "HTTP request latency by endpoint and status",
             ["endpoint", "status"],
-            buckets=_BUCKETS,
-            registry=self._registry,
         )
         self.recalls = Counter(
             "fivefold_recalls", "Recalls by plan", ["plan"], registry=self._registry
         )
-        self.recall_seconds = Histogram(
-            "fivefold_recall_seconds",
-            "Recall latency inside the engine by plan",
-            ["plan"],
-            buckets=_BUCKETS,
-            registry=self._registry,
+        self.recall_seconds = self._seconds(
+            "fivefold_recall_seconds", "Recall latency inside the engine by plan", ["plan"]
         )
-        self.stage_seconds = Histogram(
+        self.stage_seconds = self._seconds(
             "fivefold_recall_stage_seconds",
             "Time per recall stage and retriever leg (parse, embed, semantic, lexical, ...)",
             ["stage"],
-            buckets=_BUCKETS,
-            registry=self._registry,
         )
         self.cache_hits = Counter(
             "fivefold_cache_hits", "Recalls answered from the result cache", registry=self._registry
@@ -98,6 +90,9 @@ class Telemetry:
         )
         self._registry.register(self._store_size)
         self._registry.register(self._budget)
+
+    def _seconds(self, name: str, documentation: str, labels: list[str]) -> Histogram:
+        return Histogram(name, documentation, labels, buckets=_BUCKETS, registry=self._registry)
 
     def recalled(self, result: RecallResult) -> None:
         plan = result.plan.name.value
