@@ -165,6 +165,37 @@ def test_capitalized_common_word_may_still_name_the_entity(resolver: EntityResol
     assert [r.entity_id for r in resolver.resolve("what did May say?")] == [MAY_LEE]
 
 
+GO, TIMES = 20, 21
+WORDS_AS_NAMES = EntityResolver([entry(GO, "Go"), entry(TIMES, "Times"), entry(BERLIN, "Berlin")])
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Where's my seat when I go in to the office?",  # after a subject: the verb
+        "do we go by train?",
+        "How many times a week do I climb?",  # after a count: the plural
+        "how few times did it fail?",
+        "did I buy a go board?",  # after "a": a common noun
+    ],
+)
+def test_a_lowercase_word_after_a_subject_or_a_count_names_nothing(query: str) -> None:
+    assert WORDS_AS_NAMES.resolve(query) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "entity_id"),
+    [
+        ("when I use Go", GO),  # capitalized: the name
+        ("I use go for the backend", GO),  # not right after the subject
+        ("the times article", TIMES),
+        ("did I like the berlin office?", BERLIN),
+    ],
+)
+def test_the_same_words_elsewhere_still_resolve(query: str, entity_id: int) -> None:
+    assert [r.entity_id for r in WORDS_AS_NAMES.resolve(query)] == [entity_id]
+
+
 @pytest.mark.parametrize(
     "query", ["José Álvarez", "jose alvarez", "JOSÉ ÁLVAREZ", "Jose Alvarez", "josé ALVAREZ"]
 )

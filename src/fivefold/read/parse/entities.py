@@ -140,6 +140,8 @@ class EntityResolver:
         common = key in STOP_WORDS or key in COMMON_WORDS
         if len(span) == 1 and common and (not span[0].capitalized or span[0].opening):
             return []
+        if len(span) == 1 and not span[0].capitalized and _ordinary_here(query, span[0], key):
+            return []
         for table, confidence, how in (
             (self._exact, EXACT, Resolution.EXACT),
             (self._alias, ALIAS, Resolution.ALIAS),
@@ -189,6 +191,18 @@ class EntityResolver:
             confidence=round(confidence, 4),
             resolution=how,
         )
+
+
+# After a subject ("when I go in"), a count ("how many times") or "a" ("a compass"), a
+# lowercase word the dictionary knows is a verb or a common noun: a name there is capitalized.
+# After "the" or "my" it may be a name typed in lowercase ("the berlin office").
+_ORDINARY_BEFORE = re.compile(r"\b(?:i|we|you|they|he|she|many|few|a|an)\s+$", re.IGNORECASE)
+
+
+def _ordinary_here(query: str, word: _Word, key: str) -> bool:
+    return key in dictionary_words() and bool(
+        _ORDINARY_BEFORE.search(query[max(0, word.start - 8) : word.start])
+    )
 
 
 _OPENING = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“(]\s*)$")
