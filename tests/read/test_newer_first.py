@@ -103,3 +103,27 @@ def test_another_users_statement_is_not_the_change(memory: Memory) -> None:
     )[0]
     ranked = [h.memory.id for h in memory.recall(QUESTION, k=5).hits]  # both users' memories
     assert ranked.index(old.id) < ranked.index(new.id)
+
+
+def test_of_three_statements_found_out_of_order_the_newest_comes_first(memory: Memory) -> None:
+    """Found oldest, newest, middle: the middle goes above the oldest, the newest above both
+    (not level with the middle, where the lower id would win)."""
+    from fivefold.read import history
+    from fivefold.read.fuse import Fused
+    from fivefold.types import Scope
+
+    texts = [
+        (OLD, T0),
+        ("My climbing shoes sit on the garage shelf.", T1),
+        ("My climbing shoes sit in the car boot now.", datetime(2026, 9, 1, tzinfo=UTC)),
+    ]
+    oldest, middle, newest = (
+        memory.remember_many([{"content": text, "created_at": at, "user_id": "ana"}])[0].id
+        for text, at in texts
+    )
+    ranked = [Fused(oldest, 0.3, ()), Fused(newest, 0.2, ()), Fused(middle, 0.1, ())]
+    attributes = memory.store.reads.attributes("default", [oldest, middle, newest])
+    assert all(a.superseded_by is None for a in attributes.values())
+    out, moved = history.newer_first(ranked, attributes, memory.store, Scope("default"))
+    assert [f.id for f in out] == [newest, middle, oldest]
+    assert moved == 2

@@ -160,30 +160,35 @@ def newer_first(
     if len(head) < 2:
         return list(ranked), 0
     said = store.reads.get_memories(scope.namespace, [f.id for f in head])
-    cued = {f.id for f in head[1:] if f.id in said and update_cue(said[f.id].content)}
+    cued = {f.id for f in head if f.id in said and update_cue(said[f.id].content)}
     vector = store.search.vectors(scope.namespace, [f.id for f in head])
     scores = {f.id: f.score for f in ranked}
     moved = 0
-    for position, newer in enumerate(head):
+    # Oldest first, each above its older siblings as they stand by then: of a chain of three,
+    # the middle one goes above the oldest and the newest above both, whatever order they
+    # were found in.
+    for newer in sorted(head, key=lambda f: _when(attributes[f.id])):
         if newer.id not in vector or newer.id not in said:
             continue
         when = _when(attributes[newer.id])
-        for older in head[:position]:
-            if (
-                older.id in vector
-                and older.id in said
-                and _same_owner(said[older.id], said[newer.id])
-                and _when(attributes[older.id]) < when
-                and _siblings(
-                    said[older.id].content,
-                    said[newer.id].content,
-                    float(np.dot(vector[older.id], vector[newer.id])),
-                    cued=newer.id in cued,
-                )
-            ):
-                scores[newer.id] = math.nextafter(scores[older.id], math.inf)
-                moved += 1
-                break
+        above = [
+            scores[older.id]
+            for older in head
+            if older.id in vector
+            and older.id in said
+            and _when(attributes[older.id]) < when
+            and scores[older.id] >= scores[newer.id]
+            and _same_owner(said[older.id], said[newer.id])
+            and _siblings(
+                said[older.id].content,
+                said[newer.id].content,
+                float(np.dot(vector[older.id], vector[newer.id])),
+                cued=newer.id in cued,
+            )
+        ]
+        if above:
+            scores[newer.id] = math.nextafter(max(above), math.inf)
+            moved += 1
     if not moved:
         return list(ranked), 0
     out = [Fused(f.id, scores[f.id], f.terms) for f in ranked]
